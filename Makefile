@@ -1,0 +1,39 @@
+# The README's two commands, and a few more. Each installs what is missing first.
+#   make demo    the main job
+#   make test    the whole test suite (what CI runs)
+PRESET ?= release
+
+.PHONY: demo test build deps bench golden format asan clean
+
+deps:
+	@cmake/install-deps.sh core
+
+build: deps
+	cmake --preset $(PRESET) > /dev/null
+	cmake --build --preset $(PRESET)
+
+demo: build
+	./build/$(PRESET)/tutorials/00_tensors_and_autograd
+
+test: build
+	ctest --preset $(PRESET) -j2
+
+asan:
+	$(MAKE) test PRESET=asan
+
+bench: deps
+	@cmake/install-deps.sh bench torch
+	cmake --preset bench > /dev/null
+	cmake --build --preset bench
+	./build/bench/benchmarks/gemm_benchmark
+
+# Regenerates the PyTorch reference values of the parity tests (Debian's python3-torch).
+golden:
+	@cmake/install-deps.sh torch
+	/usr/bin/python3 tests/parity/make_golden.py
+
+format:
+	git ls-files '*.cpp' '*.hpp' | xargs clang-format -i
+
+clean:
+	rm -rf build

@@ -1,0 +1,137 @@
+#include "autograd/engine.hpp"
+
+#include <fmt/format.h>
+
+#include <unordered_set>
+
+#include "autograd/ops.hpp"
+
+namespace anatomy {
+
+static thread_local bool grad_enabled = true;
+bool is_grad_enabled() { return grad_enabled; }
+void set_grad_enabled(bool enabled) { grad_enabled = enabled; }
+
+Tensor record(Tensor output, std::string name, std::vector<Tensor> inputs, BackwardFn backward) {
+  if (!grad_enabled) return output;
+  bool any = false;
+  for (const auto& in : inputs) any = any || (in.defined() && in.requires_grad());
+  if (!any) return output;
+  auto node = std::make_shared<Node>();
+  node->name = std::move(name);
+  for (const auto& in : inputs) {
+    Edge e;
+    if (in.defined() && in.requires_grad()) {
+      e.shape = in.shape();
+      if (in.grad_fn())
+        e.node = in.grad_fn();
+      else
+        e.leaf = in.impl_ptr();
+    }
+    node->edges.push_back(std::move(e));
+  }
+  node->backward = std::move(backward);
+  node->output_shape = output.shape();
+  output.impl()->requires_grad = true;
+  output.impl()->grad_fn = std::move(node);
+  return output;
+}
+
+// Nodes reachable from `root`, ordered so that every node comes before the nodes it feeds.
+// Iterative DFS: a deep graph (a long training loop unrolled by mistake) must not blow the stack.
+static std::vector<std::shared_ptr<Node>> topological_order(const std::shared_ptr<Node>& root) {
+  std::vector<std::shared_ptr<Node>> order;
+  std::unordered_set<Node*> visited{root.get()};
+  std::vector<std::pair<std::shared_ptr<Node>, size_t>> stack{{root, 0}};
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    if (next < node->edges.size()) {
+      const std::shared_ptr<Node>& child = node->edges[next++].node;
+      if (child && visited.insert(child.get()).second) stack.push_back({child, 0});
+    } else {
+      order.push_back(node);
+      stack.pop_back();
+    }
+  }
+  // `order` is post-order (inputs first); reverse it so outputs come first.
+  return {order.rbegin(), order.rend()};
+}
+
+static void accumulate_leaf(TensorImpl* impl, const Tensor& g) {
+  if (!impl->grad) {
+    // Own the buffer: `g` may be shared with another input's gradient (add returns one tensor
+    // for both), and the leaf's grad is later updated in place.
+    Tensor owned = empty(g.shape());
+    owned.copy_(g);
+    impl->grad = owned.impl_ptr();
+  } else {
+    Tensor(impl->grad).add_(g);
+  }
+}
+
+void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
+  if (!root.requires_grad())
+    throw Error(
+        "backward: element 0 of tensors does not require grad and does not have a "
+        "grad_fn");
+  Tensor seed = gradient;
+  if (!seed.defined()) {
+    if (root.numel() != 1)
+      throw Error(
+          fmt::format("backward: grad can be implicitly created only for scalar outputs "
+                      "(this tensor has shape {}); pass a gradient",
+                      root.shape().str()));
+    seed = ones(root.shape());
+  } else if (seed.shape() != root.shape()) {
+    throw Error(
+        fmt::format("backward: Mismatch in shape: grad_output[0] has a shape of {} and "
+                    "output[0] has a shape of {}",
+                    seed.shape().str(), root.shape().str()));
+  }
+  NoGradGuard no_grad;  // gradients are plain values: no graph of the backward pass
+  if (root.is_leaf()) {
+    accumulate_leaf(root.impl(), seed);
+    return;
+  }
+  const auto& root_node = root.grad_fn();
+  root_node->grad_buffer = seed;
+  for (const auto& node : topological_order(root_node)) {
+    if (node->released)
+      throw Error(fmt::format(
+          "backward: Trying to backward through the graph a second time (or directly access saved "
+          "tensors after they have already been freed) at {}. Specify retain_graph=true if you "
+          "need to backward through the graph a second time.",
+          node->name));
+    Tensor g = node->grad_buffer;
+    node->grad_buffer = Tensor();
+    if (!g.defined()) continue;  // no gradient reached this node
+    std::vector<Tensor> grads = node->backward(g);
+    if (grads.size() != node->edges.size())
+      throw Error(fmt::format("backward: {} returned {} gradients for {} inputs", node->name,
+                              grads.size(), node->edges.size()));
+    for (size_t i = 0; i < grads.size(); ++i) {
+      const Edge& e = node->edges[i];
+      const Tensor& gi = grads[i];
+      if (!e.live() || !gi.defined()) continue;
+      if (gi.shape() != e.shape)
+        throw Error(
+            fmt::format("backward: {} returned a gradient of shape {} for input {} of "
+                        "shape {}",
+                        node->name, gi.shape().str(), i, e.shape.str()));
+      if (e.leaf) {
+        accumulate_leaf(e.leaf.get(), gi);
+      } else {
+        Node* producer = e.node.get();
+        producer->grad_buffer =
+            producer->grad_buffer.defined() ? add(producer->grad_buffer, gi) : gi;
+      }
+    }
+    if (!retain_graph) {
+      // Free what the closure saved; the edges stay, so the graph can still be drawn.
+      node->backward = nullptr;
+      node->released = true;
+    }
+  }
+}
+
+}  // namespace anatomy

@@ -1,0 +1,360 @@
+// The fused kernels of torch.nn.functional: softmax, log_softmax, layer_norm, dropout,
+// embedding, cross_entropy. Each could be composed from primitives (the tests do exactly that
+// and compare); fused, each reads its input once per pass and keeps no temporaries.
+//
+// Dimension letters: N rows, C the dim being normalized (classes, features).
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "autograd/engine.hpp"
+#include "autograd/ops.hpp"
+#include "autograd/random.hpp"
+#include "autograd/simd.hpp"
+
+namespace anatomy {
+
+using simd::batch;
+
+namespace {
+
+void check_float(const char* op, const Tensor& t) {
+  if (t.dtype() != Dtype::Float32)
+    throw Error(fmt::format("{}: expected a float32 tensor but got int64 of shape {}", op,
+                            t.shape().str()));
+}
+
+// Runs `rows(x, y, N, C)` on contiguous [N, C] buffers with `dim` as C, moving `dim` last and
+// back when needed.
+template <typename Rows>
+Tensor along_dim(const Tensor& a, int64_t dim, Rows rows) {
+  const bool last = dim == a.dim() - 1 || a.dim() == 0;
+  Tensor x = last ? a.contiguous() : transpose(a.detach(), dim, -1).contiguous();
+  Tensor y = empty(x.shape());
+  const int64_t C = a.dim() == 0 ? 1 : x.size(-1);
+  const int64_t N = C == 0 ? 0 : x.numel() / C;
+  rows(x.data(), y.data(), N, C);
+  return last ? y : transpose(y, dim, -1).contiguous();
+}
+
+// Two inputs of the same shape (for backward passes).
+template <typename Rows>
+Tensor along_dim2(const Tensor& a, const Tensor& b, int64_t dim, Rows rows) {
+  const bool last = dim == a.dim() - 1 || a.dim() == 0;
+  Tensor xa = last ? a.contiguous() : transpose(a, dim, -1).contiguous();
+  Tensor xb = last ? b.contiguous() : transpose(b, dim, -1).contiguous();
+  Tensor y = empty(xa.shape());
+  const int64_t C = a.dim() == 0 ? 1 : xa.size(-1);
+  const int64_t N = C == 0 ? 0 : xa.numel() / C;
+  rows(xa.data(), xb.data(), y.data(), N, C);
+  return last ? y : transpose(y, dim, -1).contiguous();
+}
+
+// y = softmax(x) over one row; subtracting the max keeps exp() from overflowing.
+void softmax_row(const float* x, float* y, int64_t C) {
+  const batch m(simd::max(x, C));
+  simd::map(x, y, C, [&](batch v) { return xsimd::exp(v - m); });
+  const batch inv(1.0f / simd::sum(y, C));
+  simd::map(y, y, C, [&](batch v) { return v * inv; });
+}
+
+// y = x - logsumexp(x) over one row.
+void log_softmax_row(const float* x, float* y, int64_t C) {
+  const float m = simd::max(x, C);
+  const batch mb(m);
+  simd::map(x, y, C, [&](batch v) { return xsimd::exp(v - mb); });
+  const batch lse(m + std::log(simd::sum(y, C)));
+  simd::map(x, y, C, [&](batch v) { return v - lse; });
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& a, int64_t dim) {
+  check_float("softmax", a);
+  dim = wrap_dim("softmax", dim, a.dim());
+  Tensor out = along_dim(a, dim, [](const float* x, float* y, int64_t N, int64_t C) {
+    for (int64_t n = 0; n < N; ++n) softmax_row(x + n * C, y + n * C, C);
+  });
+  return record(out, "SoftmaxBackward0", {a}, [y = out.detach(), dim](const Tensor& g) {
+    // dx = y ⊙ (g - Σ g ⊙ y), the softmax Jacobian-vector product per row.
+    return std::vector<Tensor>{along_dim2(
+        g, y, dim, [](const float* gp, const float* yp, float* dx, int64_t N, int64_t C) {
+          for (int64_t n = 0; n < N; ++n) {
+            const float* gr = gp + n * C;
+            const float* yr = yp + n * C;
+            const batch dot(simd::dot(gr, yr, C));
+            simd::map2(gr, 1, yr, 1, dx + n * C, C,
+                       [&](batch gv, batch yv) { return yv * (gv - dot); });
+          }
+        })};
+  });
+}
+
+Tensor log_softmax(const Tensor& a, int64_t dim) {
+  check_float("log_softmax", a);
+  dim = wrap_dim("log_softmax", dim, a.dim());
+  Tensor out = along_dim(a, dim, [](const float* x, float* y, int64_t N, int64_t C) {
+    for (int64_t n = 0; n < N; ++n) log_softmax_row(x + n * C, y + n * C, C);
+  });
+  return record(out, "LogSoftmaxBackward0", {a}, [y = out.detach(), dim](const Tensor& g) {
+    // dx = g - e^y Σ g
+    return std::vector<Tensor>{along_dim2(
+        g, y, dim, [](const float* gp, const float* yp, float* dx, int64_t N, int64_t C) {
+          for (int64_t n = 0; n < N; ++n) {
+            const float* gr = gp + n * C;
+            const batch s(simd::sum(gr, C));
+            simd::map2(gr, 1, yp + n * C, 1, dx + n * C, C,
+                       [&](batch gv, batch yv) { return gv - xsimd::exp(yv) * s; });
+          }
+        })};
+  });
+}
+
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                  const Tensor& bias, float eps) {
+  check_float("layer_norm", x);
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  bool ok = k >= 1 && x.dim() >= k;
+  for (int64_t i = 0; ok && i < k; ++i) ok = x.size(x.dim() - k + i) == normalized_shape[i];
+  if (!ok)
+    throw Error(fmt::format(
+        "layer_norm: Given normalized_shape={}, expected input with shape "
+        "[*, {}], but got input of size{}",
+        normalized_shape.str(), normalized_shape.str().substr(1, normalized_shape.str().size() - 2),
+        x.shape().str()));
+  for (const Tensor* p : {&weight, &bias})
+    if (p->defined() && p->shape() != normalized_shape)
+      throw Error(fmt::format("layer_norm: Expected weight and bias to be of shape {} but got {}",
+                              normalized_shape.str(), p->shape().str()));
+  const int64_t C = numel_of(normalized_shape);
+  const int64_t N = C == 0 ? 0 : x.numel() / C;
+  Tensor xc = x.contiguous();
+  Tensor out = empty(x.shape());
+  Tensor xhat = empty(x.shape());  // saved for backward
+  Tensor rstd = empty({N});
+  const float* w = weight.defined() ? weight.contiguous().data() : nullptr;
+  const float* b = bias.defined() ? bias.contiguous().data() : nullptr;
+  for (int64_t n = 0; n < N; ++n) {
+    const float* xr = xc.data() + n * C;
+    float* hr = xhat.data() + n * C;
+    float* yr = out.data() + n * C;
+    const float mean = simd::sum(xr, C) / static_cast<float>(C);
+    const float var = simd::sum_sq_dev(xr, C, mean) / static_cast<float>(C);  // biased
+    const float r = 1.0f / std::sqrt(var + eps);
+    rstd.data()[n] = r;
+    const batch mb(mean), rb(r);
+    simd::map(xr, hr, C, [&](batch v) { return (v - mb) * rb; });
+    if (w && b)
+      simd::map3(hr, 1, w, 1, b, 1, yr, C,
+                 [](batch h, batch wv, batch bv) { return xsimd::fma(h, wv, bv); });
+    else if (w)
+      simd::map2(hr, 1, w, 1, yr, C, [](batch h, batch wv) { return h * wv; });
+    else if (b)
+      simd::map2(hr, 1, b, 1, yr, C, [](batch h, batch bv) { return h + bv; });
+    else
+      std::copy(hr, hr + C, yr);
+  }
+  return record(out, "NativeLayerNormBackward0", {x, weight, bias},
+                [xhat, rstd, weight, bias, N, C](const Tensor& g) {
+                  Tensor gc = g.contiguous();
+                  Tensor gx = empty(g.shape());
+                  Tensor gw = weight.defined() ? zeros(weight.shape()) : Tensor();
+                  Tensor gb = bias.defined() ? zeros(bias.shape()) : Tensor();
+                  const float* w = weight.defined() ? weight.contiguous().data() : nullptr;
+                  std::vector<float> gh(C);
+                  for (int64_t n = 0; n < N; ++n) {
+                    const float* gr = gc.data() + n * C;
+                    const float* hr = xhat.data() + n * C;
+                    // dL/dxhat = g ⊙ w; then dx = rstd (ĝ - mean(ĝ) - x̂ mean(ĝ ⊙ x̂))
+                    if (w)
+                      simd::map2(gr, 1, w, 1, gh.data(), C, [](batch a, batch b) { return a * b; });
+                    else
+                      std::copy(gr, gr + C, gh.data());
+                    const batch m1(simd::sum(gh.data(), C) / static_cast<float>(C));
+                    const batch m2(simd::dot(gh.data(), hr, C) / static_cast<float>(C));
+                    const batch r(rstd.data()[n]);
+                    simd::map2(gh.data(), 1, hr, 1, gx.data() + n * C, C,
+                               [&](batch a, batch h) { return r * (a - m1 - h * m2); });
+                    // dw = Σ_rows g ⊙ x̂, db = Σ_rows g
+                    if (gw.defined())
+                      simd::map3(gw.data(), 1, gr, 1, hr, 1, gw.data(), C,
+                                 [](batch acc, batch a, batch h) { return xsimd::fma(a, h, acc); });
+                    if (gb.defined())
+                      simd::map2(gb.data(), 1, gr, 1, gb.data(), C,
+                                 [](batch acc, batch a) { return acc + a; });
+                  }
+                  return std::vector<Tensor>{gx, gw, gb};
+                });
+}
+
+Tensor dropout(const Tensor& x, float p, bool training) {
+  check_float("dropout", x);
+  if (p < 0.0f || p > 1.0f)
+    throw Error(
+        fmt::format("dropout: dropout probability has to be between 0 and 1, but got {}", p));
+  if (!training || p == 0.0f) return x;
+  // Keep each element with probability 1-p and scale it by 1/(1-p), so the expected value is
+  // unchanged and eval mode needs no rescaling.
+  Tensor mask = empty(x.shape());
+  const float scale = p == 1.0f ? 0.0f : 1.0f / (1.0f - p);
+  auto& gen = default_generator();
+  float* m = mask.data();
+  for (int64_t i = 0; i < mask.numel(); ++i) m[i] = gen.uniform() >= p ? scale : 0.0f;
+  Tensor out = mul(x.detach(), mask);
+  return record(out, "NativeDropoutBackward0", {x},
+                [mask](const Tensor& g) { return std::vector<Tensor>{mul(g, mask)}; });
+}
+
+Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx) {
+  if (indices.dtype() != Dtype::Int64)
+    throw Error(
+        fmt::format("embedding: Expected tensor for argument #1 'indices' to have scalar "
+                    "type Long; but got Float (shape {})",
+                    indices.shape().str()));
+  check_float("embedding", weight);
+  if (weight.dim() != 2)
+    throw Error(
+        fmt::format("embedding: 'weight' must be 2-D (got shape {})", weight.shape().str()));
+  const int64_t V = weight.size(0), D = weight.size(1);
+  const auto ids = indices.to_int_vector();
+  for (int64_t id : ids)
+    if (id < 0 || id >= V)
+      throw Error(
+          fmt::format("embedding: index {} is out of range for the table of {} rows "
+                      "(weight {})",
+                      id, V, weight.shape().str()));
+  Shape shape = indices.shape();
+  shape.push_back(D);
+  Tensor w = weight.contiguous();
+  Tensor out = empty(shape);
+  for (size_t i = 0; i < ids.size(); ++i)
+    std::copy_n(w.data() + ids[i] * D, D, out.data() + static_cast<int64_t>(i) * D);
+  return record(out, "EmbeddingBackward0", {weight}, [ids, V, D, padding_idx](const Tensor& g) {
+    // Each row's gradient is the sum of the gradients of every position that used it.
+    Tensor gw = zeros({V, D});
+    Tensor gc = g.contiguous();
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (padding_idx && ids[i] == *padding_idx) continue;
+      float* dst = gw.data() + ids[i] * D;
+      simd::map2(dst, 1, gc.data() + static_cast<int64_t>(i) * D, 1, dst, D,
+                 [](batch a, batch b) { return a + b; });
+    }
+    return std::vector<Tensor>{gw};
+  });
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target,
+                     const CrossEntropyOptions& options) {
+  check_float("cross_entropy", logits);
+  if (target.dtype() != Dtype::Int64)
+    throw Error(
+        "cross_entropy: expected scalar type Long but found Float (targets are class "
+        "indices)");
+  const auto& red = options.reduction;
+  if (red != "mean" && red != "sum" && red != "none")
+    throw Error(fmt::format("cross_entropy: {} is not a valid value for reduction", red));
+  const float eps = options.label_smoothing;
+  if (eps < 0.0f || eps > 1.0f)
+    throw Error(
+        fmt::format("cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {}", eps));
+  // Bring logits to [N, C] rows and targets to [N]: [C] -> [1, C]; [N, C, d...] -> [N·d..., C].
+  if (logits.dim() == 0) throw Error("cross_entropy: logits must have at least one dimension");
+  Shape expected = logits.shape();
+  if (logits.dim() >= 2)
+    expected.erase(expected.begin() + 1);
+  else
+    expected = {};
+  if (target.shape() != expected)
+    throw Error(fmt::format("cross_entropy: Expected target size {}, got {} (logits {})",
+                            expected.str(), target.shape().str(), logits.shape().str()));
+  // [N, C, d...] -> [N, d..., C]: rows then follow the target's row-major order.
+  std::vector<int64_t> to_last{0}, from_last{0, logits.dim() - 1};
+  for (int64_t d = 2; d < logits.dim(); ++d) {
+    to_last.push_back(d);
+    from_last.push_back(d - 1);
+  }
+  to_last.push_back(1);
+  Tensor x = logits.dim() == 1   ? logits.detach().unsqueeze(0)
+             : logits.dim() == 2 ? logits.detach()
+                                 : logits.detach().permute(to_last).reshape({-1, logits.size(1)});
+  x = x.contiguous();
+  const int64_t C = x.size(1), N = x.size(0);
+  const std::vector<int64_t> t = target.to_int_vector();
+  int64_t count = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    if (t[n] == options.ignore_index) continue;
+    if (t[n] < 0 || t[n] >= C)
+      throw Error(
+          fmt::format("cross_entropy: Target {} is out of bounds (classes 0..{})", t[n], C - 1));
+    ++count;
+  }
+  // loss_n = (1-ε)(lse - x_t) + ε(lse - mean(x)): cross entropy against the smoothed target.
+  std::vector<float> losses(N, 0.0f);
+  for (int64_t n = 0; n < N; ++n) {
+    if (t[n] == options.ignore_index) continue;
+    const float* row = x.data() + n * C;
+    const float m = simd::max(row, C);
+    float s = 0.0f;
+    for (int64_t c = 0; c < C; ++c) s += std::exp(row[c] - m);
+    const float lse = m + std::log(s);
+    const float nll = lse - row[t[n]];
+    const float smooth = lse - simd::sum(row, C) / static_cast<float>(C);
+    losses[n] = (1.0f - eps) * nll + eps * smooth;
+  }
+  Tensor out;
+  if (red == "none") {
+    out = from_vector(losses, target.shape());
+  } else {
+    double total = 0.0;
+    for (float l : losses) total += l;
+    const float value = red == "sum" ? static_cast<float>(total)
+                        : count == 0 ? std::nanf("")
+                                     : static_cast<float>(total / static_cast<double>(count));
+    out = full({}, value);
+  }
+  return record(
+      out, "NllLossBackward0", {logits},
+      [x, t, count, N, C, eps, options, lshape = logits.shape(), from_last](const Tensor& g) {
+        // d loss_n / d x = softmax(x) - (1-ε) onehot(t) - ε/C, scaled by the upstream gradient.
+        std::vector<float> scale(N, 0.0f);
+        const auto gv = g.to_vector();
+        for (int64_t n = 0; n < N; ++n) {
+          if (t[n] == options.ignore_index) continue;
+          scale[n] = options.reduction == "none"  ? gv[n]
+                     : options.reduction == "sum" ? gv[0]
+                                                  : gv[0] / static_cast<float>(count);
+        }
+        Tensor gx = empty({N, C});
+        for (int64_t n = 0; n < N; ++n) {
+          float* dst = gx.data() + n * C;
+          if (scale[n] == 0.0f) {
+            std::fill(dst, dst + C, 0.0f);
+            continue;
+          }
+          softmax_row(x.data() + n * C, dst, C);
+          const batch sb(scale[n]), off(eps / static_cast<float>(C));
+          simd::map(dst, dst, C, [&](batch p) { return (p - off) * sb; });
+          dst[t[n]] -= (1.0f - eps) * scale[n];
+        }
+        if (lshape.size() == 1) return std::vector<Tensor>{gx.reshape(lshape)};
+        if (lshape.size() == 2) return std::vector<Tensor>{gx};
+        Shape moved = {lshape[0]};  // [N, d..., C], then C back to dim 1
+        for (size_t d = 2; d < lshape.size(); ++d) moved.push_back(lshape[d]);
+        moved.push_back(lshape[1]);
+        return std::vector<Tensor>{gx.reshape(moved).permute(from_last).contiguous()};
+      });
+}
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
+  if (input.shape() != target.shape())
+    throw Error(fmt::format("mse_loss: input shape {} and target shape {} differ",
+                            input.shape().str(), target.shape().str()));
+  Tensor d = sub(input, target);
+  Tensor sq = mul(d, d);
+  if (reduction == "none") return sq;
+  if (reduction == "sum") return sum(sq);
+  if (reduction == "mean") return mean(sq);
+  throw Error(fmt::format("mse_loss: {} is not a valid value for reduction", reduction));
+}
+
+}  // namespace anatomy

@@ -1,0 +1,184 @@
+// A GotoBLAS/BLIS-style GEMM in three layers:
+//   1. blocking: K in KC slices, N in NC panels, M in MC blocks, sized so a packed B panel
+//      lives in L2/L3, a packed A block in L2 and one micro-panel of each in L1;
+//   2. packing: A into MR-row and B into NR-column micro-panels, contiguous in the order the
+//      micro-kernel reads them (this is also where strides, i.e. transposes, are absorbed);
+//   3. the micro-kernel: an MR x NR tile of C held in registers, updated by one rank-1 FMA
+//      per k: broadcast MR values of A, load NR values of B.
+// Threads split the M blocks (or, for short M, the N micro-panels). Each element of C is summed
+// by one thread in a fixed k order, so results do not depend on the thread count.
+#include "autograd/gemm.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+#include "autograd/xsimd.hpp"
+
+namespace anatomy {
+
+namespace {
+
+using batch = xsimd::batch<float>;
+constexpr int64_t W = static_cast<int64_t>(batch::size);
+// 2 vectors wide; rows chosen so MR x 2 accumulators + 2 B vectors + 1 broadcast fit the
+// register file (16 registers with AVX2, 32 with AVX-512).
+constexpr int64_t NR = 2 * W;
+constexpr int64_t MR = W >= 16 ? 8 : 6;
+constexpr int64_t KC = 256;
+constexpr int64_t MC_MAX = 128;
+constexpr int64_t NC = 2048;
+
+int num_threads = 0;  // 0 = OpenMP's default
+
+// Packs A[i0:i0+mc, k0:k0+kc] as MR-row micro-panels: panel p holds, for each k, MR values.
+void pack_a(const float* A, int64_t rsa, int64_t csa, int64_t mc, int64_t kc, float* dst) {
+  for (int64_t i = 0; i < mc; i += MR) {
+    const int64_t rows = std::min(MR, mc - i);
+    for (int64_t k = 0; k < kc; ++k) {
+      const float* src = A + i * rsa + k * csa;
+      int64_t r = 0;
+      for (; r < rows; ++r) dst[r] = src[r * rsa];
+      for (; r < MR; ++r) dst[r] = 0.0f;
+      dst += MR;
+    }
+  }
+}
+
+// Packs B[k0:k0+kc, j0:j0+nc] as NR-column micro-panels: panel p holds, for each k, NR values.
+void pack_b(const float* B, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, float* dst,
+            int64_t panel_begin, int64_t panel_end) {
+  for (int64_t p = panel_begin; p < panel_end; ++p) {
+    const int64_t j = p * NR;
+    const int64_t cols = std::min(NR, nc - j);
+    float* d = dst + p * NR * kc;
+    for (int64_t k = 0; k < kc; ++k) {
+      const float* src = B + k * rsb + j * csb;
+      if (cols == NR && csb == 1) {
+        std::memcpy(d, src, sizeof(float) * NR);
+      } else {
+        int64_t c = 0;
+        for (; c < cols; ++c) d[c] = src[c * csb];
+        for (; c < NR; ++c) d[c] = 0.0f;
+      }
+      d += NR;
+    }
+  }
+}
+
+// C[0:MR, 0:NR] (+)= Apanel · Bpanel over kc. Full tiles write C directly; edge tiles go
+// through a stack buffer and copy back only the valid rows and columns.
+void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t ldc, int64_t rows,
+                  int64_t cols, bool accumulate) {
+  batch c0[MR], c1[MR];
+#pragma GCC unroll 8
+  for (int64_t r = 0; r < MR; ++r) c0[r] = c1[r] = batch(0.0f);
+  for (int64_t k = 0; k < kc; ++k) {
+    const batch b0 = batch::load_aligned(b);
+    const batch b1 = batch::load_aligned(b + W);
+#pragma GCC unroll 8
+    for (int64_t r = 0; r < MR; ++r) {
+      const batch ar(a[r]);
+      c0[r] = xsimd::fma(ar, b0, c0[r]);
+      c1[r] = xsimd::fma(ar, b1, c1[r]);
+    }
+    a += MR;
+    b += NR;
+  }
+  if (rows == MR && cols == NR) {
+#pragma GCC unroll 8
+    for (int64_t r = 0; r < MR; ++r) {
+      float* cr = C + r * ldc;
+      if (accumulate) {
+        c0[r] += batch::load_unaligned(cr);
+        c1[r] += batch::load_unaligned(cr + W);
+      }
+      c0[r].store_unaligned(cr);
+      c1[r].store_unaligned(cr + W);
+    }
+    return;
+  }
+  alignas(64) float tile[MR * NR];
+  for (int64_t r = 0; r < MR; ++r) {
+    c0[r].store_aligned(tile + r * NR);
+    c1[r].store_aligned(tile + r * NR + W);
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      C[r * ldc + c] = accumulate ? C[r * ldc + c] + tile[r * NR + c] : tile[r * NR + c];
+}
+
+// Aligned scratch buffers, kept per thread and reused across calls.
+float* scratch(std::vector<float, xsimd::aligned_allocator<float, 64>>& buf, size_t n) {
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+}  // namespace
+
+int get_num_threads() { return num_threads > 0 ? num_threads : omp_get_max_threads(); }
+void set_num_threads(int n) {
+  num_threads = n;
+  omp_set_num_threads(n > 0 ? n : omp_get_num_procs());
+}
+
+void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa, const float* B,
+          int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    if (!accumulate)
+      for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
+    return;
+  }
+  // Threads pay off only once there is enough work to hide the fork/join (about 0.1 ms).
+  const double flops =
+      2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  const int threads = flops < 2.0e6 ? 1 : get_num_threads();
+  // Enough M blocks to give every thread work, but no bigger than MC_MAX.
+  const int64_t per_thread = (M + threads - 1) / threads;
+  const int64_t mc_block =
+      std::max<int64_t>(MR, std::min<int64_t>(MC_MAX / MR * MR, (per_thread + MR - 1) / MR * MR));
+  static thread_local std::vector<float, xsimd::aligned_allocator<float, 64>> a_buf;
+  static thread_local std::vector<float, xsimd::aligned_allocator<float, 64>> b_buf;
+  float* bp = scratch(b_buf, static_cast<size_t>(KC * ((std::min(N, NC) + NR - 1) / NR * NR)));
+
+  for (int64_t jc = 0; jc < N; jc += NC) {
+    const int64_t nc = std::min(NC, N - jc);
+    const int64_t panels = (nc + NR - 1) / NR;
+    for (int64_t pc = 0; pc < K; pc += KC) {
+      const int64_t kc = std::min(KC, K - pc);
+      const bool acc = accumulate || pc > 0;
+      const float* Bp = B + pc * rsb + jc * csb;
+      const int64_t m_blocks = (M + mc_block - 1) / mc_block;
+      // Short M (one block): split the N micro-panels between threads instead.
+      const bool split_n = m_blocks < threads;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+      {
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        // Every thread packs its share of B's micro-panels, then all wait for the whole panel.
+        pack_b(Bp, rsb, csb, kc, nc, bp, panels * t / nt, panels * (t + 1) / nt);
+#pragma omp barrier
+        float* ap = scratch(a_buf, static_cast<size_t>(((mc_block + MR - 1) / MR) * MR * KC));
+        for (int64_t ib = split_n ? 0 : t; ib < m_blocks; ib += split_n ? 1 : nt) {
+          const int64_t ic = ib * mc_block;
+          const int64_t mc = std::min(mc_block, M - ic);
+          pack_a(A + ic * rsa + pc * csa, rsa, csa, mc, kc, ap);
+          const int64_t p0 = split_n ? panels * t / nt : 0;
+          const int64_t p1 = split_n ? panels * (t + 1) / nt : panels;
+          for (int64_t p = p0; p < p1; ++p) {
+            const int64_t jr = p * NR;
+            const int64_t cols = std::min(NR, nc - jr);
+            for (int64_t ir = 0; ir < mc; ir += MR) {
+              micro_kernel(kc, ap + ir * kc, bp + p * NR * kc, C + (ic + ir) * ldc + jc + jr, ldc,
+                           std::min(MR, mc - ir), cols, acc);
+            }
+          }
+        }
+#pragma omp barrier
+      }
+    }
+  }
+}
+
+}  // namespace anatomy

@@ -1,0 +1,189 @@
+// matmul, mm, bmm and linear: shape logic and autograd around the GEMM of gemm.cpp.
+// Dimension letters: M rows of the left operand, K the contracted dim, N columns of the right.
+#include <fmt/format.h>
+#include <omp.h>
+
+#include "autograd/engine.hpp"
+#include "autograd/gemm.hpp"
+#include "autograd/ops.hpp"
+
+namespace anatomy {
+
+namespace {
+
+void check_float(const char* op, const Tensor& t) {
+  if (!t.defined()) throw Error(fmt::format("{}: got an undefined tensor", op));
+  if (t.dtype() != Dtype::Float32)
+    throw Error(fmt::format("{}: expected a float32 tensor but got int64 of shape {}", op,
+                            t.shape().str()));
+}
+
+// Can dims [0, d] of `t` be walked as one dim with stride t.stride(d)?
+bool collapsible(const Tensor& t, int64_t d) {
+  for (int64_t i = 0; i < d; ++i)
+    if (t.size(i) != 1 && t.stride(i) != t.stride(i + 1) * t.size(i + 1)) return false;
+  return true;
+}
+
+// out[..., M, N] = a[..., M, K] · b[..., K, N] where a and b are views with identical batch
+// dims (broadcast ones have stride 0) and out is contiguous.
+void batched_gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
+  const int64_t nd = out.dim();
+  const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
+  float* po = out.data();
+  const float* pa = a.data();
+  const float* pb = b.data();
+  // One big GEMM when a's batch rows stack into one matrix and b has no batch (stride 0): the
+  // common x[B, T, C] · W[C, N].
+  bool b_shared = true;
+  for (int64_t d = 0; d < nd - 2; ++d) b_shared = b_shared && (b.stride(d) == 0 || b.size(d) == 1);
+  if (nd > 2 && b_shared && collapsible(a, nd - 2)) {
+    gemm(out.numel() / N, N, K, pa, a.stride(-2), a.stride(-1), pb, b.stride(-2), b.stride(-1), po,
+         N, false);
+    return;
+  }
+  const int64_t batches = out.numel() / std::max<int64_t>(M * N, 1);
+  std::vector<int64_t> off_a(batches), off_b(batches);
+  for (int64_t i = 0; i < batches; ++i) {
+    int64_t rem = i, oa = 0, ob = 0;
+    for (int64_t d = nd - 3; d >= 0; --d) {
+      const int64_t c = rem % out.size(d);
+      rem /= out.size(d);
+      oa += c * a.stride(d);
+      ob += c * b.stride(d);
+    }
+    off_a[i] = oa;
+    off_b[i] = ob;
+  }
+  // Many small products (attention heads): one thread per product. Few large ones: GEMM's own
+  // threads inside each.
+  const double flops =
+      2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  const bool per_batch = batches > 1 && flops < 2.0e6;
+#pragma omp parallel for schedule(static) num_threads(get_num_threads()) if (per_batch)
+  for (int64_t i = 0; i < batches; ++i)
+    gemm(M, N, K, pa + off_a[i], a.stride(-2), a.stride(-1), pb + off_b[i], b.stride(-2),
+         b.stride(-1), po + i * M * N, N, false);
+}
+
+Tensor transpose_last(const Tensor& t) { return transpose(t, -1, -2); }
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_float("matmul", a);
+  check_float("matmul", b);
+  if (a.dim() == 0 || b.dim() == 0)
+    throw Error(
+        fmt::format("matmul: both arguments need at least 1 dimension (got shapes {} and "
+                    "{})",
+                    a.shape().str(), b.shape().str()));
+  // 1-D operands are promoted to matrices ([K] -> [1, K] on the left, [K, 1] on the right) and
+  // the added dim is removed from the result, as torch.matmul does.
+  Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
+  Tensor b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
+  const int64_t M = a2.size(-2), K = a2.size(-1), N = b2.size(-1);
+  if (b2.size(-2) != K) {
+    if (a.dim() <= 2 && b.dim() <= 2)
+      throw Error(fmt::format("matmul: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+                              a2.size(0), K, b2.size(0), N));
+    throw Error(
+        fmt::format("matmul: shapes {} and {} cannot be multiplied ({} != {} in the "
+                    "contracted dimension)",
+                    a.shape().str(), b.shape().str(), K, b2.size(-2)));
+  }
+  Shape sa(a2.shape().begin(), a2.shape().end() - 2), sb(b2.shape().begin(), b2.shape().end() - 2);
+  Shape batch = broadcast_shapes("matmul", sa, sb);
+  Shape ea = batch, eb = batch, out_shape = batch;
+  ea.insert(ea.end(), {M, K});
+  eb.insert(eb.end(), {K, N});
+  out_shape.insert(out_shape.end(), {M, N});
+  Tensor out = empty(out_shape);
+  batched_gemm(expand(a2.detach(), ea), expand(b2.detach(), eb), out);
+  Shape final_shape = out_shape;
+  if (b.dim() == 1) final_shape.erase(final_shape.end() - 1);
+  if (a.dim() == 1) final_shape.erase(final_shape.end() - (b.dim() == 1 ? 1 : 2));
+  if (final_shape != out_shape) out = out.view(final_shape);
+  const char* name = a.dim() == 1 && b.dim() == 1 ? "DotBackward0"
+                     : out_shape.size() > 2       ? "BmmBackward0"
+                                                  : "MmBackward0";
+  return record(out, name, {a, b}, [a, b, a2, b2, out_shape](const Tensor& g) {
+    Tensor g2 = g.reshape(out_shape);
+    Tensor ga, gb;
+    // C = A·B: dA = dC·Bᵀ, dB = Aᵀ·dC, each summed over the batch dims it was broadcast on.
+    if (a.requires_grad())
+      ga = sum_to(matmul(g2, transpose_last(b2.detach())), a2.shape()).reshape(a.shape());
+    if (b.requires_grad()) {
+      if (b2.dim() == 2 && a2.dim() > 2)  // b shared by every batch: one [K, rows]·[rows, N]
+        gb = matmul(transpose_last(a2.detach().reshape({-1, a2.size(-1)})),
+                    g2.reshape({-1, g2.size(-1)}));
+      else
+        gb = sum_to(matmul(transpose_last(a2.detach()), g2), b2.shape());
+      gb = gb.reshape(b.shape());
+    }
+    return std::vector<Tensor>{ga, gb};
+  });
+}
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+  if (a.dim() != 2)
+    throw Error(fmt::format("mm: self must be a matrix (got shape {})", a.shape().str()));
+  if (b.dim() != 2)
+    throw Error(fmt::format("mm: mat2 must be a matrix (got shape {})", b.shape().str()));
+  return matmul(a, b);
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (a.dim() != 3)
+    throw Error(fmt::format("bmm: batch1 must be a 3D tensor (got shape {})", a.shape().str()));
+  if (b.dim() != 3)
+    throw Error(fmt::format("bmm: batch2 must be a 3D tensor (got shape {})", b.shape().str()));
+  if (b.size(0) != a.size(0) || b.size(1) != a.size(2))
+    throw Error(
+        fmt::format("bmm: Expected size for first two dimensions of batch2 tensor to be: "
+                    "[{}, {}] but got: [{}, {}].",
+                    a.size(0), a.size(2), b.size(0), b.size(1)));
+  return matmul(a, b);
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_float("linear", x);
+  check_float("linear", weight);
+  if (weight.dim() != 2)
+    throw Error(fmt::format("linear: weight must be 2-D [out_features, in_features] (got {})",
+                            weight.shape().str()));
+  if (x.dim() == 0) throw Error("linear: input must have at least 1 dimension");
+  const int64_t K = weight.size(1), N = weight.size(0);
+  if (x.size(-1) != K)
+    throw Error(fmt::format("linear: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+                            x.numel() / std::max<int64_t>(x.size(-1), 1), x.size(-1), K, N));
+  if (bias.defined() && (bias.dim() != 1 || bias.size(0) != N))
+    throw Error(fmt::format("linear: bias must have shape [{}] (got {})", N, bias.shape().str()));
+  Tensor x2 =
+      collapsible(x, x.dim() - 2 < 0 ? 0 : x.dim() - 2) ? x.detach() : x.contiguous().detach();
+  const int64_t rows = x.numel() / std::max<int64_t>(K, 1);
+  Shape out_shape = x.shape();
+  out_shape.back() = N;
+  Tensor out = empty(out_shape);
+  // y = x Wᵀ + b: start every row at b, then accumulate the product (Wᵀ read via strides).
+  if (bias.defined()) {
+    Tensor bc = bias.contiguous();
+    for (int64_t r = 0; r < rows; ++r) std::copy_n(bc.data(), N, out.data() + r * N);
+  }
+  const int64_t rsx = x2.dim() >= 2 ? x2.stride(-2) : 0;
+  gemm(rows, N, K, x2.data(), rsx, x2.stride(-1), weight.data(), weight.stride(1), weight.stride(0),
+       out.data(), N, bias.defined());
+  return record(out, "AddmmBackward0", {x, weight, bias},
+                [x, weight, bias, rows, K, N](const Tensor& g) {
+                  Tensor g2 = g.reshape({rows, N});
+                  Tensor gx, gw, gb;
+                  if (x.requires_grad())
+                    gx = mm(g2, weight.detach()).reshape(x.shape());  // dx = g W
+                  if (weight.requires_grad())                         // dW = gᵀ x
+                    gw = mm(g2.t(), x.detach().reshape({rows, K}));
+                  if (bias.defined() && bias.requires_grad()) gb = sum(g2, {0});  // db = Σ_rows g
+                  return std::vector<Tensor>{gx, gw, gb};
+                });
+}
+
+}  // namespace anatomy

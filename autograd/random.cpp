@@ -1,0 +1,90 @@
+#include "autograd/random.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "autograd/tensor.hpp"
+
+namespace anatomy {
+
+void Generator::seed_(uint64_t seed) {
+  state_ = 0;
+  inc_ = (seed << 1u) | 1u;
+  next_u32();
+  state_ += 0x853c49e6748fea9bULL ^ seed;
+  next_u32();
+  has_spare_ = false;
+}
+
+uint32_t Generator::next_u32() {
+  const uint64_t old = state_;
+  state_ = old * 6364136223846793005ULL + inc_;
+  const auto xorshifted = static_cast<uint32_t>(((old >> 18u) ^ old) >> 27u);
+  const auto rot = static_cast<uint32_t>(old >> 59u);
+  return (xorshifted >> rot) | (xorshifted << ((32 - rot) & 31));
+}
+
+float Generator::uniform() { return static_cast<float>(next_u32() >> 8) * 0x1.0p-24f; }
+
+float Generator::normal() {
+  if (has_spare_) {
+    has_spare_ = false;
+    return spare_;
+  }
+  // Box-Muller in double: u1 in (0, 1] keeps log() finite.
+  const double u1 = (static_cast<double>(next_u32()) + 1.0) / 4294967296.0;
+  const double u2 = static_cast<double>(next_u32()) / 4294967296.0;
+  const double r = std::sqrt(-2.0 * std::log(u1));
+  const double theta = 2.0 * std::numbers::pi * u2;
+  spare_ = static_cast<float>(r * std::sin(theta));
+  has_spare_ = true;
+  return static_cast<float>(r * std::cos(theta));
+}
+
+void Generator::set_state(const State& s) {
+  state_ = s.state;
+  inc_ = s.inc | 1u;
+  has_spare_ = s.has_spare;
+  spare_ = s.spare;
+}
+
+Generator& default_generator() {
+  static Generator generator(0);
+  return generator;
+}
+
+void manual_seed(uint64_t seed) { default_generator().seed_(seed); }
+
+Tensor randn(Shape shape) {
+  Tensor t = empty(std::move(shape));
+  float* p = t.data();
+  auto& g = default_generator();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = g.normal();
+  return t;
+}
+
+Tensor rand(Shape shape) {
+  Tensor t = empty(std::move(shape));
+  float* p = t.data();
+  auto& g = default_generator();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = g.uniform();
+  return t;
+}
+
+Tensor randint(int64_t low, int64_t high, Shape shape) {
+  if (high <= low)
+    throw Error(fmt::format("randint: expects low < high, but got low={}, high={}", low, high));
+  Tensor t = empty(std::move(shape), Dtype::Int64);
+  int64_t* p = t.data_ptr<int64_t>();
+  auto& g = default_generator();
+  const auto range = static_cast<uint64_t>(high - low);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const uint64_t r = (static_cast<uint64_t>(g.next_u32()) << 32) | g.next_u32();
+    p[i] = low + static_cast<int64_t>(r % range);
+  }
+  return t;
+}
+
+}  // namespace anatomy

@@ -1,0 +1,127 @@
+// SIMD building blocks for the kernels (internal: included by .cpp files only, so the batch
+// width chosen by -march never leaks into a consumer's translation units).
+//
+// A kernel is written once as a generic lambda over xsimd::batch<float>. The last partial batch
+// goes through a small stack buffer, so tail elements are computed by exactly the same
+// instructions as the body: results do not depend on where an element falls.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include "autograd/xsimd.hpp"
+
+namespace anatomy::simd {
+
+using batch = xsimd::batch<float>;
+inline constexpr int64_t W = static_cast<int64_t>(batch::size);
+
+// y[i] = f(x[i]) for contiguous buffers (y may alias x).
+template <typename F>
+inline void map(const float* x, float* y, int64_t n, F f) {
+  int64_t i = 0;
+  for (; i + W <= n; i += W) f(batch::load_unaligned(x + i)).store_unaligned(y + i);
+  if (i < n) {
+    alignas(64) float buf[W] = {};
+    std::memcpy(buf, x + i, sizeof(float) * (n - i));
+    f(batch::load_unaligned(buf)).store_unaligned(buf);
+    std::memcpy(y + i, buf, sizeof(float) * (n - i));
+  }
+}
+
+// y[i] = f(a[i * sa], b[i * sb]) with sa, sb in {0, 1}: 0 repeats one value (a broadcast).
+template <typename F>
+inline void map2(const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n, F f) {
+  auto load = [](const float* p, int64_t s, int64_t i) {
+    return s == 0 ? batch(p[0]) : batch::load_unaligned(p + i);
+  };
+  int64_t i = 0;
+  for (; i + W <= n; i += W) f(load(a, sa, i), load(b, sb, i)).store_unaligned(y + i);
+  if (i < n) {
+    alignas(64) float ba[W] = {}, bb[W] = {};
+    for (int64_t k = 0; k < n - i; ++k) {
+      ba[k] = a[(i + k) * sa];
+      bb[k] = b[(i + k) * sb];
+    }
+    f(batch::load_unaligned(ba), batch::load_unaligned(bb)).store_unaligned(ba);
+    std::memcpy(y + i, ba, sizeof(float) * (n - i));
+  }
+}
+
+// Three inputs, same stride rules (used by where() and by fused backward formulas).
+template <typename F>
+inline void map3(const float* a, int64_t sa, const float* b, int64_t sb, const float* c, int64_t sc,
+                 float* y, int64_t n, F f) {
+  auto load = [](const float* p, int64_t s, int64_t i) {
+    return s == 0 ? batch(p[0]) : batch::load_unaligned(p + i);
+  };
+  int64_t i = 0;
+  for (; i + W <= n; i += W)
+    f(load(a, sa, i), load(b, sb, i), load(c, sc, i)).store_unaligned(y + i);
+  if (i < n) {
+    alignas(64) float ba[W] = {}, bb[W] = {}, bc[W] = {};
+    for (int64_t k = 0; k < n - i; ++k) {
+      ba[k] = a[(i + k) * sa];
+      bb[k] = b[(i + k) * sb];
+      bc[k] = c[(i + k) * sc];
+    }
+    f(batch::load_unaligned(ba), batch::load_unaligned(bb), batch::load_unaligned(bc))
+        .store_unaligned(ba);
+    std::memcpy(y + i, ba, sizeof(float) * (n - i));
+  }
+}
+
+// Sum of x[0..n) with W independent lanes (a fixed order, so the result is deterministic).
+inline float sum(const float* x, int64_t n) {
+  batch acc0(0.0f), acc1(0.0f);
+  int64_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    acc0 += batch::load_unaligned(x + i);
+    acc1 += batch::load_unaligned(x + i + W);
+  }
+  for (; i + W <= n; i += W) acc0 += batch::load_unaligned(x + i);
+  float s = xsimd::hadd(acc0 + acc1);
+  for (; i < n; ++i) s += x[i];
+  return s;
+}
+
+inline float max(const float* x, int64_t n) {
+  int64_t i = 0;
+  float m = -std::numeric_limits<float>::infinity();
+  if (n >= W) {
+    batch acc = batch::load_unaligned(x);
+    for (i = W; i + W <= n; i += W) acc = xsimd::max(acc, batch::load_unaligned(x + i));
+    alignas(64) float buf[W];
+    acc.store_aligned(buf);
+    for (int64_t k = 0; k < W; ++k) m = std::max(m, buf[k]);
+  }
+  for (; i < n; ++i) m = std::max(m, x[i]);
+  return m;
+}
+
+// Sum of (x[i] - c)^2, the core of variance and layer norm.
+inline float sum_sq_dev(const float* x, int64_t n, float c) {
+  batch acc(0.0f), cb(c);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    batch d = batch::load_unaligned(x + i) - cb;
+    acc = xsimd::fma(d, d, acc);
+  }
+  float s = xsimd::hadd(acc);
+  for (; i < n; ++i) s += (x[i] - c) * (x[i] - c);
+  return s;
+}
+
+// Sum of x[i] * y[i].
+inline float dot(const float* x, const float* y, int64_t n) {
+  batch acc(0.0f);
+  int64_t i = 0;
+  for (; i + W <= n; i += W)
+    acc = xsimd::fma(batch::load_unaligned(x + i), batch::load_unaligned(y + i), acc);
+  float s = xsimd::hadd(acc);
+  for (; i < n; ++i) s += x[i] * y[i];
+  return s;
+}
+
+}  // namespace anatomy::simd

@@ -1,0 +1,30 @@
+# Flags are set per target, never in CMAKE_CXX_FLAGS, so that a project embedding anatomy keeps
+# its own.
+function(anatomy_set_flags target)
+  target_compile_features(${target} PUBLIC cxx_std_20)
+  if(ANATOMY_WARNINGS)
+    target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic)
+  endif()
+  if(ANATOMY_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+  if(ANATOMY_SANITIZE)
+    target_compile_options(${target} PUBLIC -fsanitize=address,undefined -fno-omit-frame-pointer)
+    target_link_options(${target} PUBLIC -fsanitize=address,undefined)
+  endif()
+  target_compile_options(${target} PRIVATE $<$<CONFIG:Release>:-O3>)
+endfunction()
+
+# A library layer: anatomy_<name> exported as anatomy::<name>.
+function(anatomy_add_library name)
+  add_library(anatomy_${name} ${ARGN})
+  add_library(anatomy::${name} ALIAS anatomy_${name})
+  set_target_properties(anatomy_${name} PROPERTIES EXPORT_NAME ${name} OUTPUT_NAME anatomy_${name})
+  target_include_directories(anatomy_${name} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+                                                    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/anatomy>)
+  anatomy_set_flags(anatomy_${name})
+  install(TARGETS anatomy_${name} EXPORT anatomyTargets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/anatomy/${name}
+          FILES_MATCHING PATTERN "*.hpp")
+endfunction()

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that are missing (apt-get; sudo when not root). Usage:
+#   cmake/install-deps.sh core|bench|torch ...
+# core: what building and testing need; bench: Google Benchmark and OpenBLAS (the GEMM
+# benchmark's yardstick, never linked into the library); torch: the test oracle that
+# regenerates the golden files and runs the PyTorch side of the benchmarks.
+set -euo pipefail
+declare -A groups=(
+  [core]="g++ make cmake libxtensor-dev libxsimd-dev libfmt-dev doctest-dev nlohmann-json3-dev libcli11-dev"
+  [bench]="libbenchmark-dev libopenblas-dev"
+  [torch]="python3-torch python3-numpy"
+)
+wanted=""
+for g in "${@:-core}"; do wanted="$wanted ${groups[$g]:?unknown group $g}"; done
+missing=""
+for p in $wanted; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "installing:$missing"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+# shellcheck disable=SC2086
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing

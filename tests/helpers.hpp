@@ -1,0 +1,65 @@
+// Small helpers shared by the tests.
+#pragma once
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include "autograd/autograd.hpp"
+
+namespace anatomy::testing {
+
+// Golden files and sources live beside the tests; ANATOMY_TEST_DIR is set by CMake.
+inline std::string test_path(const std::string& relative) {
+  return std::string(ANATOMY_TEST_DIR) + "/" + relative;
+}
+
+// ../shared/data as seen from the repository root (CI has it; elsewhere tests skip).
+inline std::string shared_data(const std::string& relative) {
+  return std::string(ANATOMY_TEST_DIR) + "/../../shared/data/" + relative;
+}
+
+// Element-wise |a - b| <= atol + rtol |b|, with matching infinities; returns a description of
+// the worst element when it fails.
+inline std::string compare(const Tensor& a, const Tensor& b, double atol, double rtol) {
+  if (a.shape() != b.shape())
+    return fmt::format("shape {} != expected {}", a.shape().str(), b.shape().str());
+  const auto va = a.to_vector(), vb = b.to_vector();
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < va.size(); ++i) {
+    if (std::isinf(vb[i]) && va[i] == vb[i]) continue;
+    const double err = std::abs(static_cast<double>(va[i]) - vb[i]);
+    const double excess = err - (atol + rtol * std::abs(vb[i]));
+    if (!(excess <= 0) && (std::isnan(err) || excess > worst || worst == 0)) {
+      worst = std::isnan(err) ? 1e30 : excess;
+      at = i;
+    }
+  }
+  if (worst == 0) return "";
+  return fmt::format("element {}: got {} expected {} (atol {}, rtol {})", at, va[at], vb[at], atol,
+                     rtol);
+}
+
+#define CHECK_CLOSE(a, b, atol, rtol)                                       \
+  do {                                                                      \
+    const std::string _msg = ::anatomy::testing::compare(a, b, atol, rtol); \
+    CHECK_MESSAGE(_msg.empty(), _msg);                                      \
+  } while (0)
+
+// Runs `f`, expecting an anatomy::Error whose message contains every fragment.
+template <typename F>
+void check_error(F f, std::initializer_list<std::string> fragments) {
+  try {
+    f();
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const auto& frag : fragments) CHECK_MESSAGE(msg.find(frag) != std::string::npos, msg);
+  }
+}
+
+}  // namespace anatomy::testing

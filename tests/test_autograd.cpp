@@ -1,0 +1,137 @@
+// The engine: requires_grad propagation, accumulation, zero_grad, retain_graph, NoGradGuard.
+#include "helpers.hpp"
+
+using namespace anatomy;
+using testing::check_error;
+
+TEST_CASE("micrograd's example: values and gradients") {
+  // micrograd's README expression, with PyTorch's values: g = 24.7041, dg/da = 138.8338,
+  // dg/db = 645.5773.
+  Tensor a = full({}, -4.0f).requires_grad_();
+  Tensor b = full({}, 2.0f).requires_grad_();
+  Tensor c = a + b;
+  Tensor d = a * b + pow(b, 3.0f);
+  c = c + c + 1.0f;
+  c = c + 1.0f + c + (-a);
+  d = d + d * 2.0f + relu(b + a);
+  d = d + 3.0f * d + relu(b - a);
+  Tensor e = c - d;
+  Tensor f = pow(e, 2.0f);
+  Tensor g = f / 2.0f;
+  g = g + 10.0f / f;
+  g.backward();
+  CHECK(g.item() == doctest::Approx(24.7041).epsilon(1e-4));
+  CHECK(a.grad().item() == doctest::Approx(138.8338).epsilon(1e-4));
+  CHECK(b.grad().item() == doctest::Approx(645.5773).epsilon(1e-4));
+}
+
+TEST_CASE("requires_grad propagates as in PyTorch") {
+  Tensor x = randn({2, 2});
+  Tensor w = randn({2, 2}).requires_grad_();
+  CHECK_FALSE((x * x).requires_grad());
+  Tensor y = x * w;
+  CHECK(y.requires_grad());
+  CHECK_FALSE(y.is_leaf());
+  CHECK(w.is_leaf());
+  CHECK(y.grad_fn()->name == "MulBackward0");
+  CHECK_FALSE(y.detach().requires_grad());
+  CHECK(y.detach().is_leaf());
+  check_error([&] { tensor({1, 2}).requires_grad_(); }, {"floating point"});
+  check_error([&] { y.requires_grad_(false); }, {"leaf"});
+}
+
+TEST_CASE("gradients accumulate until zero_grad (the trap micrograd users hit)") {
+  Tensor w = tensor({1.0f, 2.0f}).requires_grad_();
+  (w * w).sum().backward();
+  CHECK(w.grad().to_vector() == std::vector<float>{2, 4});
+  (w * w).sum().backward();
+  CHECK(w.grad().to_vector() == std::vector<float>{4, 8});  // += across calls
+  w.zero_grad();
+  CHECK_FALSE(w.grad().defined());
+  (w * 3.0f).sum().backward();
+  CHECK(w.grad().to_vector() == std::vector<float>{3, 3});
+}
+
+TEST_CASE("a tensor used twice gets both contributions") {
+  Tensor x = tensor({3.0f}).requires_grad_();
+  Tensor y = x * x + x;  // dy/dx = 2x + 1 = 7
+  y.sum().backward();
+  CHECK(x.grad().item() == 7.0f);
+  // A diamond: both paths through one intermediate.
+  Tensor a = tensor({2.0f}).requires_grad_();
+  Tensor b = a * 3.0f;
+  Tensor c = b * b + b;  // dc/da = (2b + 1) * 3 = 39
+  c.sum().backward();
+  CHECK(a.grad().item() == 39.0f);
+}
+
+TEST_CASE("the graph is freed after backward unless retain_graph") {
+  Tensor x = tensor({1.0f, 2.0f}).requires_grad_();
+  Tensor y = (x * x).sum();
+  y.backward(Tensor(), /*retain_graph=*/true);
+  y.backward();  // allowed: the graph was kept
+  CHECK(x.grad().to_vector() == std::vector<float>{4, 8});
+  check_error([&] { y.backward(); }, {"backward through the graph a second time", "retain_graph"});
+}
+
+TEST_CASE("backward on a non-scalar needs an explicit gradient") {
+  Tensor x = tensor({1.0f, 2.0f, 3.0f}).requires_grad_();
+  Tensor y = x * 2.0f;
+  check_error([&] { y.backward(); }, {"backward", "scalar outputs", "[3]"});
+  y.backward(tensor({1.0f, 0.0f, -1.0f}));
+  CHECK(x.grad().to_vector() == std::vector<float>{2, 0, -2});
+  check_error([&] { (x * 2.0f).backward(ones({2})); }, {"Mismatch in shape"});
+  check_error([&] { randn({2}).sum().backward(); }, {"does not require grad"});
+}
+
+TEST_CASE("NoGradGuard records nothing") {
+  Tensor w = randn({3}).requires_grad_();
+  {
+    NoGradGuard guard;
+    Tensor y = w * 2.0f;
+    CHECK_FALSE(y.requires_grad());
+    CHECK(y.grad_fn() == nullptr);
+    CHECK_FALSE(is_grad_enabled());
+  }
+  CHECK(is_grad_enabled());
+  CHECK((w * 2.0f).requires_grad());
+}
+
+TEST_CASE("intermediate results are freed once nothing holds them") {
+  Tensor w = randn({4}).requires_grad_();
+  std::weak_ptr<TensorImpl> watch;
+  Tensor loss;
+  {
+    Tensor h = w * 2.0f;  // not saved by the next op's backward (add saves nothing)
+    watch = h.impl_ptr();
+    loss = (h + 1.0f).sum();
+  }
+  CHECK(watch.expired());
+  loss.backward();
+  CHECK(w.grad().to_vector() == std::vector<float>(4, 2.0f));
+}
+
+TEST_CASE("a long chain does not overflow the stack") {
+  Tensor x = full({}, 1.0f).requires_grad_();
+  Tensor y = x;
+  for (int i = 0; i < 100000; ++i) y = y * 1.0f;
+  y.backward();
+  CHECK(x.grad().item() == 1.0f);
+}
+
+TEST_CASE("dropout: mask statistics, scaling, eval identity, seeded") {
+  Tensor x = ones({100000});
+  manual_seed(5);
+  Tensor y = dropout(x, 0.1f, true);
+  const auto v = y.to_vector();
+  int64_t zeros_seen = 0;
+  for (float e : v) {
+    CHECK_MESSAGE((e == 0.0f || std::abs(e - 1.0f / 0.9f) < 1e-6f), e);
+    zeros_seen += e == 0.0f;
+  }
+  CHECK(std::abs(static_cast<double>(zeros_seen) / 100000.0 - 0.1) < 0.01);
+  manual_seed(5);
+  CHECK(dropout(x, 0.1f, true).to_vector() == v);
+  CHECK(dropout(x, 0.1f, false).is_same(x));
+  CHECK(dropout(x, 1.0f, true).sum().item() == 0.0f);
+}

@@ -1,0 +1,60 @@
+// The GEMM against a naive triple loop: odd sizes (edge tiles), strided operands, accumulate,
+// threads, and run-to-run determinism.
+#include "helpers.hpp"
+
+using namespace anatomy;
+
+namespace {
+
+std::vector<float> naive(int64_t M, int64_t N, int64_t K, const std::vector<float>& A, int64_t rsa,
+                         int64_t csa, const std::vector<float>& B, int64_t rsb, int64_t csb) {
+  std::vector<float> C(M * N);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k) s += double(A[i * rsa + k * csa]) * B[k * rsb + j * csb];
+      C[i * N + j] = static_cast<float>(s);
+    }
+  return C;
+}
+
+}  // namespace
+
+TEST_CASE("gemm matches a naive loop on awkward shapes and strides") {
+  manual_seed(0);
+  for (auto [M, N, K] : std::vector<std::array<int64_t, 3>>{
+           {1, 1, 1}, {7, 5, 3}, {17, 33, 65}, {130, 70, 300}, {300, 513, 257}, {5, 768, 64}}) {
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        CAPTURE(M);
+        CAPTURE(N);
+        CAPTURE(K);
+        CAPTURE(ta);
+        CAPTURE(tb);
+        auto A = randn({M * K}).to_vector();
+        auto B = randn({K * N}).to_vector();
+        const int64_t rsa = ta ? 1 : K, csa = ta ? M : 1;
+        const int64_t rsb = tb ? 1 : N, csb = tb ? K : 1;
+        std::vector<float> C(M * N, 1.0f);
+        gemm(M, N, K, A.data(), rsa, csa, B.data(), rsb, csb, C.data(), N, false);
+        auto ref = naive(M, N, K, A, rsa, csa, B, rsb, csb);
+        CHECK_CLOSE(from_vector(C, {M, N}), from_vector(ref, {M, N}), 1e-3, 1e-4);
+        gemm(M, N, K, A.data(), rsa, csa, B.data(), rsb, csb, C.data(), N, true);  // C += AB
+        for (auto& v : ref) v *= 2.0f;
+        CHECK_CLOSE(from_vector(C, {M, N}), from_vector(ref, {M, N}), 2e-3, 1e-4);
+      }
+  }
+}
+
+TEST_CASE("gemm results do not depend on the thread count") {
+  manual_seed(1);
+  const int64_t M = 257, N = 300, K = 513;
+  auto A = randn({M * K}).to_vector();
+  auto B = randn({K * N}).to_vector();
+  std::vector<float> C1(M * N), C2(M * N);
+  set_num_threads(1);
+  gemm(M, N, K, A.data(), K, 1, B.data(), N, 1, C1.data(), N, false);
+  set_num_threads(2);
+  gemm(M, N, K, A.data(), K, 1, B.data(), N, 1, C2.data(), N, false);
+  CHECK(C1 == C2);
+}

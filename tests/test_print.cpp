@@ -1,0 +1,68 @@
+// Printing matches PyTorch character for character (expected strings from torch 1.13's str()).
+#include "helpers.hpp"
+
+using namespace anatomy;
+
+TEST_CASE("print: ids as the book shows them") {
+  CHECK(to_string(tensor({{2051, 10029, 2066, 2019, 8612}})) ==
+        "tensor([[ 2051, 10029,  2066,  2019,  8612]])");
+}
+
+TEST_CASE("print: grad_fn and requires_grad suffixes") {
+  Tensor x = tensor({{1.0f, 2.0f, 0.5f}, {0.1f, -0.3f, 2.2f}}).requires_grad_();
+  CHECK(to_string(softmax(x, -1)) ==
+        "tensor([[0.2312, 0.6285, 0.1402],\n        [0.1017, 0.0681, 0.8302]], "
+        "grad_fn=<SoftmaxBackward0>)");
+  CHECK(to_string(tensor({1.5f, -2.25f, 3.0f}).requires_grad_()) ==
+        "tensor([ 1.5000, -2.2500,  3.0000], requires_grad=True)");
+}
+
+TEST_CASE("print: integer-valued floats, scientific notation, scalars, infinities, empty") {
+  CHECK(to_string(tril(ones({3, 3}))) ==
+        "tensor([[1., 0., 0.],\n        [1., 1., 0.],\n        [1., 1., 1.]])");
+  CHECK(to_string(tensor({1e-5f, 1.0f, 123456.0f})) ==
+        "tensor([1.0000e-05, 1.0000e+00, 1.2346e+05])");
+  CHECK(to_string(full({}, 0.5f)) == "tensor(0.5000)");
+  CHECK(to_string(tensor({{0.5f, -INFINITY}, {1.25f, 2.0f}})) ==
+        "tensor([[0.5000,   -inf],\n        [1.2500, 2.0000]])");
+  CHECK(to_string(zeros({0, 3})) == "tensor([], size=(0, 3))");
+  CHECK(to_string(Shape{1, 5, 768}) == "torch.Size([1, 5, 768])");
+  CHECK(fmt::format("{}", Shape{1, 5, 5}) == "torch.Size([1, 5, 5])");
+}
+
+TEST_CASE("print: line wrapping at 80 columns") {
+  CHECK(to_string(arange(30, kFloat32) / 3.0f) ==
+        "tensor([0.0000, 0.3333, 0.6667, 1.0000, 1.3333, 1.6667, 2.0000, 2.3333, 2.6667,\n"
+        "        3.0000, 3.3333, 3.6667, 4.0000, 4.3333, 4.6667, 5.0000, 5.3333, 5.6667,\n"
+        "        6.0000, 6.3333, 6.6667, 7.0000, 7.3333, 7.6667, 8.0000, 8.3333, 8.6667,\n"
+        "        9.0000, 9.3333, 9.6667])");
+}
+
+TEST_CASE("print: summarization of large tensors") {
+  CHECK(to_string(arange(2000, kFloat32).reshape({2, 1000}) / 7.0f) ==
+        "tensor([[0.0000e+00, 1.4286e-01, 2.8571e-01,  ..., 1.4243e+02, 1.4257e+02,\n"
+        "         1.4271e+02],\n"
+        "        [1.4286e+02, 1.4300e+02, 1.4314e+02,  ..., 2.8529e+02, 2.8543e+02,\n"
+        "         2.8557e+02]])");
+  std::vector<float> v(4 * 5 * 768);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 97) / 13.0f - 3.0f;
+  const std::string s = to_string(from_vector(v, {4, 5, 768}));
+  CHECK(s.substr(0, 73) ==
+        "tensor([[[-3.0000, -2.9231, -2.8462,  ...,  3.6154,  3.6923,  3.7692],\n  ");
+  CHECK(s.find("]],\n\n        [[ 1.3846,  1.4615,  1.5385,  ...,  0.5385,  0.6154,  0.6923],") !=
+        std::string::npos);
+  CHECK(s.ends_with("[ 0.2308,  0.3077,  0.3846,  ..., -0.6154, -0.5385, -0.4615]]])"));
+}
+
+TEST_CASE("graph: DOT export names ops and shapes") {
+  Tensor x = randn({2, 3}).requires_grad_();
+  x.set_name("x");
+  Tensor y = softmax(x, -1).sum();
+  const std::string dot = to_dot(y);
+  CHECK(dot.starts_with("digraph"));
+  CHECK(dot.find("SumBackward1\\n[]") != std::string::npos);
+  CHECK(dot.find("SoftmaxBackward0\\n[2, 3]") != std::string::npos);
+  CHECK(dot.find("x\\n[2, 3]") != std::string::npos);
+  y.backward();
+  CHECK(to_dot(y).find("SoftmaxBackward0") != std::string::npos);  // kept after backward
+}

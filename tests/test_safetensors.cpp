@@ -1,0 +1,120 @@
+// safetensors: round trip, PyTorch-written files, and every kind of broken file.
+#include <fstream>
+
+#include "helpers.hpp"
+
+using namespace anatomy;
+using testing::check_error;
+
+namespace {
+
+std::string tmp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("anatomy_test_" + name)).string();
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+// A file from a hand-written header and data.
+std::string make_file(const std::string& header, const std::string& data) {
+  const uint64_t n = header.size();
+  return std::string(reinterpret_cast<const char*>(&n), 8) + header + data;
+}
+
+}  // namespace
+
+TEST_CASE("safetensors round trip is bit-exact, with metadata and int64") {
+  manual_seed(0);
+  std::map<std::string, Tensor> in{{"encoder.weight", randn({3, 4})},
+                                   {"ids", tensor({{2051, 10029}})},
+                                   {"scalar", full({}, 2.5f)},
+                                   {"view", randn({4, 3}).t()}};
+  const std::string path = tmp_path("roundtrip.safetensors");
+  save_safetensors(path, in, {{"format", "pt"}});
+  auto out = load_safetensors(path);
+  CHECK(out.metadata.at("format") == "pt");
+  REQUIRE(out.tensors.size() == in.size());
+  for (const auto& [name, t] : in) {
+    CHECK(out.tensors.at(name).shape() == t.shape());
+    CHECK(out.tensors.at(name).dtype() == t.dtype());
+    if (t.dtype() == kFloat32)
+      CHECK(out.tensors.at(name).to_vector() == t.to_vector());
+    else
+      CHECK(out.tensors.at(name).to_int_vector() == t.to_int_vector());
+  }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("safetensors reads F16 and BF16") {
+  // 1.0, -2.0, 0.5 in half (0x3C00, 0xC000, 0x3800) and in bfloat16 (0x3F80, 0xC000, 0x3F00).
+  const std::string half("\x00\x3c\x00\xc0\x00\x38", 6), bf("\x80\x3f\x00\xc0\x00\x3f", 6);
+  auto f = parse_safetensors(make_file(R"({"h":{"dtype":"F16","shape":[3],"data_offsets":[0,6]},)"
+                                       R"("b":{"dtype":"BF16","shape":[3],"data_offsets":[6,12]}})",
+                                       half + bf),
+                             "test");
+  CHECK(f.tensors.at("h").to_vector() == std::vector<float>{1.0f, -2.0f, 0.5f});
+  CHECK(f.tensors.at("b").to_vector() == std::vector<float>{1.0f, -2.0f, 0.5f});
+}
+
+TEST_CASE("safetensors: broken files give one clear error") {
+  const std::string good =
+      make_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", std::string(8, '\0'));
+  CHECK(parse_safetensors(good, "good").tensors.at("w").numel() == 2);
+  check_error([&] { parse_safetensors(good.substr(0, 5), "f"); }, {"too short"});
+  check_error([&] { parse_safetensors(good.substr(0, 20), "f"); }, {"header length", "truncated"});
+  check_error([&] { parse_safetensors(good.substr(0, good.size() - 3), "f"); },
+              {"'w'", "outside", "truncated"});
+  check_error([&] { parse_safetensors(make_file("{not json", ""), "f"); }, {"not valid JSON"});
+  check_error(
+      [&] {
+        parse_safetensors(make_file(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})",
+                                    std::string(8, 0)),
+                          "f");
+      },
+      {"'w'", "[3]", "needs 12 bytes", "span 8"});
+  check_error(
+      [&] {
+        parse_safetensors(make_file(R"({"w":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})",
+                                    std::string(8, 0)),
+                          "f");
+      },
+      {"unsupported dtype F64"});
+  check_error(
+      [&] {
+        parse_safetensors(make_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                    R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                                    std::string(12, 0)),
+                          "f");
+      },
+      {"overlap"});
+  // Several problems are listed together.
+  check_error(
+      [&] {
+        parse_safetensors(make_file(R"({"a":{"dtype":"X","shape":[2],"data_offsets":[0,8]},)"
+                                    R"("b":{"dtype":"F32","shape":[9],"data_offsets":[0,8]}})",
+                                    std::string(8, 0)),
+                          "f");
+      },
+      {"2 problem(s)", "'a'", "'b'"});
+  check_error([&] { load_safetensors("/nonexistent/file.safetensors"); }, {"cannot open"});
+}
+
+TEST_CASE("saving is atomic: a failed save leaves the old file intact") {
+  const std::string path = tmp_path("atomic.safetensors");
+  save_safetensors(path, {{"w", ones({2})}});
+  const std::string before = read_bytes(path);
+  check_error(
+      [&] {
+        save_safetensors(path, {{"w", ones({2})}, {"bad", Tensor()}});
+      },
+      {"undefined"});
+  CHECK(read_bytes(path) == before);
+  check_error(
+      [&] {
+        save_safetensors("/nonexistent/dir/x.safetensors", {{"w", ones({2})}});
+      },
+      {"cannot write"});
+  std::filesystem::remove(path);
+}

@@ -1,0 +1,188 @@
+// The Tensor handle: factories, metadata, views sharing storage, int64 ids, errors.
+#include "helpers.hpp"
+
+using namespace anatomy;
+using testing::check_error;
+
+TEST_CASE("factories and metadata") {
+  Tensor z = zeros({2, 3});
+  CHECK(z.shape() == Shape{2, 3});
+  CHECK(z.dim() == 2);
+  CHECK(z.numel() == 6);
+  CHECK(z.size(-1) == 3);
+  CHECK(z.is_contiguous());
+  CHECK(ones({2}).to_vector() == std::vector<float>{1, 1});
+  CHECK(full({2}, 7.5f).to_vector() == std::vector<float>{7.5f, 7.5f});
+  CHECK(arange(4).dtype() == kInt64);
+  CHECK(arange(1, 2, 0.25, kFloat32).to_vector() == std::vector<float>{1, 1.25f, 1.5f, 1.75f});
+  Tensor t = tensor({{1.0f, 2.0f}, {3.0f, 4.0f}});
+  CHECK(t.dtype() == kFloat32);
+  CHECK(t.shape() == Shape{2, 2});
+  CHECK(tensor({{2051, 10029}}).dtype() == kInt64);
+  CHECK(tensor(3.5).item() == 3.5f);
+  CHECK(tril(ones({3, 3})).to_vector() == std::vector<float>{1, 0, 0, 1, 1, 0, 1, 1, 1});
+  CHECK(triu(ones({2, 3}), 1).to_vector() == std::vector<float>{0, 1, 1, 0, 0, 1});
+}
+
+TEST_CASE("random numbers are reproducible after manual_seed") {
+  manual_seed(123);
+  auto a = randn({100}).to_vector();
+  manual_seed(123);
+  auto b = randn({100}).to_vector();
+  CHECK(a == b);
+  manual_seed(124);
+  CHECK(randn({100}).to_vector() != a);
+  // N(0, 1) in distribution: mean ~ 0, variance ~ 1 over many draws.
+  manual_seed(0);
+  Tensor n = randn({100000});
+  CHECK(std::abs(n.mean().item()) < 0.02f);
+  CHECK(std::abs(n.var().item() - 1.0f) < 0.02f);
+  Tensor u = rand({100000});
+  CHECK(u.min().item() >= 0.0f);
+  CHECK(u.max().item() < 1.0f);
+  Tensor r = randint(3, 7, {1000});
+  CHECK(r.dtype() == kInt64);
+  auto rv = r.to_int_vector();
+  CHECK(*std::min_element(rv.begin(), rv.end()) == 3);
+  CHECK(*std::max_element(rv.begin(), rv.end()) == 6);
+}
+
+TEST_CASE("copies share storage; views share storage and see writes") {
+  Tensor a = zeros({2, 3});
+  Tensor b = a;  // a cheap handle
+  b.fill_(1.0f);
+  CHECK(a.to_vector() == std::vector<float>(6, 1.0f));
+  Tensor t = a.transpose(0, 1);
+  CHECK_FALSE(t.is_contiguous());
+  CHECK(t.shape() == Shape{3, 2});
+  a.select(0, 1).fill_(5.0f);
+  CHECK(t.to_vector() == std::vector<float>{1, 5, 1, 5, 1, 5});
+  CHECK(t.contiguous().is_contiguous());
+  Tensor c = a.clone();
+  c.fill_(0.0f);
+  CHECK(a.sum().item() == 18.0f);  // clone owns its storage
+}
+
+TEST_CASE("the book's indexing: x[:, 0, :] and slices") {
+  Tensor x = arange(24, kFloat32).reshape({2, 3, 4});
+  Tensor first = x.select(1, 0);
+  CHECK(first.shape() == Shape{2, 4});
+  CHECK(first.to_vector() == std::vector<float>{0, 1, 2, 3, 12, 13, 14, 15});
+  CHECK(x.slice(2, 1, std::nullopt, 2).to_vector() ==
+        std::vector<float>{1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23});
+  CHECK(x.slice(1, -1, std::nullopt).shape() == Shape{2, 1, 4});
+  CHECK(x[1][2].to_vector() == std::vector<float>{20, 21, 22, 23});
+}
+
+TEST_CASE("int64 index ops") {
+  Tensor w = arange(12, kFloat32).reshape({4, 3});
+  Tensor ids = tensor({{3, 0}});
+  Tensor e = embedding(ids, w);
+  CHECK(e.shape() == Shape{1, 2, 3});
+  CHECK(e.to_vector() == std::vector<float>{9, 10, 11, 0, 1, 2});
+  CHECK(argmax(tensor({{0.1f, 0.7f, 0.2f}, {0.9f, 0.0f, 0.1f}}), 1).to_int_vector() ==
+        std::vector<int64_t>{1, 0});
+  CHECK(argmax(tensor({{0.1f, 0.7f}, {0.9f, 0.0f}})).item<int64_t>() == 2);
+  auto [values, indices] = max(tensor({{1.0f, 5.0f, 2.0f}, {7.0f, 0.0f, 3.0f}}), 0);
+  CHECK(values.to_vector() == std::vector<float>{7, 5, 3});
+  CHECK(indices.to_int_vector() == std::vector<int64_t>{1, 0, 1});
+}
+
+TEST_CASE("split, chunk, cat, stack") {
+  Tensor x = arange(10, kFloat32);
+  auto parts = split(x, 4);
+  REQUIRE(parts.size() == 3);
+  CHECK(parts[2].to_vector() == std::vector<float>{8, 9});
+  auto ch = chunk(x, 3);
+  REQUIRE(ch.size() == 3);
+  CHECK(ch[0].numel() == 4);
+  CHECK(cat(parts).to_vector() == x.to_vector());
+  CHECK(stack({x, x}).shape() == Shape{2, 10});
+  CHECK(stack({x, x}, 1).shape() == Shape{10, 2});
+}
+
+TEST_CASE("errors name the op, what was expected and what came") {
+  Tensor a = randn({5, 768}), b = randn({512, 64});
+  check_error([&] { matmul(a, b); },
+              {"mat1 and mat2 shapes cannot be multiplied (5x768 and 512x64)"});
+  check_error(
+      [&] {
+        linear(randn({1, 5, 768}), randn({3072, 512}));
+      },
+      {"linear", "cannot be multiplied"});
+  check_error(
+      [&] {
+        bmm(randn({1, 5, 64}), randn({1, 32, 5}));
+      },
+      {"bmm",
+       "Expected size for first two dimensions of batch2 tensor to be: [1, 64] but "
+       "got: [1, 32]."});
+  check_error(
+      [&] {
+        add(randn({2, 3}), randn({4}));
+      },
+      {"add", "The size of tensor a (3) must match the size of tensor b (4)"});
+  check_error(
+      [&] {
+        softmax(randn({2, 3}), 2);
+      },
+      {"softmax", "Dimension out of range", "[-2, 1]", "got 2"});
+  check_error(
+      [&] {
+        randn({1, 5, 768}).select(1, 5);
+      },
+      {"select", "index 5 out of range", "[1, 5, 768]", "dimension 1"});
+  check_error(
+      [&] {
+        embedding(tensor({{30522}}), randn({30522, 4}));
+      },
+      {"embedding", "index 30522 is out of range", "30522 rows"});
+  check_error([&] { embedding(tensor({{-1}}), randn({3, 4})); }, {"embedding", "index -1"});
+  check_error(
+      [&] {
+        randn({2, 3}).view({4, 2});
+      },
+      {"view", "[4, 2]", "invalid for input of size 6"});
+  check_error([&] { randn({2, 3}).t().view({6}); }, {"view", "reshape"});
+  check_error(
+      [&] {
+        cross_entropy(randn({3, 5}), tensor({1, 7, 2}));
+      },
+      {"cross_entropy", "Target 7 is out of bounds"});
+  check_error(
+      [&] {
+        cross_entropy(randn({3, 5}), tensor({1, 2}));
+      },
+      {"cross_entropy", "Expected target size [3], got [2]"});
+  check_error([&] { cross_entropy(randn({3, 5}), randn({3})); }, {"cross_entropy", "Long"});
+  check_error(
+      [&] {
+        layer_norm(randn({1, 5, 512}), {768});
+      },
+      {"layer_norm", "normalized_shape=[768]", "[*, 768]", "[1, 5, 512]"});
+  check_error(
+      [&] {
+        cat({randn({2, 3}), randn({3, 3})}, 1);
+      },
+      {"cat", "Sizes of tensors must match except in dimension 1"});
+  check_error([&] { randn({2, 3}).expand({4, 3}); }, {"expand", "must match the existing size"});
+  check_error(
+      [&] {
+        gather(randn({2, 3}), 1, tensor({{0, 3}, {1, 1}}));
+      },
+      {"gather", "index 3 is out of bounds"});
+  check_error(
+      [&] {
+        index_select(randn({2, 3}), 0, tensor({2}));
+      },
+      {"index_select", "index 2 is out of range"});
+  check_error([&] { dropout(randn({2}), 1.5f); }, {"dropout", "between 0 and 1", "1.5"});
+  check_error([&] { exp(tensor({1, 2})); }, {"exp", "float32", "int64"});
+  check_error([&] { randn({2, 2}).item(); }, {"item", "4 elements"});
+  check_error([&] { Tensor().shape(); }, {"undefined"});
+  check_error([&] { tensor({{1.0f, 2.0f}, {3.0f}}); }, {"tensor", "expected sequence of length 2"});
+  check_error([&] { randn({2, 3}).permute({0, 0}); }, {"permute", "repeated dim"});
+  check_error([&] { randn({2, 3}).narrow(1, 2, 2); }, {"narrow", "exceeds dimension size (3)"});
+  check_error([&] { sum(randn({2, 3}), {0, 0}); }, {"sum", "dim 0 appears multiple times"});
+  check_error([&] { gelu(randn({2}), "fast"); }, {"gelu", "none or tanh", "fast"});
+}
