@@ -161,9 +161,13 @@ Tensor sum(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
 }
 
 Tensor mean(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
-  Tensor s = sum(a, dims, keepdim);
-  const int64_t count = a.numel() / std::max<int64_t>(s.numel(), 1);
-  return s / static_cast<float>(count);
+  Plan p = make_plan("mean", a, std::move(dims), keepdim);
+  const auto count = static_cast<float>(p.R);
+  Tensor out = reduce_kernel(p, simd::sum, [](auto u, auto v) { return u + v; });
+  for (float* v = out.data(); v != out.data() + out.numel(); ++v) *v /= count;  // as torch rounds
+  return record(out, "MeanBackward1", {a}, [p, count, shape = a.shape()](const Tensor& g) {
+    return std::vector<Tensor>{expand_back(g / count, p, shape)};  // d(Σx/n)/dx_i = 1/n
+  });
 }
 
 Tensor var(const Tensor& a, std::vector<int64_t> dims, bool unbiased, bool keepdim) {

@@ -1,0 +1,91 @@
+// What every tutorial shares: command-line flags, section banners, pausing with --step, and the
+// final checks that make each tutorial a test.
+//
+//   --step       pause after each section until Enter is pressed
+//   --out DIR    where pictures (DOT, SVG, HTML) go; default ./tutorial_output
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace anatomy::tutorial {
+
+class Tutorial {
+ public:
+  // `extra` lists further flags a tutorial accepts (each takes one value).
+  Tutorial(int argc, char** argv, const std::string& title, const std::string& intro,
+           std::vector<std::string> extra = {}) {
+    for (int i = 1; i < argc; ++i) {
+      const std::string arg = argv[i];
+      if (arg == "--step") {
+        step_ = true;
+      } else if (arg == "--out" && i + 1 < argc) {
+        out_dir_ = argv[++i];
+      } else if (arg == "--help" || arg == "-h") {
+        usage(argv[0], extra);
+        std::exit(0);
+      } else if (std::find(extra.begin(), extra.end(), arg) != extra.end() && i + 1 < argc) {
+        options_.push_back({arg, argv[++i]});
+      } else {
+        fmt::print(stderr, "{}: unknown or incomplete argument '{}'\n", argv[0], arg);
+        usage(argv[0], extra);
+        std::exit(2);
+      }
+    }
+    fmt::print("{}\n{}\n\n{}\n", title, std::string(title.size(), '='), intro);
+  }
+
+  // A flag's value, if given.
+  std::string option(const std::string& name, const std::string& fallback = "") const {
+    for (const auto& [k, v] : options_)
+      if (k == name) return v;
+    return fallback;
+  }
+
+  void section(const std::string& title) {
+    if (sections_++ > 0 && step_) {
+      fmt::print("\n[press Enter for the next step]");
+      std::fflush(stdout);
+      std::string line;
+      std::getline(std::cin, line);
+    }
+    fmt::print("\n--- {}. {} ---\n\n", sections_, title);
+  }
+
+  // A file path inside the output folder (created on first use).
+  std::string output(const std::string& name) {
+    std::filesystem::create_directories(out_dir_);
+    return (std::filesystem::path(out_dir_) / name).string();
+  }
+
+  void check(bool ok, const std::string& what) {
+    fmt::print("  [{}] {}\n", ok ? "ok" : "FAILED", what);
+    if (!ok) ++failures_;
+  }
+
+  // Prints the summary; the return value is the process exit code.
+  int finish() {
+    fmt::print("\n{}\n", failures_ == 0 ? "All checks passed."
+                                        : fmt::format("{} check(s) FAILED.", failures_));
+    return failures_ == 0 ? 0 : 1;
+  }
+
+ private:
+  static void usage(const char* prog, const std::vector<std::string>& extra) {
+    fmt::print("usage: {} [--step] [--out DIR]", prog);
+    for (const auto& e : extra) fmt::print(" [{} VALUE]", e);
+    fmt::print("\n");
+  }
+  bool step_ = false;
+  std::string out_dir_ = "tutorial_output";
+  std::vector<std::pair<std::string, std::string>> options_;
+  int sections_ = 0;
+  int failures_ = 0;
+};
+
+}  // namespace anatomy::tutorial
