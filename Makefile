@@ -31,6 +31,7 @@ bench: deps
 golden:
 	@cmake/install-deps.sh torch
 	/usr/bin/python3 tests/parity/make_golden.py
+	/usr/bin/python3 tests/parity/make_golden_nn.py
 
 format:
 	git ls-files '*.cpp' '*.hpp' | xargs clang-format -i

@@ -1,11 +1,14 @@
 // Proves an installed anatomy can be found, compiled against and linked.
-#include <autograd/autograd.hpp>
 #include <iostream>
+#include <nn/nn.hpp>
 
 int main() {
-  anatomy::Tensor x = anatomy::tensor({1.0f, 2.0f, 3.0f}).requires_grad_();
-  anatomy::Tensor y = anatomy::softmax(x, 0).max();
-  y.backward();
-  std::cout << y << "\n" << x.grad() << "\n";
-  return x.grad().defined() ? 0 : 1;
+  using namespace anatomy;
+  auto model = std::make_shared<nn::Linear>(3, 2);
+  nn::AdamW opt(model->parameters(), {.lr = 1e-2});
+  Tensor loss = cross_entropy(model->forward(tensor({{1.0f, 2.0f, 3.0f}})), tensor({1}));
+  loss.backward();
+  opt.step();
+  std::cout << *model << "\n" << loss << "\n";
+  return model->weight.grad().defined() ? 0 : 1;
 }

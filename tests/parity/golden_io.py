@@ -7,8 +7,10 @@ import struct
 import torch
 
 
-def write_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
+def write_safetensors(path, tensors, metadata=None):
+    """The safetensors layout (Debian 12 has no python3-safetensors): u64 header length, JSON
+    header, raw little-endian data. Like Hugging Face's writer, it records format=pt."""
+    header, blobs, offset = {"__metadata__": dict(metadata or {"format": "pt"})}, [], 0
     for name in sorted(tensors):
         t = tensors[name].detach().contiguous()
         dtype = {torch.float32: "F32", torch.int64: "I64"}[t.dtype]

@@ -1,0 +1,28 @@
+// Loss modules (torch.nn.CrossEntropyLoss, MSELoss) over the functional losses.
+#pragma once
+
+#include "nn/module.hpp"
+
+namespace anatomy::nn {
+
+class CrossEntropyLoss : public Module {
+ public:
+  explicit CrossEntropyLoss(CrossEntropyOptions options = {}) : options(std::move(options)) {}
+  Tensor forward(const Tensor& logits, const Tensor& target) {
+    return cross_entropy(logits, target, options);
+  }
+  Tensor operator()(const Tensor& logits, const Tensor& target) { return forward(logits, target); }
+  CrossEntropyOptions options;
+};
+
+class MSELoss : public Module {
+ public:
+  explicit MSELoss(std::string reduction = "mean") : reduction(std::move(reduction)) {}
+  Tensor forward(const Tensor& input, const Tensor& target) {
+    return mse_loss(input, target, reduction);
+  }
+  Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
+  std::string reduction;
+};
+
+}  // namespace anatomy::nn

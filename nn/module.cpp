@@ -1,0 +1,198 @@
+#include "nn/module.hpp"
+
+#include <cxxabi.h>
+
+#include <typeinfo>
+
+namespace anatomy::nn {
+
+Tensor Module::forward(const Tensor&) {
+  throw Error(
+      fmt::format("{}: this module has no single-input forward(); call its own forward "
+                  "overload",
+                  type_name()));
+}
+
+void Module::check_name(const std::string& kind, const std::string& name) const {
+  if (name.empty() || name.find('.') != std::string::npos)
+    throw Error(fmt::format("{}: {} name '{}' must be non-empty and contain no '.'", type_name(),
+                            kind, name));
+  auto taken = [&](const auto& list) {
+    for (const auto& [n, _] : list)
+      if (n == name) return true;
+    return false;
+  };
+  if (taken(parameters_) || taken(buffers_) || taken(children_))
+    throw Error(fmt::format("{}: attribute '{}' already exists", type_name(), name));
+}
+
+Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
+  check_name("parameter", name);
+  if (tensor.defined()) tensor.requires_grad_(requires_grad);
+  parameters_.push_back({name, tensor});
+  return tensor;
+}
+
+Tensor Module::register_buffer(const std::string& name, Tensor tensor) {
+  check_name("buffer", name);
+  buffers_.push_back({name, tensor});
+  return tensor;
+}
+
+void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
+  check_name("module", name);
+  if (!module) throw Error(fmt::format("{}: module '{}' is null", type_name(), name));
+  children_.push_back({name, std::move(module)});
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& [n, p] : parameters_)
+    if (p.defined()) out.push_back({n, p});
+  if (recurse)
+    for (const auto& [cn, c] : children_)
+      for (auto& [n, p] : c->named_parameters(true)) out.push_back({cn + "." + n, p});
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& [n, b] : buffers_)
+    if (b.defined()) out.push_back({n, b});
+  if (recurse)
+    for (const auto& [cn, c] : children_)
+      for (auto& [n, b] : c->named_buffers(true)) out.push_back({cn + "." + n, b});
+  return out;
+}
+
+std::vector<Tensor> Module::parameters(bool recurse) const {
+  std::vector<Tensor> out;
+  for (auto& [_, p] : named_parameters(recurse)) out.push_back(p);
+  return out;
+}
+
+std::vector<std::shared_ptr<Module>> Module::children() const {
+  std::vector<std::shared_ptr<Module>> out;
+  for (const auto& [_, c] : children_) out.push_back(c);
+  return out;
+}
+
+int64_t Module::num_parameters() const {
+  int64_t n = 0;
+  for (const auto& p : parameters()) n += p.numel();
+  return n;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (const auto& [_, c] : children_) c->train(on);
+}
+
+void Module::zero_grad() {
+  for (const auto& p : parameters()) p.zero_grad();
+}
+
+StateDict Module::state_dict() const {
+  StateDict out;
+  for (const auto& [n, p] : named_parameters()) out[n] = p.detach();
+  for (const auto& [n, b] : named_buffers()) out[n] = b.detach();
+  return out;
+}
+
+LoadResult Module::check_state_dict(const StateDict& state, bool strict) const {
+  const StateDict own = state_dict();
+  LoadResult result;
+  std::vector<std::string> problems;
+  for (const auto& [name, t] : own) {
+    auto it = state.find(name);
+    if (it == state.end()) {
+      result.missing_keys.push_back(name);
+      continue;
+    }
+    const Tensor& src = it->second;
+    if (!src.defined())
+      problems.push_back(fmt::format("'{}': the given tensor is undefined", name));
+    else if (src.shape() != t.shape())
+      problems.push_back(
+          fmt::format("size mismatch for {}: copying a param with shape {} from "
+                      "checkpoint, the shape in current model is {}",
+                      name, to_string(src.shape()), to_string(t.shape())));
+    else if (src.dtype() != t.dtype())
+      problems.push_back(fmt::format("dtype mismatch for {}: checkpoint has {}, the model has {}",
+                                     name, dtype_name(src.dtype()), dtype_name(t.dtype())));
+  }
+  for (const auto& [name, _] : state)
+    if (!own.count(name)) result.unexpected_keys.push_back(name);
+  if (strict) {
+    if (!result.missing_keys.empty())
+      problems.push_back(fmt::format("Missing key(s) in state_dict: \"{}\"",
+                                     fmt::join(result.missing_keys, "\", \"")));
+    if (!result.unexpected_keys.empty())
+      problems.push_back(fmt::format("Unexpected key(s) in state_dict: \"{}\"",
+                                     fmt::join(result.unexpected_keys, "\", \"")));
+  }
+  if (!problems.empty()) {
+    std::string msg =
+        fmt::format("Error(s) in loading state_dict for {} (nothing was loaded):", type_name());
+    for (const auto& p : problems) msg += "\n\t" + p;
+    throw Error(msg);
+  }
+  return result;
+}
+
+LoadResult Module::load_state_dict(const StateDict& state, bool strict) {
+  LoadResult result = check_state_dict(state, strict);
+  NoGradGuard no_grad;
+  for (auto& [name, t] : state_dict()) {
+    auto it = state.find(name);
+    if (it != state.end()) t.copy_(it->second);  // t shares storage with the parameter
+  }
+  return result;
+}
+
+void Module::save(const std::string& path) const { save_safetensors(path, state_dict()); }
+
+LoadResult Module::load(const std::string& path, bool strict) {
+  return load_state_dict(load_safetensors(path).tensors, strict);
+}
+
+std::string Module::type_name() const {
+  int status = 0;
+  const char* mangled = typeid(*this).name();
+  char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string name = status == 0 && demangled ? demangled : mangled;
+  std::free(demangled);
+  const auto colon = name.rfind("::");
+  return colon == std::string::npos ? name : name.substr(colon + 2);
+}
+
+// PyTorch's Module.__repr__: extra_repr inline when there are no children, otherwise one line
+// per child, indented.
+std::string Module::repr() const {
+  std::vector<std::string> lines;
+  const std::string extra = extra_repr();
+  std::vector<std::string> extra_lines;
+  if (!extra.empty()) extra_lines.push_back(extra);
+  for (const auto& [name, child] : children_) {
+    std::string s = child->repr();
+    std::string indented;
+    for (char ch : s) {
+      indented += ch;
+      if (ch == '\n') indented += "  ";
+    }
+    lines.push_back("(" + name + "): " + indented);
+  }
+  std::string out = type_name() + "(";
+  if (extra_lines.size() == 1 && lines.empty()) {
+    out += extra_lines[0];
+  } else if (!extra_lines.empty() || !lines.empty()) {
+    std::vector<std::string> all = extra_lines;
+    all.insert(all.end(), lines.begin(), lines.end());
+    out += "\n  " + fmt::format("{}", fmt::join(all, "\n  ")) + "\n";
+  }
+  return out + ")";
+}
+
+std::ostream& operator<<(std::ostream& os, const Module& m) { return os << m.repr(); }
+
+}  // namespace anatomy::nn

@@ -1,0 +1,182 @@
+#include "nn/optimizer.hpp"
+
+#include <cmath>
+
+#include "autograd/simd.hpp"
+
+namespace anatomy::nn {
+
+using simd::batch;
+
+Optimizer::Optimizer(std::vector<Tensor> params, double lr, const char* name)
+    : params_(std::move(params)), lr_(lr), state_(params_.size()), name_(name) {
+  if (lr < 0) throw Error(fmt::format("{}: Invalid learning rate: {}", name, lr));
+  if (params_.empty()) throw Error(fmt::format("{}: got an empty parameter list", name));
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!params_[i].defined() || !params_[i].requires_grad())
+      throw Error(fmt::format("{}: parameter {} does not require grad", name, i));
+    if (!params_[i].is_leaf())
+      throw Error(fmt::format("{}: can't optimize a non-leaf Tensor (parameter {})", name, i));
+    if (!params_[i].is_contiguous())
+      throw Error(fmt::format("{}: parameter {} is not contiguous", name, i));
+  }
+}
+
+void Optimizer::zero_grad() {
+  for (auto& p : params_) p.zero_grad();
+}
+
+Tensor& Optimizer::buffer(size_t i, const std::string& name) {
+  auto it = state_[i].find(name);
+  if (it == state_[i].end()) it = state_[i].emplace(name, zeros(params_[i].shape())).first;
+  return it->second;
+}
+
+StateDict Optimizer::state_dict() const {
+  StateDict out;
+  out["step"] = full({}, static_cast<float>(step_), kInt64);
+  for (size_t i = 0; i < state_.size(); ++i)
+    for (const auto& [name, t] : state_[i]) out[fmt::format("state.{}.{}", i, name)] = t;
+  return out;
+}
+
+void Optimizer::check_state_dict(const StateDict& state) const {
+  std::vector<std::string> problems;
+  if (!state.count("step") || state.at("step").dtype() != kInt64)
+    problems.push_back("'step' is missing or not int64");
+  for (const auto& [key, t] : state) {
+    if (key == "step") continue;
+    size_t i = 0;
+    char name[64] = {};
+    if (std::sscanf(key.c_str(), "state.%zu.%63s", &i, name) != 2 || i >= params_.size()) {
+      problems.push_back(fmt::format("unexpected key '{}'", key));
+      continue;
+    }
+    const auto names = buffer_names();
+    if (std::find(names.begin(), names.end(), std::string(name)) == names.end())
+      problems.push_back(fmt::format("'{}': {} has no buffer '{}'", key, name_, name));
+    else if (t.shape() != params_[i].shape())
+      problems.push_back(fmt::format("'{}': shape {} but parameter {} has shape {}", key,
+                                     t.shape().str(), i, params_[i].shape().str()));
+  }
+  if (!problems.empty()) {
+    std::string msg = fmt::format("{}: load_state_dict (nothing was loaded):", name_);
+    for (const auto& p : problems) msg += "\n\t" + p;
+    throw Error(msg);
+  }
+}
+
+void Optimizer::load_state_dict(const StateDict& state) {
+  check_state_dict(state);
+  step_ = state.at("step").item<int64_t>();
+  for (auto& s : state_) s.clear();
+  for (const auto& [key, t] : state) {
+    size_t i = 0;
+    char name[64] = {};
+    if (key == "step" || std::sscanf(key.c_str(), "state.%zu.%63s", &i, name) != 2) continue;
+    state_[i][name] = t.clone().detach();
+  }
+}
+
+// --- SGD ---
+
+SGD::SGD(std::vector<Tensor> params, SGDOptions o)
+    : Optimizer(std::move(params), o.lr, "SGD"), options(o) {
+  if (o.momentum < 0) throw Error(fmt::format("SGD: Invalid momentum value: {}", o.momentum));
+  if (o.weight_decay < 0)
+    throw Error(fmt::format("SGD: Invalid weight_decay value: {}", o.weight_decay));
+  if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
+    throw Error("SGD: Nesterov momentum requires a momentum and zero dampening");
+}
+
+std::vector<std::string> SGD::buffer_names() const { return {"momentum_buffer"}; }
+
+void SGD::step() {
+  NoGradGuard no_grad;
+  ++step_;
+  const auto wd = static_cast<float>(options.weight_decay);
+  const auto mom = static_cast<float>(options.momentum);
+  const auto damp = static_cast<float>(1.0 - options.dampening);
+  const auto lr = static_cast<float>(lr_);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor& p = params_[i];
+    Tensor g = p.grad();
+    if (!g.defined()) continue;
+    Tensor d = g.contiguous().clone().detach();  // d = g + wd·p
+    if (wd != 0) d.add_(p, wd);
+    if (mom != 0) {
+      const bool first = !state_[i].count("momentum_buffer");
+      Tensor& buf = buffer(i, "momentum_buffer");
+      if (first) {
+        buf.copy_(d);  // torch starts the buffer at the first d, undamped
+      } else {
+        buf.mul_(mom);  // buf = μ·buf + (1 - dampening)·d
+        buf.add_(d, damp);
+      }
+      if (options.nesterov)
+        d.add_(buf, mom);  // d = d + μ·buf
+      else
+        d = buf;
+    }
+    p.add_(d, -lr);
+  }
+}
+
+// --- Adam / AdamW ---
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions o) : Adam(std::move(params), o, false, "Adam") {}
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions o, bool decoupled, const char* name)
+    : Optimizer(std::move(params), o.lr, name), options(o), decoupled_(decoupled) {
+  if (o.eps < 0) throw Error(fmt::format("{}: Invalid epsilon value: {}", name, o.eps));
+  if (o.beta1 < 0 || o.beta1 >= 1 || o.beta2 < 0 || o.beta2 >= 1)
+    throw Error(fmt::format("{}: Invalid beta parameters: ({}, {})", name, o.beta1, o.beta2));
+  if (o.weight_decay < 0)
+    throw Error(fmt::format("{}: Invalid weight_decay value: {}", name, o.weight_decay));
+}
+
+AdamW::AdamW(std::vector<Tensor> params, AdamWOptions o)
+    : Adam(std::move(params), {o.lr, o.beta1, o.beta2, o.eps, o.weight_decay}, true, "AdamW") {}
+
+void Adam::step() {
+  NoGradGuard no_grad;
+  ++step_;
+  // Scalars in double, as torch.optim computes them in Python, then rounded once to float.
+  const double bc1 = 1.0 - std::pow(options.beta1, static_cast<double>(step_));
+  const double bc2 = 1.0 - std::pow(options.beta2, static_cast<double>(step_));
+  const batch b1(static_cast<float>(options.beta1)), a1(static_cast<float>(1.0 - options.beta1));
+  const batch b2(static_cast<float>(options.beta2)), a2(static_cast<float>(1.0 - options.beta2));
+  const batch step_size(static_cast<float>(lr_ / bc1));
+  const batch bc2_sqrt(static_cast<float>(std::sqrt(bc2)));
+  const batch eps(static_cast<float>(options.eps));
+  const auto wd = static_cast<float>(options.weight_decay);
+  const float decay = static_cast<float>(1.0 - lr_ * options.weight_decay);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor& p = params_[i];
+    Tensor gt = p.grad();
+    if (!gt.defined()) continue;
+    Tensor gc = gt.contiguous();
+    Tensor& m = buffer(i, "exp_avg");
+    Tensor& v = buffer(i, "exp_avg_sq");
+    if (decoupled_ && wd != 0) p.mul_(decay);  // AdamW: p = p (1 - lr·wd)
+    Tensor geff = gc;                          // Adam's L2 decay: g' = g + wd·p
+    if (!decoupled_ && wd != 0) {
+      geff = gc.clone().detach();
+      geff.add_(p, wd);
+    }
+    float* pp = p.data();
+    float* pm = m.data();
+    float* pv = v.data();
+    const float* pg = geff.data();
+    const int64_t n = p.numel();
+    // m = β1 m + (1-β1) g'     v = β2 v + (1-β2) g'²
+    // p = p - lr/(1-β1^t) · m / (√v / √(1-β2^t) + ε)
+    simd::map2(pm, 1, pg, 1, pm, n, [&](batch mv, batch g) { return mv * b1 + g * a1; });
+    simd::map2(pv, 1, pg, 1, pv, n, [&](batch vv, batch g) { return vv * b2 + g * g * a2; });
+    simd::map3(pp, 1, pm, 1, pv, 1, pp, n, [&](batch pv_, batch mv, batch vv) {
+      return pv_ - step_size * mv / (xsimd::sqrt(vv) / bc2_sqrt + eps);
+    });
+  }
+}
+
+}  // namespace anatomy::nn

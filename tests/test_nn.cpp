@@ -1,0 +1,161 @@
+// nn::Module: the named tree, modes, printing, state dicts.
+#include "helpers.hpp"
+#include "nn/nn.hpp"
+
+using namespace anatomy;
+using testing::check_error;
+
+namespace {
+
+// A student's module, exactly as the README shows it.
+struct TwoLayer : nn::Module {
+  std::shared_ptr<nn::Linear> fc1, fc2;
+  std::shared_ptr<nn::Dropout> drop;
+  TwoLayer() {
+    fc1 = register_module("fc1", std::make_shared<nn::Linear>(4, 8));
+    drop = register_module("drop", std::make_shared<nn::Dropout>(0.1f));
+    fc2 = register_module("fc2", std::make_shared<nn::Linear>(8, 2));
+  }
+  Tensor forward(const Tensor& x) override {
+    return fc2->forward(drop->forward(relu(fc1->forward(x))));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("named_parameters gives PyTorch's dotted names, in registration order") {
+  auto layers = std::make_shared<nn::ModuleList>();
+  layers->push_back(std::make_shared<TwoLayer>());
+  layers->push_back(std::make_shared<TwoLayer>());
+  std::vector<std::string> names;
+  for (const auto& [n, p] : layers->named_parameters()) names.push_back(n);
+  CHECK(names == std::vector<std::string>{"0.fc1.weight", "0.fc1.bias", "0.fc2.weight",
+                                          "0.fc2.bias", "1.fc1.weight", "1.fc1.bias",
+                                          "1.fc2.weight", "1.fc2.bias"});
+  CHECK(layers->num_parameters() == 2 * (4 * 8 + 8 + 8 * 2 + 2));
+  CHECK(layers->children().size() == 2);
+  CHECK(layers->at<TwoLayer>(1)->fc2->out_features == 2);
+  check_error([&] { layers->at<nn::Linear>(0); }, {"ModuleList", "element 0 is a TwoLayer"});
+  check_error([&] { (*layers)[5]; }, {"index 5 is out of range"});
+}
+
+TEST_CASE("train() and eval() propagate down the tree") {
+  auto m = std::make_shared<TwoLayer>();
+  CHECK(m->drop->is_training());
+  m->eval();
+  CHECK_FALSE(m->is_training());
+  CHECK_FALSE(m->drop->is_training());
+  Tensor x = randn({3, 4});
+  CHECK_CLOSE(m->forward(x), m->forward(x), 0, 0);  // dropout off: deterministic
+  m->train();
+  CHECK(m->fc1->is_training());
+}
+
+TEST_CASE("zero_grad clears every parameter's gradient") {
+  auto m = std::make_shared<TwoLayer>();
+  m->forward(randn({3, 4})).sum().backward();
+  for (const auto& p : m->parameters()) CHECK(p.grad().defined());
+  m->zero_grad();
+  for (const auto& p : m->parameters()) CHECK_FALSE(p.grad().defined());
+}
+
+TEST_CASE("the printed tree reads like PyTorch's repr") {
+  auto seq = std::make_shared<nn::Sequential>();
+  seq->push_back(std::make_shared<nn::Embedding>(30522, 768));
+  seq->push_back(std::make_shared<nn::Linear>(768, 3072));
+  seq->push_back(std::make_shared<nn::GELU>());
+  seq->push_back(std::make_shared<nn::LayerNorm>(Shape{768}, 1e-12f));
+  seq->push_back(std::make_shared<nn::Dropout>(0.1f));
+  CHECK(seq->repr() ==
+        "Sequential(\n"
+        "  (0): Embedding(30522, 768)\n"
+        "  (1): Linear(in_features=768, out_features=3072, bias=True)\n"
+        "  (2): GELU(approximate='none')\n"
+        "  (3): LayerNorm((768,), eps=1e-12, elementwise_affine=True)\n"
+        "  (4): Dropout(p=0.1)\n"
+        ")");
+  auto two = std::make_shared<TwoLayer>();
+  CHECK(fmt::format("{}", *two) ==
+        "TwoLayer(\n"
+        "  (fc1): Linear(in_features=4, out_features=8, bias=True)\n"
+        "  (drop): Dropout(p=0.1)\n"
+        "  (fc2): Linear(in_features=8, out_features=2, bias=True)\n"
+        ")");
+  CHECK(nn::Embedding(10, 4, 0).repr() == "Embedding(10, 4, padding_idx=0)");
+  CHECK(nn::Linear(3, 2, false).repr() == "Linear(in_features=3, out_features=2, bias=False)");
+  CHECK(nn::Softmax(-1).repr() == "Softmax(dim=-1)");
+  CHECK(nn::ReLU().repr() == "ReLU()");
+}
+
+TEST_CASE("default initialization follows PyTorch's") {
+  manual_seed(0);
+  nn::Linear lin(400, 300);
+  const float bound = 1.0f / 20.0f;  // 1/√400
+  CHECK(lin.weight.max().item() <= bound);
+  CHECK(lin.weight.min().item() >= -bound);
+  CHECK(lin.weight.max().item() > 0.9f * bound);  // spread over the whole range
+  CHECK(lin.bias.abs().max().item() <= bound);
+  nn::Embedding emb(1000, 100, 3);
+  CHECK(std::abs(emb.weight.mean().item()) < 0.02f);
+  CHECK(std::abs(emb.weight.var().item() - 1.0f) < 0.03f);
+  CHECK(emb.weight.select(0, 3).abs().sum().item() == 0.0f);
+  nn::LayerNorm ln(Shape{8});
+  CHECK(ln.weight.to_vector() == std::vector<float>(8, 1.0f));
+  CHECK(ln.bias.to_vector() == std::vector<float>(8, 0.0f));
+  Tensor w = empty({200, 300});
+  nn::init::xavier_uniform_(w);
+  CHECK(w.abs().max().item() <= std::sqrt(6.0f / 500.0f));
+  nn::init::kaiming_normal_(w, 0.0f, "fan_in", "relu");
+  CHECK(std::abs(w.var().item() - 2.0f / 300.0f) < 0.001f);
+}
+
+TEST_CASE("registration and forward errors") {
+  struct Bad : nn::Module {
+    Bad() {
+      register_parameter("w", ones({2}));
+      register_parameter("w", ones({2}));
+    }
+  };
+  check_error([] { Bad b; }, {"Bad", "attribute 'w' already exists"});
+  struct Dotted : nn::Module {
+    Dotted() { register_parameter("a.b", ones({2})); }
+  };
+  check_error([] { Dotted d; }, {"contain no '.'"});
+  nn::CrossEntropyLoss loss;
+  check_error([&] { loss.nn::Module::forward(ones({2})); },
+              {"CrossEntropyLoss", "no single-input forward"});
+  check_error([] { nn::Dropout(1.5f); }, {"Dropout", "between 0 and 1"});
+  check_error([] { nn::GELU("fast"); }, {"GELU", "fast"});
+}
+
+TEST_CASE("state_dict round trip, and loading validates before applying") {
+  manual_seed(1);
+  auto a = std::make_shared<TwoLayer>(), b = std::make_shared<TwoLayer>();
+  b->load_state_dict(a->state_dict());
+  Tensor x = randn({2, 4});
+  a->eval();
+  b->eval();
+  CHECK(a->forward(x).to_vector() == b->forward(x).to_vector());
+
+  auto before = b->fc1->weight.to_vector();
+  auto state = a->state_dict();
+  state["fc1.weight"] = randn({8, 5});  // wrong shape
+  state.erase("fc2.bias");              // missing
+  state["fc3.weight"] = randn({2});     // unexpected
+  check_error([&] { b->load_state_dict(state); },
+              {"Error(s) in loading state_dict for TwoLayer", "nothing was loaded",
+               "size mismatch for fc1.weight", "torch.Size([8, 5])", "torch.Size([8, 4])",
+               "Missing key(s) in state_dict: \"fc2.bias\"",
+               "Unexpected key(s) in state_dict: \"fc3.weight\""});
+  CHECK(b->fc1->weight.to_vector() == before);
+
+  // Non-strict: missing and unexpected keys are reported, the rest is loaded.
+  auto partial = a->state_dict();
+  partial.erase("fc2.bias");
+  partial["extra"] = ones({1});
+  auto c = std::make_shared<TwoLayer>();
+  auto result = c->load_state_dict(partial, false);
+  CHECK(result.missing_keys == std::vector<std::string>{"fc2.bias"});
+  CHECK(result.unexpected_keys == std::vector<std::string>{"extra"});
+  CHECK(c->fc1->weight.to_vector() == a->fc1->weight.to_vector());
+}
