@@ -32,6 +32,7 @@ golden:
 	@cmake/install-deps.sh torch
 	/usr/bin/python3 tests/parity/make_golden.py
 	/usr/bin/python3 tests/parity/make_golden_nn.py
+	/usr/bin/python3 tests/parity/make_golden_models.py
 
 format:
 	git ls-files '*.cpp' '*.hpp' | xargs clang-format -i

@@ -14,6 +14,11 @@ class Embedding : public Module {
             std::optional<int64_t> padding_idx = std::nullopt);
   Tensor forward(const Tensor& ids) override;  // int64 ids [...] -> [..., embedding_dim]
   std::string extra_repr() const override;
+  // Shares `w` as this table (encoder and decoder using one vocabulary's embeddings).
+  void tie_weight(const Tensor& w) {
+    set_parameter("weight", w);
+    weight = w;
+  }
 
   int64_t num_embeddings, embedding_dim;
   std::optional<int64_t> padding_idx;

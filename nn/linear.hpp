@@ -11,6 +11,11 @@ class Linear : public Module {
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
+  // Shares `w` as this layer's weight (weight tying); `w` must be [out_features, in_features].
+  void tie_weight(const Tensor& w) {
+    set_parameter("weight", w);
+    weight = w;
+  }
 
   int64_t in_features, out_features;
   Tensor weight, bias;  // bias is undefined without bias

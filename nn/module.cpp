@@ -45,13 +45,36 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
   children_.push_back({name, std::move(module)});
 }
 
-std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
+void Module::set_parameter(const std::string& name, const Tensor& tensor) {
+  for (auto& [n, p] : parameters_) {
+    if (n != name) continue;
+    if (p.defined() && tensor.shape() != p.shape())
+      throw Error(fmt::format("{}: set_parameter('{}'): shape {} differs from {}", type_name(),
+                              name, tensor.shape().str(), p.shape().str()));
+    p = tensor;
+    return;
+  }
+  throw Error(fmt::format("{}: set_parameter: no parameter named '{}'", type_name(), name));
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::all_named_parameters(bool recurse) const {
   std::vector<std::pair<std::string, Tensor>> out;
   for (const auto& [n, p] : parameters_)
     if (p.defined()) out.push_back({n, p});
   if (recurse)
     for (const auto& [cn, c] : children_)
-      for (auto& [n, p] : c->named_parameters(true)) out.push_back({cn + "." + n, p});
+      for (auto& [n, p] : c->all_named_parameters(true)) out.push_back({cn + "." + n, p});
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  std::vector<const TensorImpl*> seen;
+  for (auto& [n, p] : all_named_parameters(recurse)) {
+    if (std::find(seen.begin(), seen.end(), p.impl()) != seen.end()) continue;
+    seen.push_back(p.impl());
+    out.push_back({n, p});
+  }
   return out;
 }
 
@@ -94,7 +117,7 @@ void Module::zero_grad() {
 
 StateDict Module::state_dict() const {
   StateDict out;
-  for (const auto& [n, p] : named_parameters()) out[n] = p.detach();
+  for (const auto& [n, p] : all_named_parameters(true)) out[n] = p.detach();
   for (const auto& [n, b] : named_buffers()) out[n] = b.detach();
   return out;
 }

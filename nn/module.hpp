@@ -50,12 +50,17 @@ class Module {
   // --- the tree ---
   Tensor register_parameter(const std::string& name, Tensor tensor, bool requires_grad = true);
   Tensor register_buffer(const std::string& name, Tensor tensor);
+  // Replaces a registered parameter with another tensor of the same shape: how weights are
+  // tied (an output projection sharing the embedding table). Members holding the old handle
+  // must be updated by the caller (Linear::tie_weight does both).
+  void set_parameter(const std::string& name, const Tensor& tensor);
   template <typename M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
     add_child(name, module);
     return module;
   }
 
+  // Each parameter once, even when tied under several names (the first name wins), as torch's.
   std::vector<Tensor> parameters(bool recurse = true) const;
   std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
   std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
@@ -95,6 +100,8 @@ class Module {
 
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> module);
+  // Every (name, parameter) of the tree, tied ones under each of their names.
+  std::vector<std::pair<std::string, Tensor>> all_named_parameters(bool recurse) const;
   void check_name(const std::string& kind, const std::string& name) const;
 
   std::vector<std::pair<std::string, Tensor>> parameters_;

@@ -1,0 +1,20 @@
+#include "models/attention_head.hpp"
+
+namespace anatomy::models {
+
+AttentionHead::AttentionHead(int64_t embed_dim, int64_t head_dim, float p) : dropout_p(p) {
+  q = register_module("q", std::make_shared<nn::Linear>(embed_dim, head_dim));
+  k = register_module("k", std::make_shared<nn::Linear>(embed_dim, head_dim));
+  v = register_module("v", std::make_shared<nn::Linear>(embed_dim, head_dim));
+}
+
+Tensor AttentionHead::forward(const Tensor& query_states, const Tensor& key_value_states,
+                              const Tensor& mask) {
+  auto [out, weights] =
+      scaled_dot_product_attention(q->forward(query_states), k->forward(key_value_states),
+                                   v->forward(key_value_states), mask, dropout_p, is_training());
+  last_attention = weights.detach();
+  return out;
+}
+
+}  // namespace anatomy::models

@@ -1,0 +1,44 @@
+// Decoding: turning a trained model's next-token logits into sequences.
+//
+// Greedy decoding takes the most likely token at each step; beam search keeps the `beam_size`
+// best partial sequences; sampling draws from the (temperature, top-k, top-p filtered)
+// distribution. With use_cache the decoder feeds only the newest token each step and reuses
+// the keys and values of earlier positions (KV cache): the same result, far less work.
+#pragma once
+
+#include "models/seq2seq_transformer.hpp"
+#include "models/transformer_for_causal_lm.hpp"
+
+namespace anatomy::models {
+
+struct Generated {
+  std::vector<int64_t> tokens;  // without the start token; ends before the end token
+  std::vector<Tensor> logits;   // [vocab] per step (greedy only), for inspection and tests
+  float score = 0.0f;           // sum of log-probabilities (beam search: length-normalized)
+};
+
+// Greedy translation of each source row (ids [B, S], padded with config.pad_token_id).
+std::vector<Generated> greedy_decode(Seq2SeqTransformer& model, const Tensor& source_ids,
+                                     int64_t bos_id, int64_t eos_id, int64_t max_length,
+                                     bool use_cache = true);
+
+// Beam search for one source row ([1, S]); beam_size 1 equals greedy. Scores are divided by
+// ((5 + length) / 6)^length_penalty (GNMT's length normalization; 0 disables it).
+Generated beam_search(Seq2SeqTransformer& model, const Tensor& source_ids, int64_t bos_id,
+                      int64_t eos_id, int64_t max_length, int64_t beam_size,
+                      float length_penalty = 0.6f);
+
+struct SamplingOptions {
+  float temperature = 1.0f;  // 0: greedy
+  int64_t top_k = 0;         // 0: no limit
+  float top_p = 1.0f;        // nucleus sampling; 1: no limit
+  bool use_cache = true;
+};
+
+// Continues `prompt` ([T] ids) by up to max_new_tokens tokens (stops early at stop_id >= 0),
+// drawing from the global generator.
+Generated generate(TransformerForCausalLM& model, const std::vector<int64_t>& prompt,
+                   int64_t max_new_tokens, const SamplingOptions& options = {},
+                   int64_t stop_id = -1);
+
+}  // namespace anatomy::models

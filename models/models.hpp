@@ -1,0 +1,20 @@
+// Everything of the models layer in one include.
+#pragma once
+
+#include "models/attention_head.hpp"
+#include "models/config.hpp"
+#include "models/embeddings.hpp"
+#include "models/feed_forward.hpp"
+#include "models/generation.hpp"
+#include "models/masks.hpp"
+#include "models/multi_head_attention.hpp"
+#include "models/scaled_dot_product_attention.hpp"
+#include "models/seq2seq_transformer.hpp"
+#include "models/state_dict_layout.hpp"
+#include "models/transformer_decoder.hpp"
+#include "models/transformer_decoder_layer.hpp"
+#include "models/transformer_encoder.hpp"
+#include "models/transformer_encoder_layer.hpp"
+#include "models/transformer_for_causal_lm.hpp"
+#include "models/transformer_for_sequence_classification.hpp"
+#include "nn/nn.hpp"

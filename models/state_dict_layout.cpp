@@ -1,0 +1,76 @@
+#include "models/state_dict_layout.hpp"
+
+namespace anatomy::models {
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) { return s.ends_with(suffix); }
+
+}  // namespace
+
+nn::StateDict to_fused_layout(const nn::StateDict& state, int64_t H) {
+  nn::StateDict out;
+  const std::string marker = "heads.0.q.weight";
+  std::vector<std::string> prefixes;
+  for (const auto& [k, t] : state)
+    if (ends_with(k, marker)) prefixes.push_back(k.substr(0, k.size() - marker.size()));
+  for (const auto& [k, t] : state) {
+    bool per_head = false;
+    for (const auto& p : prefixes) per_head = per_head || (k.starts_with(p + "heads."));
+    if (!per_head) out[k] = t;
+  }
+  for (const auto& p : prefixes)
+    for (const std::string kind : {"weight", "bias"}) {
+      std::vector<Tensor> rows;
+      for (const std::string proj : {"q", "k", "v"})
+        for (int64_t h = 0; h < H; ++h) {
+          const std::string key = fmt::format("{}heads.{}.{}.{}", p, h, proj, kind);
+          auto it = state.find(key);
+          if (it == state.end())
+            throw Error(
+                fmt::format("to_fused_layout: '{}' is missing (expected {} heads)", key, H));
+          rows.push_back(it->second);
+        }
+      out[p + "qkv." + kind] = cat(rows, 0);
+    }
+  return out;
+}
+
+nn::StateDict to_book_layout(const nn::StateDict& state, int64_t H) {
+  nn::StateDict out;
+  for (const auto& [k, t] : state) {
+    const bool w = ends_with(k, "qkv.weight"), b = ends_with(k, "qkv.bias");
+    if (!w && !b) {
+      out[k] = t;
+      continue;
+    }
+    const std::string prefix = k.substr(0, k.size() - (w ? 10 : 8));
+    const int64_t E = t.size(0) / 3, D = E / H;
+    if (t.size(0) != 3 * E || E % H != 0)
+      throw Error(fmt::format("to_book_layout: '{}' of shape {} does not split into 3 x {} heads",
+                              k, t.shape().str(), H));
+    const char* projections[] = {"q", "k", "v"};
+    for (int64_t j = 0; j < 3; ++j)
+      for (int64_t h = 0; h < H; ++h)
+        out[fmt::format("{}heads.{}.{}.{}", prefix, h, projections[j], w ? "weight" : "bias")] =
+            t.narrow(0, j * E + h * D, D).contiguous();
+  }
+  return out;
+}
+
+nn::LoadResult load_weights(nn::Module& model, const std::string& path,
+                            const TransformerConfig& config, bool strict) {
+  nn::StateDict state = load_safetensors(path).tensors;
+  bool file_fused = false, file_book = false;
+  for (const auto& [k, t] : state) {
+    file_fused = file_fused || ends_with(k, "qkv.weight");
+    file_book = file_book || ends_with(k, "heads.0.q.weight");
+  }
+  if (config.fused_attention && file_book)
+    state = to_fused_layout(state, config.num_attention_heads);
+  if (!config.fused_attention && file_fused)
+    state = to_book_layout(state, config.num_attention_heads);
+  return model.load_state_dict(state, strict);
+}
+
+}  // namespace anatomy::models

@@ -1,0 +1,18 @@
+// Attention weights in the book's per-head layout (heads.<h>.{q,k,v}.{weight,bias}) or the
+// fused one (qkv.{weight,bias}: every head's q rows, then k rows, then v rows). A checkpoint in
+// either layout loads into a model of either kind.
+#pragma once
+
+#include "models/config.hpp"
+#include "nn/nn.hpp"
+
+namespace anatomy::models {
+
+nn::StateDict to_fused_layout(const nn::StateDict& state, int64_t num_heads);
+nn::StateDict to_book_layout(const nn::StateDict& state, int64_t num_heads);
+
+// Loads a safetensors file into `model`, converting the attention layout to the model's.
+nn::LoadResult load_weights(nn::Module& model, const std::string& path,
+                            const TransformerConfig& config, bool strict = true);
+
+}  // namespace anatomy::models

@@ -1,0 +1,33 @@
+#include "models/transformer_encoder.hpp"
+
+namespace anatomy::models {
+
+Tensor as_key_mask(const Tensor& m) {
+  return m.defined() && m.dim() == 2 ? m.to(kFloat32).unsqueeze(1) : m;
+}
+
+TransformerEncoder::TransformerEncoder(const TransformerConfig& c) {
+  c.validate();
+  embeddings = register_module("embeddings", std::make_shared<Embeddings>(c));
+  layers = register_module("layers", std::make_shared<nn::ModuleList>());
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i)
+    layers->push_back(std::make_shared<TransformerEncoderLayer>(c));
+  if (c.final_layer_norm) layer_norm = register_module("layer_norm", make_layer_norm(c));
+}
+
+Tensor TransformerEncoder::forward(const Tensor& input_ids, const Tensor& attention_mask) {
+  Tensor x = embeddings->forward(input_ids);
+  const Tensor mask = as_key_mask(attention_mask);
+  for (const auto& layer : *layers)
+    x = dynamic_cast<TransformerEncoderLayer&>(*layer).forward(x, mask);
+  return layer_norm ? layer_norm->forward(x) : x;
+}
+
+std::vector<Tensor> TransformerEncoder::attentions() const {
+  std::vector<Tensor> out;
+  for (const auto& layer : *layers)
+    out.push_back(dynamic_cast<TransformerEncoderLayer&>(*layer).attention->last_attention);
+  return out;
+}
+
+}  // namespace anatomy::models

@@ -1,0 +1,27 @@
+// TransformerEncoder (the book's): embeddings, then a stack of encoder layers.
+#pragma once
+
+#include "models/embeddings.hpp"
+#include "models/transformer_encoder_layer.hpp"
+
+namespace anatomy::models {
+
+class TransformerEncoder : public nn::Module {
+ public:
+  explicit TransformerEncoder(const TransformerConfig& config);
+  // int64 ids [B, T] -> hidden states [B, T, hidden]. attention_mask: [B, T] with 1 for real
+  // tokens and 0 for padding (or any mask broadcasting to [B, T, T]).
+  Tensor forward(const Tensor& input_ids, const Tensor& attention_mask);
+  Tensor forward(const Tensor& input_ids) override { return forward(input_ids, Tensor()); }
+  // Each layer's last attention weights, [B, H, T, T].
+  std::vector<Tensor> attentions() const;
+
+  std::shared_ptr<Embeddings> embeddings;
+  std::shared_ptr<nn::ModuleList> layers;
+  std::shared_ptr<nn::LayerNorm> layer_norm;  // only with config.final_layer_norm
+};
+
+// A [B, T] 0/1 attention mask as a key mask [B, 1, T]; other masks pass through.
+Tensor as_key_mask(const Tensor& attention_mask);
+
+}  // namespace anatomy::models

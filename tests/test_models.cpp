@@ -1,0 +1,229 @@
+// The chapter's shapes, masks, the KV cache, configs and input validation.
+#include "helpers.hpp"
+#include "models/models.hpp"
+
+using namespace anatomy;
+using namespace anatomy::models;
+using testing::check_error;
+
+namespace {
+
+std::string bert_config_path() {
+  return std::string(ANATOMY_TEST_DIR) + "/../models/configs/bert-base-uncased.json";
+}
+
+TransformerConfig small(bool fused = true) {
+  TransformerConfig c;
+  c.vocab_size = 30;
+  c.hidden_size = 16;
+  c.num_attention_heads = 4;
+  c.num_hidden_layers = 2;
+  c.intermediate_size = 32;
+  c.max_position_embeddings = 24;
+  c.fused_attention = fused;
+  c.target_vocab_size = 20;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("the chapter's shapes with bert-base-uncased's config") {
+  const auto config = TransformerConfig::from_json_file(bert_config_path());
+  CHECK(config.vocab_size == 30522);
+  CHECK(config.hidden_size == 768);
+  CHECK(config.num_attention_heads == 12);
+  CHECK(config.intermediate_size == 3072);
+  CHECK(config.layer_norm_eps == 1e-12);
+  manual_seed(0);
+  NoGradGuard no_grad;
+  Tensor inputs = tensor({{2051, 10029, 2066, 2019, 8612}});  // "time flies like an arrow"
+  Embeddings emb(config);
+  emb.eval();
+  Tensor x = emb.forward(inputs);
+  CHECK(x.shape() == Shape{1, 5, 768});
+  auto [attn_out, weights] = scaled_dot_product_attention(x, x, x);
+  CHECK(weights.shape() == Shape{1, 5, 5});
+  CHECK_CLOSE(weights.sum({-1}), ones({1, 5}), 1e-5, 1e-5);
+  CHECK(attn_out.shape() == Shape{1, 5, 768});
+  CHECK(MultiHeadAttention(config).forward(x).shape() == Shape{1, 5, 768});
+  CHECK(FeedForward(config).forward(x).shape() == Shape{1, 5, 768});
+  CHECK(TransformerEncoderLayer(config).forward(x).shape() == Shape{1, 5, 768});
+  TransformerForSequenceClassification classifier(config);
+  classifier.eval();
+  CHECK(classifier.encoder->forward(inputs).shape() == Shape{1, 5, 768});
+  CHECK(classifier.forward(inputs).shape() == Shape{1, 3});
+}
+
+TEST_CASE("config.json: unknown and invalid values are clear errors") {
+  check_error([] { TransformerConfig::from_json(R"({"hiden_size": 768})", "c.json"); },
+              {"c.json", "unknown key 'hiden_size'"});
+  check_error(
+      [] {
+        TransformerConfig::from_json(R"({"hidden_size": 100, "num_attention_heads": 12})", "c");
+      },
+      {"hidden_size (100) must be divisible by num_attention_heads (12)"});
+  check_error([] { TransformerConfig::from_json(R"({"hidden_size": "768"})", "c"); },
+              {"'hidden_size' must be an integer", "\"768\""});
+  check_error([] { TransformerConfig::from_json(R"({"hidden_dropout_prob": 1.5})", "c"); },
+              {"hidden_dropout_prob must be in [0, 1)", "1.5"});
+  check_error([] { TransformerConfig::from_json("{", "c"); }, {"not valid JSON"});
+  check_error([] { TransformerConfig::from_json_file("/nonexistent.json"); }, {"cannot open"});
+  const auto round = TransformerConfig::from_json(small().to_json(), "round trip");
+  CHECK(round.to_json() == small().to_json());
+}
+
+TEST_CASE("the book's MultiHeadAttention and the fused one agree from the same weights") {
+  manual_seed(1);
+  MultiHeadAttention book(small(false));
+  FusedMultiHeadAttention fused(small(true));
+  fused.load_state_dict(to_fused_layout(book.state_dict(), 4));
+  book.eval();
+  fused.eval();  // training mode would apply (different) attention dropout to each
+  Tensor q = randn({2, 5, 16}), kv = randn({2, 7, 16});
+  Tensor mask = padding_mask(tensor({{1, 1, 1, 1, 1, 1, 1}, {1, 1, 1, 1, 0, 0, 0}}), 0);
+  CHECK_CLOSE(book.forward(q, q, Tensor()), fused.forward(q, q, Tensor()), 1e-5, 1e-4);
+  CHECK_CLOSE(book.forward(q, kv, mask), fused.forward(q, kv, mask), 1e-5, 1e-4);
+  CHECK_CLOSE(book.last_attention, fused.last_attention, 1e-6, 1e-4);
+  CHECK(fused.last_attention.shape() == Shape{2, 4, 5, 7});
+  // And back: the fused weights in the book's layout reproduce the book module.
+  MultiHeadAttention again(small(false));
+  again.load_state_dict(to_book_layout(fused.state_dict(), 4));
+  again.eval();
+  CHECK_CLOSE(again.forward(q, kv, mask), fused.forward(q, kv, mask), 1e-5, 1e-4);
+}
+
+TEST_CASE("a query whose every key is masked gets zeros, not NaN") {
+  Tensor q = randn({1, 3, 4}).requires_grad_();
+  Tensor mask = tensor({{1.0f, 1.0f, 0.0f}, {0.0f, 0.0f, 0.0f}, {1.0f, 0.0f, 0.0f}});
+  auto [out, w] = scaled_dot_product_attention(q, q, q, mask);
+  CHECK(w.select(1, 1).abs().sum().item() == 0.0f);
+  CHECK(out.select(1, 1).abs().sum().item() == 0.0f);
+  CHECK_CLOSE(w.select(1, 0).sum({-1}), ones({1}), 1e-6, 1e-6);
+  out.sum().backward();
+  for (float g : q.grad().to_vector()) CHECK(std::isfinite(g));
+}
+
+TEST_CASE("causal masking: a future token changes no earlier output") {
+  manual_seed(2);
+  auto c = small();
+  c.tie_word_embeddings = true;
+  TransformerForCausalLM lm(c);
+  lm.eval();
+  Tensor a = tensor({{3, 7, 1, 9, 4, 2}}), b = tensor({{3, 7, 1, 9, 11, 12}});
+  Tensor la = lm.forward(a), lb = lm.forward(b);
+  CHECK_CLOSE(la.narrow(1, 0, 4), lb.narrow(1, 0, 4), 1e-6, 1e-6);
+  CHECK(testing::compare(la.narrow(1, 4, 2), lb.narrow(1, 4, 2), 1e-3, 0).size() > 0);
+  // Tied weights: one tensor under two names, one parameter.
+  CHECK(lm.lm_head->weight.is_same(lm.decoder->embeddings->token_embeddings->weight));
+  CHECK(lm.state_dict().count("lm_head.weight"));
+  int64_t count = 0;
+  for (const auto& [n, p] : lm.named_parameters()) count += n == "lm_head.weight";
+  CHECK(count == 0);
+
+  Seq2SeqTransformer s2s(small());
+  s2s.eval();
+  Tensor src = tensor({{5, 6, 7, 8}});
+  Tensor ta = s2s.forward(src, tensor({{1, 4, 6, 3}})),
+         tb = s2s.forward(src, tensor({{1, 4, 9, 9}}));
+  CHECK_CLOSE(ta.narrow(1, 0, 2), tb.narrow(1, 0, 2), 1e-6, 1e-6);
+}
+
+TEST_CASE("padding changes no output at other positions") {
+  manual_seed(3);
+  TransformerEncoder enc(small());
+  enc.eval();
+  Tensor short_ids = tensor({{4, 9, 2}});
+  Tensor padded = tensor({{4, 9, 2, 0, 0}});
+  Tensor h_short = enc.forward(short_ids);
+  Tensor h_pad = enc.forward(padded, tensor({{1, 1, 1, 0, 0}}));
+  CHECK_CLOSE(h_pad.narrow(1, 0, 3), h_short, 1e-5, 1e-5);
+  // In a batch: the padded row's real positions equal the row on its own.
+  Seq2SeqTransformer s2s(small());
+  s2s.eval();
+  Tensor tgt = tensor({{1, 5}, {1, 5}});
+  Tensor batch = s2s.forward(tensor({{4, 9, 2, 7}, {4, 9, 2, 0}}), tgt);
+  Tensor alone = s2s.forward(tensor({{4, 9, 2}}), tensor({{1, 5}}));
+  CHECK_CLOSE(batch.select(0, 1), alone.select(0, 0), 1e-5, 1e-5);
+}
+
+TEST_CASE("KV cache: greedy decoding with and without it gives the same tokens and logits") {
+  manual_seed(4);
+  Seq2SeqTransformer s2s(small());
+  s2s.eval();
+  Tensor src = tensor({{5, 6, 7, 8, 9}, {3, 4, 0, 0, 0}});
+  auto cached = greedy_decode(s2s, src, 1, 2, 10, true);
+  auto plain = greedy_decode(s2s, src, 1, 2, 10, false);
+  REQUIRE(cached.size() == 2);
+  for (size_t b = 0; b < 2; ++b) {
+    CHECK(cached[b].tokens == plain[b].tokens);
+    REQUIRE(cached[b].logits.size() == plain[b].logits.size());
+    for (size_t i = 0; i < cached[b].logits.size(); ++i)
+      CHECK_CLOSE(cached[b].logits[i], plain[b].logits[i], 1e-5, 1e-4);
+  }
+  // Beam size 1 is greedy.
+  auto beam1 = beam_search(s2s, src.narrow(0, 0, 1), 1, 2, 10, 1, 0.0f);
+  CHECK(beam1.tokens == cached[0].tokens);
+
+  TransformerForCausalLM lm(small());
+  lm.eval();
+  auto g1 = generate(lm, {3, 4, 5}, 12, {.temperature = 0.0f, .use_cache = true});
+  auto g2 = generate(lm, {3, 4, 5}, 12, {.temperature = 0.0f, .use_cache = false});
+  CHECK(g1.tokens == g2.tokens);
+  for (size_t i = 0; i < g1.logits.size(); ++i) CHECK_CLOSE(g1.logits[i], g2.logits[i], 1e-5, 1e-4);
+}
+
+TEST_CASE("sampling is reproducible and respects top-k") {
+  manual_seed(5);
+  TransformerForCausalLM lm(small());
+  lm.eval();
+  manual_seed(6);
+  auto a = generate(lm, {1}, 8, {.temperature = 1.0f, .top_k = 3});
+  manual_seed(6);
+  auto b = generate(lm, {1}, 8, {.temperature = 1.0f, .top_k = 3});
+  CHECK(a.tokens == b.tokens);
+  CHECK(a.tokens.size() == 8);
+  auto c = generate(lm, {1}, 30, {.temperature = 0.0f});  // past max positions: a sliding window
+  CHECK(c.tokens.size() == 30);
+}
+
+TEST_CASE("bad inputs give clear errors") {
+  manual_seed(7);
+  Seq2SeqTransformer s2s(small());
+  check_error(
+      [&] {
+        s2s.forward(tensor({{5, 30}}), tensor({{1}}));
+      },
+      {"Embeddings", "token id 30 is out of range for vocab_size 30"});
+  check_error(
+      [&] {
+        s2s.forward(tensor({{5, 6}}), tensor({{1, 25}}));
+      },
+      {"token id 25", "vocab_size 20"});
+  check_error(
+      [&] {
+        s2s.forward(zeros({1, 30}, kInt64), tensor({{1}}));
+      },
+      {"30 tokens", "max_position_embeddings 24"});
+  check_error(
+      [&] {
+        s2s.forward(tensor({{5, 6}, {7, 8}}), tensor({{1, 2, 3}}));
+      },
+      {"source batch 2 and target batch 1 differ"});
+  auto [memory, mask] = s2s.encode(tensor({{5, 6}, {7, 8}}));
+  check_error([&] { s2s.decoder->forward(tensor({{1}}), memory, mask); },
+              {"decoder batch 1 and encoder batch 2 differ"});
+  check_error([&] { s2s.encoder->forward(randn({1, 4})); }, {"Embeddings", "int64"});
+  FusedMultiHeadAttention mha(small());
+  check_error(
+      [&] {
+        mha.forward(randn({1, 4, 8}));
+      },
+      {"FusedMultiHeadAttention", "[batch, seq, 16]"});
+  MultiHeadAttention book(small(false));
+  KVCache cache;
+  check_error(
+      [&] {
+        book.forward(randn({1, 2, 16}), randn({1, 2, 16}), Tensor(), &cache);
+      },
+      {"KV cache", "fused"});
+}
