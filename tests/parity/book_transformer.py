@@ -38,7 +38,7 @@ class AttentionHead(nn.Module):
 
     def forward(self, query_states, key_value_states=None, mask=None):
         kv = query_states if key_value_states is None else key_value_states
-        out, _ = scaled_dot_product_attention(self.q(query_states), self.k(kv), self.v(kv), mask)
+        out, self.last_attention = scaled_dot_product_attention(self.q(query_states), self.k(kv), self.v(kv), mask)
         return out
 
 
@@ -53,6 +53,7 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, query_states, key_value_states=None, mask=None):
         x = torch.cat([h(query_states, key_value_states, mask) for h in self.heads], dim=-1)
+        self.last_attention = torch.stack([h.last_attention for h in self.heads], 1)  # [B, H, Tq, Tk]
         return self.output_linear(x)
 
 

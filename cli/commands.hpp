@@ -1,0 +1,17 @@
+// The subcommands of the `anatomy` program. Each adds itself to the CLI11 app and returns the
+// function that runs it once the arguments are parsed.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace anatomy::cli {
+
+using Runner = std::function<int()>;
+
+Runner add_run_command(CLI::App& app);
+
+// "1,2,3" -> {1, 2, 3}; throws anatomy::Error naming the flag on anything else.
+std::vector<int64_t> parse_ids(const std::string& flag, const std::string& text);
+
+}  // namespace anatomy::cli

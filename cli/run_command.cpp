@@ -1,0 +1,113 @@
+// anatomy run: load a model by the book's parameter names, run it once in eval mode, and write
+// what it computed. How a student checks a model against the book's PyTorch code.
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "models/models.hpp"
+
+namespace anatomy::cli {
+
+std::vector<int64_t> parse_ids(const std::string& flag, const std::string& text) {
+  std::vector<int64_t> ids;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    try {
+      size_t used = 0;
+      ids.push_back(std::stoll(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw Error(fmt::format("{}: '{}' is not an integer (expected ids like 1,2,3)", flag, item));
+    }
+    start = end + 1;
+  }
+  return ids;
+}
+
+namespace {
+
+struct RunOptions {
+  std::string config, weights, model, input_ids, decoder_input_ids, output;
+};
+
+void add_list(std::map<std::string, Tensor>& out, const std::string& name,
+              const std::vector<Tensor>& tensors) {
+  for (size_t i = 0; i < tensors.size(); ++i) out[fmt::format("{}.{}", name, i)] = tensors[i];
+}
+
+int run(const RunOptions& o) {
+  using namespace models;
+  const TransformerConfig config = TransformerConfig::from_json_file(o.config);
+  const auto ids = parse_ids("--input-ids", o.input_ids);
+  const Tensor input = from_vector(ids, {1, static_cast<int64_t>(ids.size())});
+  std::map<std::string, Tensor> out;
+  NoGradGuard no_grad;
+  if (o.model == "encoder" || o.model == "classifier") {
+    if (o.model == "encoder") {
+      TransformerEncoder m(config);
+      load_weights(m, o.weights, config);
+      m.eval();
+      out["last_hidden_state"] = m.forward(input);
+      add_list(out, "attentions", m.attentions());
+    } else {
+      TransformerForSequenceClassification m(config);
+      load_weights(m, o.weights, config);
+      m.eval();
+      out["logits"] = m.forward(input);
+      out["last_hidden_state"] = m.encoder->forward(input);
+      add_list(out, "attentions", m.encoder->attentions());
+    }
+  } else if (o.model == "causal-lm") {
+    TransformerForCausalLM m(config);
+    load_weights(m, o.weights, config);
+    m.eval();
+    Tensor hidden = m.decoder->forward(input);
+    out["last_hidden_state"] = hidden;
+    out["logits"] = m.lm_head->forward(hidden);
+    add_list(out, "attentions", m.decoder->self_attentions());
+  } else if (o.model == "seq2seq") {
+    if (o.decoder_input_ids.empty())
+      throw Error("run: --model seq2seq needs --decoder-input-ids (the target ids so far)");
+    const auto dec = parse_ids("--decoder-input-ids", o.decoder_input_ids);
+    Seq2SeqTransformer m(config);
+    load_weights(m, o.weights, config);
+    m.eval();
+    auto [memory, mask] = m.encode(input);
+    Tensor hidden =
+        m.decoder->forward(from_vector(dec, {1, static_cast<int64_t>(dec.size())}), memory, mask);
+    out["encoder_last_hidden_state"] = memory;
+    out["last_hidden_state"] = hidden;
+    out["logits"] = m.generator->forward(hidden);
+    add_list(out, "attentions", m.encoder->attentions());
+    add_list(out, "decoder_attentions", m.decoder->self_attentions());
+    add_list(out, "cross_attentions", m.decoder->cross_attentions());
+  } else {
+    throw Error(fmt::format("run: unknown --model '{}' (encoder, classifier, causal-lm or seq2seq)",
+                            o.model));
+  }
+  save_safetensors(o.output, out, {{"model", o.model}});
+  for (const auto& [name, t] : out) fmt::print("{:28} {}\n", name, to_string(t.shape()));
+  fmt::print("wrote {}\n", o.output);
+  return 0;
+}
+
+}  // namespace
+
+Runner add_run_command(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  auto* cmd = app.add_subcommand("run", "Run a model once on given ids and write its outputs");
+  cmd->add_option("--config", o->config, "Hugging Face style config.json")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--weights", o->weights, "weights (.safetensors), book or fused layout")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--model", o->model, "encoder | classifier | causal-lm | seq2seq")->required();
+  cmd->add_option("--input-ids", o->input_ids, "token ids, e.g. 2051,10029,2066")->required();
+  cmd->add_option("--decoder-input-ids", o->decoder_input_ids, "target ids so far (seq2seq)");
+  cmd->add_option("--output", o->output, "where to write the outputs (.safetensors)")->required();
+  return [o] { return run(*o); };
+}
+
+}  // namespace anatomy::cli
