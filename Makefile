@@ -26,6 +26,7 @@ bench: deps
 	cmake --preset bench > /dev/null
 	cmake --build --preset bench
 	./build/bench/benchmarks/gemm_benchmark
+	benchmarks/bench_models.sh build/bench/benchmarks/models_benchmark
 
 # Regenerates the PyTorch reference values of the parity tests (Debian's python3-torch).
 golden:

@@ -53,6 +53,25 @@ void pack_b(const float* B, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, fl
     const int64_t j = p * NR;
     const int64_t cols = std::min(NR, nc - j);
     float* d = dst + p * NR * kc;
+    if (rsb == 1 && csb != 1) {
+      // Bᵀ stored row-major (linear's weight): a blocked transpose. Each step reads 16
+      // consecutive k (one cache line) from each of the NR rows and fills 16 rows of the panel,
+      // so both sides stay in L1.
+      constexpr int64_t KB = 16;
+      for (int64_t k0 = 0; k0 < kc; k0 += KB) {
+        const int64_t kb = std::min(KB, kc - k0);
+        for (int64_t c = 0; c < NR; ++c) {
+          float* dc = d + k0 * NR + c;
+          if (c < cols) {
+            const float* src = B + (j + c) * csb + k0;
+            for (int64_t k = 0; k < kb; ++k) dc[k * NR] = src[k];
+          } else {
+            for (int64_t k = 0; k < kb; ++k) dc[k * NR] = 0.0f;
+          }
+        }
+      }
+      continue;
+    }
     for (int64_t k = 0; k < kc; ++k) {
       const float* src = B + k * rsb + j * csb;
       if (cols == NR && csb == 1) {
@@ -131,15 +150,16 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
       for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
     return;
   }
-  // Threads pay off only once there is enough work to hide the fork/join (about 0.1 ms).
+  // Threads pay off only once there is enough work to hide the fork/join. On a VM, entering a
+  // parallel region (even an inactive one) can cost far more than a small product, so small
+  // products never touch OpenMP; nor do products already inside a parallel loop.
   const double flops =
       2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-  const int threads = flops < 2.0e6 ? 1 : get_num_threads();
+  const int threads = flops < kParallelFlops || omp_in_parallel() ? 1 : get_num_threads();
   // Enough M blocks to give every thread work, but no bigger than MC_MAX.
   const int64_t per_thread = (M + threads - 1) / threads;
   const int64_t mc_block =
       std::max<int64_t>(MR, std::min<int64_t>(MC_MAX / MR * MR, (per_thread + MR - 1) / MR * MR));
-  static thread_local std::vector<float, xsimd::aligned_allocator<float, 64>> a_buf;
   static thread_local std::vector<float, xsimd::aligned_allocator<float, 64>> b_buf;
   float* bp = scratch(b_buf, static_cast<size_t>(KC * ((std::min(N, NC) + NR - 1) / NR * NR)));
 
@@ -151,14 +171,15 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
       const bool acc = accumulate || pc > 0;
       const float* Bp = B + pc * rsb + jc * csb;
       const int64_t m_blocks = (M + mc_block - 1) / mc_block;
-      // Short M (one block): split the N micro-panels between threads instead.
+      // Short M (fewer blocks than threads): split the N micro-panels between threads instead.
       const bool split_n = m_blocks < threads;
-#pragma omp parallel num_threads(threads) if (threads > 1)
-      {
-        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        // Every thread packs its share of B's micro-panels, then all wait for the whole panel.
+      // Thread t of nt: its share of B's packing, then its M blocks (or N panels).
+      auto work = [&](int t, int nt, bool sync) {
         pack_b(Bp, rsb, csb, kc, nc, bp, panels * t / nt, panels * (t + 1) / nt);
+        if (sync) {
 #pragma omp barrier
+        }
+        static thread_local std::vector<float, xsimd::aligned_allocator<float, 64>> a_buf;
         float* ap = scratch(a_buf, static_cast<size_t>(((mc_block + MR - 1) / MR) * MR * KC));
         for (int64_t ib = split_n ? 0 : t; ib < m_blocks; ib += split_n ? 1 : nt) {
           const int64_t ic = ib * mc_block;
@@ -169,13 +190,20 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
           for (int64_t p = p0; p < p1; ++p) {
             const int64_t jr = p * NR;
             const int64_t cols = std::min(NR, nc - jr);
-            for (int64_t ir = 0; ir < mc; ir += MR) {
+            for (int64_t ir = 0; ir < mc; ir += MR)
               micro_kernel(kc, ap + ir * kc, bp + p * NR * kc, C + (ic + ir) * ldc + jc + jr, ldc,
                            std::min(MR, mc - ir), cols, acc);
-            }
           }
         }
+      };
+      if (threads == 1) {
+        work(0, 1, false);
+      } else {
+#pragma omp parallel num_threads(threads)
+        {
+          work(omp_get_thread_num(), omp_get_num_threads(), true);
 #pragma omp barrier
+        }
       }
     }
   }

@@ -59,11 +59,18 @@ void batched_gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
   // threads inside each.
   const double flops =
       2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-  const bool per_batch = batches > 1 && flops < 2.0e6;
-#pragma omp parallel for schedule(static) num_threads(get_num_threads()) if (per_batch)
-  for (int64_t i = 0; i < batches; ++i)
+  const bool per_batch = batches > 1 && flops < kParallelFlops &&
+                         flops * static_cast<double>(batches) >= kParallelFlops;
+  auto one = [&](int64_t i) {
     gemm(M, N, K, pa + off_a[i], a.stride(-2), a.stride(-1), pb + off_b[i], b.stride(-2),
          b.stride(-1), po + i * M * N, N, false);
+  };
+  if (per_batch) {
+#pragma omp parallel for schedule(static) num_threads(get_num_threads())
+    for (int64_t i = 0; i < batches; ++i) one(i);
+  } else {
+    for (int64_t i = 0; i < batches; ++i) one(i);
+  }
 }
 
 Tensor transpose_last(const Tensor& t) { return transpose(t, -1, -2); }
