@@ -6,7 +6,7 @@
 # regenerates the golden files and runs the PyTorch side of the benchmarks.
 set -euo pipefail
 declare -A groups=(
-  [core]="g++ make cmake libxtensor-dev libxsimd-dev libfmt-dev doctest-dev nlohmann-json3-dev libcli11-dev"
+  [core]="g++ make cmake libxtensor-dev libxsimd-dev libfmt-dev doctest-dev nlohmann-json3-dev libcli11-dev libicu-dev"
   [bench]="libbenchmark-dev libopenblas-dev"
   [torch]="python3-torch python3-numpy"
 )

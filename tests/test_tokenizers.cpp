@@ -1,0 +1,154 @@
+// Tokenizers: BERT against the reference vectors and Hugging Face's test cases (from
+// ../shared/data, skipped with a reason where absent), and round trips of our own kinds.
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "helpers.hpp"
+#include "tokenizers/tokenizers.hpp"
+
+using namespace anatomy;
+using namespace anatomy::text;
+using testing::check_error;
+
+namespace {
+
+std::optional<nlohmann::json> shared_json(const std::string& relative) {
+  std::ifstream f(testing::shared_data(relative));
+  if (!f) {
+    MESSAGE("skipped: ", testing::shared_data(relative),
+            " is absent (../shared/data not beside the repository)");
+    return std::nullopt;
+  }
+  return nlohmann::json::parse(f);
+}
+
+std::optional<BertTokenizer> bert_base() {
+  const std::string path = testing::shared_data("bert-base-uncased/vocab.txt");
+  if (!std::filesystem::exists(path)) {
+    MESSAGE("skipped: ", path, " is absent");
+    return std::nullopt;
+  }
+  static const Vocabulary vocab = Vocabulary::load(path);
+  return BertTokenizer(vocab);
+}
+
+}  // namespace
+
+TEST_CASE("BERT tokenizer: the reference vectors with bert-base-uncased's vocab") {
+  auto vectors = shared_json("bert-base-uncased/tokenizer_vectors.json");
+  auto tok = bert_base();
+  if (!vectors || !tok) return;
+  CHECK(tok->vocab().size() == 30522);
+  CHECK(tok->encode("time flies like an arrow") ==
+        std::vector<int64_t>{2051, 10029, 2066, 2019, 8612});
+  for (const auto& v : *vectors) {
+    const std::string input = v["input"];
+    CAPTURE(input);
+    CHECK(tok->tokenize(input) == v["tokens"].get<std::vector<std::string>>());
+    CHECK(tok->encode(input) == v["ids"].get<std::vector<int64_t>>());
+    CHECK(tok->encode_with_special_tokens(input) ==
+          v["with_special_ids"].get<std::vector<int64_t>>());
+  }
+}
+
+TEST_CASE("BERT tokenizer: Hugging Face's test cases") {
+  auto hf = shared_json("bert-base-uncased/hf_tokenizer_expectations.json");
+  if (!hf) return;
+  const Vocabulary toy((*hf)["toy_vocab_full_tokenizer"].get<std::vector<std::string>>());
+  const Vocabulary wp_vocab(
+      {"[UNK]", "[CLS]", "[SEP]", "want", "##want", "##ed", "wa", "un", "runn", "##ing"});
+  int checked = 0;
+  for (const auto& c : (*hf)["cases"]) {
+    const std::string fn = c["fn"];
+    CAPTURE(fn);
+    if (fn == "BertTokenizer(toy_vocab).tokenize") {
+      BertTokenizer t(toy);
+      CHECK(t.tokenize(c["in"]) == c["out"].get<std::vector<std::string>>());
+      CHECK(t.encode(c["in"]) == c["ids"].get<std::vector<int64_t>>());
+    } else if (fn.rfind("BasicTokenizer(", 0) == 0) {
+      BasicTokenizerOptions o;
+      if (fn.find("do_lower_case=False") != std::string::npos) o.do_lower_case = false;
+      if (fn.find("strip_accents=False") != std::string::npos) o.strip_accents = false;
+      if (fn.find("strip_accents=True") != std::string::npos) o.strip_accents = true;
+      if (fn.find("never_split=['[UNK]']") != std::string::npos) o.never_split = {"[UNK]"};
+      CHECK(basic_tokenize(c["in"], o) == c["out"].get<std::vector<std::string>>());
+    } else if (fn.rfind("WordpieceTokenizer", 0) == 0) {
+      CHECK(wordpiece_tokenize(c["in"], wp_vocab) == c["out"].get<std::vector<std::string>>());
+    } else if (fn == "BertTokenizer(toy_vocab) per-string") {
+      BertTokenizer t(toy);
+      for (size_t i = 0; i < c["in"].size(); ++i)
+        CHECK(t.tokenize(c["in"][i]) == c["out"][i].get<std::vector<std::string>>());
+    } else if (fn.rfind("BertTokenizerFast(bert-base-uncased)", 0) == 0) {
+      // Tokens only: character offsets are a feature of the fast tokenizer we do not provide.
+      auto tok = bert_base();
+      if (!tok) continue;
+      std::vector<std::string> toks{"[CLS]"};
+      for (auto& t : tok->tokenize(c["in"])) toks.push_back(t);
+      toks.push_back("[SEP]");
+      CHECK(toks == c["out"].get<std::vector<std::string>>());
+    } else if (fn == "is_whitespace true") {
+      for (const std::string s : c["in"]) CHECK(is_whitespace(code_points(s)[0]));
+    } else if (fn == "is_control true") {
+      for (const std::string s : c["in"]) CHECK(is_control(code_points(s)[0]));
+      for (const std::string s : c["false"]) CHECK_FALSE(is_control(code_points(s)[0]));
+    } else if (fn == "is_punctuation true") {
+      for (const std::string s : c["in"]) CHECK(is_punctuation(code_points(s)[0]));
+      for (const std::string s : c["false"]) CHECK_FALSE(is_punctuation(code_points(s)[0]));
+    } else {
+      FAIL("a case this test does not know: ", fn);
+    }
+    ++checked;
+  }
+  CHECK(checked == static_cast<int>((*hf)["cases"].size()));
+}
+
+TEST_CASE("char, word and BPE tokenizers: training, round trips, save and load") {
+  const std::vector<std::string> corpus = {"Hallo, Welt!", "Wie geht es dir?", "Es geht mir gut.",
+                                           "Hallo Tom.", "Gut, danke."};
+  auto chars = CharTokenizer::train(corpus);
+  CHECK(chars.vocab().token(0) == "[PAD]");
+  CHECK(chars.vocab().token(3) == "[EOS]");
+  CHECK(chars.decode(chars.encode("Hallo, Welt!")) == "Hallo, Welt!");
+  CHECK(chars.encode("Ü") == std::vector<int64_t>{chars.vocab().id("[UNK]")});
+
+  auto words = WordTokenizer::train(corpus, 1, 0, false);
+  CHECK(words.tokenize("Hallo, Welt!") == std::vector<std::string>{"▁Hallo", ",", "▁Welt", "!"});
+  CHECK(words.decode(words.encode("Es geht mir gut.")) == "Es geht mir gut.");
+  CHECK(words.decode(words.encode("Hallo Mars")) == "Hallo [UNK]");
+  auto capped = WordTokenizer::train(corpus, 2, 0, false);  // words seen twice or more
+  CHECK(capped.vocab().contains("▁geht"));
+  CHECK_FALSE(capped.vocab().contains("▁Welt"));
+
+  auto bpe = BpeTokenizer::train(corpus, 40, false, 1);
+  CHECK(bpe.vocab().size() <= 40);
+  for (const auto& s : corpus) CHECK(bpe.decode(bpe.encode(s)) == s);
+  CHECK(bpe.decode(bpe.encode("Hallo Welten")) == "Hallo Welten");  // unseen word, still spelled
+  CHECK(bpe.tokenize("Hallo").size() < 5);                          // merges were learned
+
+  const std::string dir = (std::filesystem::temp_directory_path() / "anatomy_tok").string();
+  std::filesystem::create_directories(dir);
+  for (const Tokenizer* t : std::initializer_list<const Tokenizer*>{&chars, &words, &bpe}) {
+    t->save(dir + "/t");
+    auto loaded = load_tokenizer(dir + "/t");
+    CHECK(loaded->kind() == t->kind());
+    CHECK(loaded->encode("Hallo, Welt!") == t->encode("Hallo, Welt!"));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("tokenizer files: clear errors") {
+  const std::string dir = (std::filesystem::temp_directory_path() / "anatomy_tok_bad").string();
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/dup.txt") << "a\nb\na\n";
+  check_error([&] { Vocabulary::load(dir + "/dup.txt"); }, {"token 'a' appears twice", "dup.txt"});
+  std::ofstream(dir + "/empty.txt") << "";
+  check_error([&] { Vocabulary::load(dir + "/empty.txt"); }, {"is empty"});
+  check_error([&] { Vocabulary::load(dir + "/missing.txt"); }, {"cannot open"});
+  check_error([&] { load_tokenizer(dir + "/none"); }, {"cannot open", "none.json"});
+  std::ofstream(dir + "/k.json") << R"({"kind": "sentencepiece"})";
+  std::ofstream(dir + "/k.vocab.txt") << "[PAD]\n";
+  check_error([&] { load_tokenizer(dir + "/k"); }, {"unknown kind 'sentencepiece'"});
+  Vocabulary v({"[PAD]", "x"});
+  check_error([&] { v.token(5); }, {"id 5 is out of range"});
+  std::filesystem::remove_all(dir);
+}

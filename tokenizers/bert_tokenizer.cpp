@@ -1,0 +1,163 @@
+#include "tokenizers/bert_tokenizer.hpp"
+
+#include <fmt/format.h>
+
+#include "tokenizers/unicode.hpp"
+
+namespace anatomy::text {
+
+namespace {
+
+std::vector<std::string> split_whitespace(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char32_t c : code_points(s)) {
+    if (is_whitespace(c)) {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += to_utf8(c);
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+std::vector<std::string> split_on_punctuation(const std::string& token) {
+  std::vector<std::string> out;
+  bool start_new = true;
+  for (char32_t c : code_points(token)) {
+    if (is_punctuation(c)) {
+      out.push_back(to_utf8(c));
+      start_new = true;
+    } else {
+      if (start_new) out.emplace_back();
+      start_new = false;
+      out.back() += to_utf8(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> basic_tokenize(const std::string& text, const BasicTokenizerOptions& o) {
+  // Clean: drop NUL, U+FFFD and control characters; every whitespace becomes a space; space
+  // around CJK ideographs so each is its own word.
+  std::string cleaned;
+  for (char32_t c : code_points(text)) {
+    if (c == 0 || c == 0xFFFD || is_control(c)) continue;
+    if (is_whitespace(c)) {
+      cleaned += ' ';
+    } else if (o.tokenize_chinese_chars && is_cjk(c)) {
+      cleaned += ' ' + to_utf8(c) + ' ';
+    } else {
+      cleaned += to_utf8(c);
+    }
+  }
+  const bool strip = o.strip_accents.value_or(o.do_lower_case);
+  std::vector<std::string> split;
+  for (std::string token : split_whitespace(cleaned)) {
+    if (o.never_split.count(token)) {
+      split.push_back(token);
+      continue;
+    }
+    if (o.do_lower_case) token = to_lower(token);
+    if (strip) token = strip_accents(token);
+    for (auto& piece : split_on_punctuation(token)) split.push_back(piece);
+  }
+  std::string joined;
+  for (const auto& s : split) joined += s + " ";
+  return split_whitespace(joined);
+}
+
+std::vector<std::string> wordpiece_tokenize(const std::string& text, const Vocabulary& vocab,
+                                            const std::string& unk, size_t max_chars) {
+  std::vector<std::string> out;
+  for (const auto& word : split_whitespace(text)) {
+    const std::vector<std::string> chars = utf8_chars(word);
+    if (chars.size() > max_chars) {
+      out.push_back(unk);
+      continue;
+    }
+    std::vector<std::string> pieces;
+    bool bad = false;
+    for (size_t start = 0; start < chars.size();) {
+      // The longest vocabulary entry starting here ("##" marks a continuation).
+      size_t end = chars.size();
+      std::string found;
+      for (; end > start; --end) {
+        std::string sub = start > 0 ? "##" : "";
+        for (size_t i = start; i < end; ++i) sub += chars[i];
+        if (vocab.contains(sub)) {
+          found = sub;
+          break;
+        }
+      }
+      if (found.empty()) {
+        bad = true;
+        break;
+      }
+      pieces.push_back(found);
+      start = end;
+    }
+    if (bad)
+      out.push_back(unk);
+    else
+      out.insert(out.end(), pieces.begin(), pieces.end());
+  }
+  return out;
+}
+
+BertTokenizer::BertTokenizer(Vocabulary vocab, bool do_lower_case) {
+  vocab_ = std::move(vocab);
+  options.do_lower_case = do_lower_case;
+  options.never_split = {"[UNK]", "[SEP]", "[PAD]", "[CLS]", "[MASK]"};
+}
+
+BertTokenizer::BertTokenizer(Vocabulary vocab, BasicTokenizerOptions o) : options(std::move(o)) {
+  vocab_ = std::move(vocab);
+}
+
+BertTokenizer BertTokenizer::from_vocab_file(const std::string& path, bool do_lower_case) {
+  return BertTokenizer(Vocabulary::load(path), do_lower_case);
+}
+
+std::vector<std::string> BertTokenizer::tokenize(const std::string& text) const {
+  std::vector<std::string> out;
+  for (const auto& word : basic_tokenize(text, options)) {
+    if (options.never_split.count(word)) {
+      out.push_back(word);
+      continue;
+    }
+    for (auto& p : wordpiece_tokenize(word, vocab_, "[UNK]", max_input_chars_per_word))
+      out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<int64_t> BertTokenizer::encode_with_special_tokens(const std::string& text) const {
+  std::vector<int64_t> ids{vocab_.id("[CLS]")};
+  for (int64_t id : encode(text)) ids.push_back(id);
+  ids.push_back(vocab_.id("[SEP]"));
+  return ids;
+}
+
+std::string BertTokenizer::decode(const std::vector<int64_t>& ids) const {
+  std::string out;
+  for (int64_t id : ids) {
+    if (is_special(id)) continue;
+    const std::string& t = vocab_.token(id);
+    if (t.rfind("##", 0) == 0)
+      out += t.substr(2);
+    else
+      out += (out.empty() ? "" : " ") + t;
+  }
+  return out;
+}
+
+std::string BertTokenizer::options_json() const {
+  return fmt::format(R"({{"do_lower_case": {}}})", options.do_lower_case ? "true" : "false");
+}
+
+}  // namespace anatomy::text

@@ -1,0 +1,108 @@
+#include "tokenizers/tokenizer.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "autograd/safetensors.hpp"
+#include "autograd/tensor.hpp"
+#include "tokenizers/bert_tokenizer.hpp"
+#include "tokenizers/bpe_tokenizer.hpp"
+#include "tokenizers/char_tokenizer.hpp"
+#include "tokenizers/unicode.hpp"
+#include "tokenizers/word_tokenizer.hpp"
+
+namespace anatomy::text {
+
+std::vector<int64_t> Tokenizer::encode(const std::string& text) const {
+  const int64_t unk = vocab_.find("[UNK]");
+  std::vector<int64_t> ids;
+  for (const auto& t : tokenize(text)) {
+    const int64_t id = vocab_.find(t);
+    if (id < 0 && unk < 0)
+      throw Error(
+          fmt::format("encode: token '{}' is not in the vocabulary, which has no [UNK]", t));
+    ids.push_back(id < 0 ? unk : id);
+  }
+  return ids;
+}
+
+bool Tokenizer::is_special(int64_t id) const {
+  const std::string& t = vocab_.token(id);
+  return t == "[PAD]" || t == "[BOS]" || t == "[EOS]" || t == "[CLS]" || t == "[SEP]";
+}
+
+void Tokenizer::save(const std::string& path) const {
+  nlohmann::json j = nlohmann::json::parse(options_json());
+  j["kind"] = kind();
+  write_file_atomically(path + ".json", j.dump(2) + "\n");
+  vocab_.save(path + ".vocab.txt");
+}
+
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
+  std::ifstream f(path + ".json");
+  if (!f) throw Error(fmt::format("load_tokenizer: cannot open {}.json", path));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("load_tokenizer: {}.json is not valid JSON ({})", path, e.what()));
+  }
+  const std::string kind = j.value("kind", "");
+  Vocabulary vocab = Vocabulary::load(path + ".vocab.txt");
+  if (kind == "char") return std::make_unique<CharTokenizer>(std::move(vocab));
+  if (kind == "word")
+    return std::make_unique<WordTokenizer>(std::move(vocab), j.value("lowercase", false));
+  if (kind == "bpe") return BpeTokenizer::load(path, std::move(vocab), j.value("lowercase", false));
+  if (kind == "bert")
+    return std::make_unique<BertTokenizer>(std::move(vocab), j.value("do_lower_case", true));
+  throw Error(fmt::format("load_tokenizer: {}.json has unknown kind '{}'", path, kind));
+}
+
+std::vector<std::string> pre_tokenize(const std::string& text, bool lowercase) {
+  const std::string s = lowercase ? to_lower(text) : text;
+  std::vector<std::string> pieces;
+  std::string current;
+  bool space_before = true;
+  auto flush = [&] {
+    if (!current.empty()) pieces.push_back(current);
+    current.clear();
+  };
+  for (char32_t c : code_points(s)) {
+    if (is_whitespace(c) || is_control(c)) {
+      flush();
+      space_before = true;
+    } else if (is_punctuation(c)) {
+      flush();
+      pieces.push_back((space_before ? kSpaceMark : "") + to_utf8(c));
+      space_before = false;
+    } else {
+      if (current.empty() && space_before) current = kSpaceMark;
+      current += to_utf8(c);
+      space_before = false;
+    }
+  }
+  flush();
+  return pieces;
+}
+
+std::string join_pieces(const std::vector<std::string>& pieces) {
+  std::string out;
+  for (const auto& p : pieces) out += p;
+  std::string text;
+  for (size_t i = 0; i < out.size();) {
+    if (out.compare(i, kSpaceMark.size(), kSpaceMark) == 0) {
+      if (!text.empty()) text += ' ';
+      i += kSpaceMark.size();
+    } else {
+      text += out[i++];
+    }
+  }
+  return text;
+}
+
+}  // namespace anatomy::text

@@ -1,0 +1,111 @@
+#include "tokenizers/unicode.hpp"
+
+#include <unicode/locid.h>
+#include <unicode/normalizer2.h>
+#include <unicode/uchar.h>
+#include <unicode/unistr.h>
+#include <unicode/utf8.h>
+
+namespace anatomy::text {
+
+std::vector<char32_t> code_points(const std::string& s) {
+  std::vector<char32_t> out;
+  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+  const int32_t n = static_cast<int32_t>(s.size());
+  for (int32_t i = 0; i < n;) {
+    UChar32 c;
+    U8_NEXT(p, i, n, c);
+    out.push_back(c < 0 ? 0xFFFD : static_cast<char32_t>(c));
+  }
+  return out;
+}
+
+std::string to_utf8(char32_t cp) {
+  char buf[4];
+  int32_t i = 0;
+  UBool error = false;
+  U8_APPEND(reinterpret_cast<uint8_t*>(buf), i, 4, static_cast<UChar32>(cp), error);
+  return error ? std::string("\xEF\xBF\xBD") : std::string(buf, static_cast<size_t>(i));
+}
+
+std::string to_utf8(const std::vector<char32_t>& cps) {
+  std::string out;
+  for (char32_t c : cps) out += to_utf8(c);
+  return out;
+}
+
+std::vector<std::string> utf8_chars(const std::string& s) {
+  std::vector<std::string> out;
+  for (char32_t c : code_points(s)) out.push_back(to_utf8(c));
+  return out;
+}
+
+bool is_whitespace(char32_t c) {
+  if (c == ' ' || c == '\t' || c == '\n' || c == '\r') return true;
+  return u_charType(static_cast<UChar32>(c)) == U_SPACE_SEPARATOR;
+}
+
+bool is_control(char32_t c) {
+  if (c == '\t' || c == '\n' || c == '\r') return false;
+  switch (u_charType(static_cast<UChar32>(c))) {
+    case U_CONTROL_CHAR:
+    case U_FORMAT_CHAR:
+    case U_UNASSIGNED:
+    case U_PRIVATE_USE_CHAR:
+    case U_SURROGATE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_punctuation(char32_t c) {
+  // BERT treats every non-letter/number ASCII symbol as punctuation ($, ^, `), Unicode or not.
+  if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
+      (c >= 123 && c <= 126))
+    return true;
+  switch (u_charType(static_cast<UChar32>(c))) {
+    case U_DASH_PUNCTUATION:
+    case U_START_PUNCTUATION:
+    case U_END_PUNCTUATION:
+    case U_CONNECTOR_PUNCTUATION:
+    case U_OTHER_PUNCTUATION:
+    case U_INITIAL_PUNCTUATION:
+    case U_FINAL_PUNCTUATION:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_cjk(char32_t c) {
+  return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
+         (c >= 0x20000 && c <= 0x2A6DF) || (c >= 0x2A700 && c <= 0x2B73F) ||
+         (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B820 && c <= 0x2CEAF) ||
+         (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
+std::string to_lower(const std::string& s) {
+  std::string out;
+  icu::UnicodeString::fromUTF8(s).toLower(icu::Locale::getRoot()).toUTF8String(out);
+  return out;
+}
+
+std::string strip_accents(const std::string& s) {
+  UErrorCode status = U_ZERO_ERROR;
+  const icu::Normalizer2* nfd = icu::Normalizer2::getNFDInstance(status);
+  if (U_FAILURE(status)) return s;
+  const icu::UnicodeString decomposed = nfd->normalize(icu::UnicodeString::fromUTF8(s), status);
+  if (U_FAILURE(status)) return s;
+  icu::UnicodeString kept;
+  for (int32_t i = 0; i < decomposed.length();) {
+    const UChar32 c = decomposed.char32At(i);
+    if (u_charType(c) != U_NON_SPACING_MARK) kept.append(c);
+    i += U16_LENGTH(c);
+  }
+  std::string out;
+  kept.toUTF8String(out);
+  return out;
+}
+
+}  // namespace anatomy::text
