@@ -1,0 +1,165 @@
+// Data: the toy tasks, the TSV reader, batching, and BLEU against sacreBLEU's vectors.
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "data/data.hpp"
+#include "helpers.hpp"
+
+using namespace anatomy;
+using namespace anatomy::data;
+using testing::check_error;
+
+TEST_CASE("numbers: English and German number words") {
+  CHECK(english_number(4321) == "four thousand three hundred twenty-one");
+  CHECK(german_number(4321) == "viertausenddreihunderteinundzwanzig");
+  CHECK(german_number(1) == "eins");
+  CHECK(german_number(21) == "einundzwanzig");
+  CHECK(german_number(101) == "einhunderteins");
+  CHECK(german_number(1001) == "eintausendeins");
+  CHECK(german_number(30) == "dreißig");
+  CHECK(german_number(17) == "siebzehn");
+  CHECK(german_number(9999) == "neuntausendneunhundertneunundneunzig");
+  CHECK(english_number(1000) == "one thousand");
+  CHECK(english_number(15) == "fifteen");
+  CHECK(english_number(90210) == "ninety thousand two hundred ten");
+  check_error([] { german_number(0); }, {"outside 1..999999"});
+}
+
+TEST_CASE("toy tasks: splits never share a source, and a seed fixes the data") {
+  for (const auto& name : task_names()) {
+    CAPTURE(name);
+    const Task t = make_task(name, 1);
+    CHECK(t.splits.valid.size() == 500);
+    CHECK(t.splits.test.size() == 500);
+    CHECK(t.splits.train.size() > 5000);
+    std::set<std::string> train;
+    for (const auto& p : t.splits.train) train.insert(p.source);
+    for (const auto* held : {&t.splits.valid, &t.splits.test})
+      for (const auto& p : *held) CHECK_FALSE(train.count(p.source));
+    const Task again = make_task(name, 1);
+    CHECK(again.splits.train[7].source == t.splits.train[7].source);
+    CHECK(make_task(name, 2).splits.test[0].source != t.splits.test[0].source);
+  }
+  const Task rev = make_task("reverse");
+  const Pair& p = rev.splits.train[0];
+  auto words = [](const std::string& s) {
+    std::vector<std::string> w;
+    std::stringstream ss(s);
+    for (std::string x; ss >> x;) w.push_back(x);
+    return w;
+  };
+  auto src = words(p.source), tgt = words(p.target);
+  std::reverse(src.begin(), src.end());
+  CHECK(src == tgt);
+  const Pair& d = make_task("dates").splits.train[0];
+  CHECK(d.target.size() == 10);
+  CHECK(d.target[4] == '-');
+  const Pair& toy = make_task("toylang").splits.train[3];
+  CHECK((toy.target.ends_with("as") || toy.target.ends_with("is")));
+  check_error([] { make_task("klingon"); }, {"unknown task 'klingon'", "numbers"});
+}
+
+TEST_CASE("TSV corpus: pairs, extra columns, and errors with line numbers") {
+  const std::string dir = (std::filesystem::temp_directory_path() / "anatomy_tsv").string();
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name, std::ios::binary) << text;
+    return dir + "/" + name;
+  };
+  auto c = read_tsv(write("ok.tsv", "Go.\tGeh.\tCC-BY 2.0 (France)\r\n\nHi.\tHallo!\n"));
+  REQUIRE(c.pairs.size() == 2);
+  CHECK(c.pairs[0].target == "Geh.");
+  CHECK(c.pairs[1].source == "Hi.");
+  const std::string bad = write("bad.tsv", "Go.\tGeh.\nno tab here\nHi.\t\n\xff\xfe\tx\n");
+  check_error([&] { read_tsv(bad); }, {"bad.tsv line 2 has no tab", "--skip-malformed"});
+  auto skipped = read_tsv(bad, {.skip_malformed = true});
+  CHECK(skipped.pairs.size() == 1);
+  CHECK(skipped.skipped_malformed == 3);
+  check_error([&] { read_tsv(write("utf8.tsv", "a\tb\n\xff\tc\n")); },
+              {"line 2 is not valid UTF-8"});
+  check_error([&] { read_tsv(write("empty.tsv", "")); }, {"no usable pairs"});
+  check_error([&] { read_tsv(dir + "/missing.tsv"); }, {"cannot open"});
+  CHECK(read_tsv(write("long.tsv", "a\tb\nlonger\tc\n"), {.max_chars = 3}).skipped_long == 1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("Tatoeba eng-deu reads whole") {
+  const std::string path = testing::shared_data("tatoeba/eng-deu.tsv");
+  if (!std::filesystem::exists(path)) {
+    MESSAGE("skipped: ", path, " is absent");
+    return;
+  }
+  auto c = read_tsv(path);
+  CHECK(c.pairs.size() == 50001);
+  CHECK(c.pairs[0].source == "Go.");
+}
+
+TEST_CASE("batching: padding, BOS/EOS, the token budget, every row once") {
+  std::vector<std::vector<int64_t>> src, tgt;
+  for (int i = 0; i < 100; ++i) {
+    src.push_back(std::vector<int64_t>(1 + i % 9, 5));
+    tgt.push_back(std::vector<int64_t>(1 + (i * 7) % 11, 6));
+  }
+  auto batches = make_batches(src, tgt, {.max_tokens = 64, .seed = 3});
+  std::multiset<int64_t> seen;
+  for (const auto& b : batches) {
+    const int64_t B = b.source.size(0);
+    CHECK(B * std::max(b.source.size(1), b.target_in.size(1)) <= 64);
+    CHECK(b.target_in.shape() == b.target_out.shape());
+    for (int64_t r = 0; r < B; ++r) {
+      const auto& t = tgt[b.rows[r]];
+      auto in = b.target_in.select(0, r).to_int_vector();
+      auto out = b.target_out.select(0, r).to_int_vector();
+      CHECK(in[0] == 2);          // [BOS] first
+      CHECK(out[t.size()] == 3);  // [EOS] after the target
+      CHECK(in[1] == t[0]);
+      for (size_t k = t.size() + 1; k < out.size(); ++k) CHECK(out[k] == 0);  // padding
+      seen.insert(b.rows[r]);
+    }
+  }
+  CHECK(seen.size() == 100);
+  CHECK(std::set<int64_t>(seen.begin(), seen.end()).size() == 100);
+  auto again = make_batches(src, tgt, {.max_tokens = 64, .seed = 3});
+  CHECK(again[0].rows == batches[0].rows);
+}
+
+TEST_CASE("BLEU: every case of sacreBLEU's vectors, to 4 decimals") {
+  std::ifstream f(testing::shared_data("bleu/sacrebleu_vectors.json"));
+  if (!f) {
+    MESSAGE("skipped: ", testing::shared_data("bleu/sacrebleu_vectors.json"), " is absent");
+    return;
+  }
+  const auto j = nlohmann::json::parse(f);
+  for (const auto& [in, out] : j["tokenize_13a"].items())
+    CHECK(tokenize_13a(in) == out.get<std::string>());
+  for (const auto& c : j["cases"]) {
+    const std::string name = c["name"];
+    CAPTURE(name);
+    BleuOptions o;
+    const auto& opt = c["options"];
+    o.tokenize = opt.value("tokenize", "13a");
+    o.lowercase = opt.value("lowercase", false);
+    o.max_ngram_order = opt.value("max_ngram_order", 4);
+    o.smooth_method = opt.value("smooth_method", "exp");
+    if (opt.contains("smooth_value")) o.smooth_value = opt["smooth_value"].get<double>();
+    o.effective_order = opt.value("effective_order", false);
+    const auto hyps = c["hypotheses"].get<std::vector<std::string>>();
+    const auto refs = c["references"].get<std::vector<std::vector<std::string>>>();
+    const BleuScore s = corpus_bleu(hyps, refs, o);
+    const auto& e = c["expected"];
+    CHECK(std::abs(s.score - e["score"].get<double>()) < 5e-5);
+    CHECK(std::abs(s.bp - e["bp"].get<double>()) < 5e-5);
+    CHECK(s.sys_len == e["sys_len"].get<int64_t>());
+    CHECK(s.ref_len == e["ref_len"].get<int64_t>());
+    CHECK(s.counts == e["counts"].get<std::vector<double>>());
+    CHECK(s.totals == e["totals"].get<std::vector<double>>());
+    for (size_t k = 0; k < s.precisions.size(); ++k)
+      CHECK(std::abs(s.precisions[k] - e["precisions"][k].get<double>()) < 5e-5);
+  }
+  // sacreBLEU's printed line for its README example.
+  const auto& readme = j["cases"][0];
+  CHECK(corpus_bleu(readme["hypotheses"], readme["references"]).format() ==
+        "BLEU = 48.53 82.4/50.0/45.5/37.5 (BP = 0.943 ratio = 0.944 hyp_len = 17 ref_len = 18)");
+}
