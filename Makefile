@@ -12,8 +12,16 @@ build: deps
 	cmake --preset $(PRESET) > /dev/null
 	cmake --build --preset $(PRESET)
 
+# The main job: train the built-in numbers task (English number words -> German) for about
+# 2.5 minutes, translate a few numbers it never saw, and score the held-out test split.
+DEMO_DIR ?= runs/demo-numbers
 demo: build
-	./build/$(PRESET)/tutorials/00_tensors_and_autograd
+	rm -rf $(DEMO_DIR)
+	./build/$(PRESET)/cli/anatomy train --task numbers --out $(DEMO_DIR) --time-budget 150
+	./build/$(PRESET)/cli/anatomy translate --checkpoint $(DEMO_DIR) \
+	  "four thousand three hundred twenty-one" "seven hundred one" "nine thousand ninety-nine" \
+	  "two thousand twenty-six" "eighty-eight"
+	./build/$(PRESET)/cli/anatomy evaluate --checkpoint $(DEMO_DIR) --split test
 
 test: build
 	ctest --preset $(PRESET) -j2

@@ -5,11 +5,19 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
+#include "autograd/tensor.hpp"
+
 namespace anatomy::cli {
 
 using Runner = std::function<int()>;
 
 Runner add_run_command(CLI::App& app);
+Runner add_train_command(CLI::App& app);
+Runner add_translate_command(CLI::App& app);
+Runner add_evaluate_command(CLI::App& app);
+Runner add_bleu_command(CLI::App& app);
+Runner add_tokenize_command(CLI::App& app);
+Runner add_generate_command(CLI::App& app);
 
 // "1,2,3" -> {1, 2, 3}; throws anatomy::Error naming the flag on anything else.
 std::vector<int64_t> parse_ids(const std::string& flag, const std::string& text);

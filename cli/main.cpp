@@ -13,6 +13,12 @@ int main(int argc, char** argv) {
     auto runner = adder(app);
     commands.push_back({app.get_subcommands({})[before], runner});
   };
+  add(anatomy::cli::add_train_command);
+  add(anatomy::cli::add_translate_command);
+  add(anatomy::cli::add_evaluate_command);
+  add(anatomy::cli::add_generate_command);
+  add(anatomy::cli::add_bleu_command);
+  add(anatomy::cli::add_tokenize_command);
   add(anatomy::cli::add_run_command);
   try {
     app.parse(argc, argv);

@@ -3,7 +3,9 @@
 function(anatomy_set_flags target)
   target_compile_features(${target} PUBLIC cxx_std_20)
   if(ANATOMY_WARNINGS)
-    target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic)
+    # Options structs are filled with designated initializers that leave the other fields at
+    # their defaults on purpose ({.lr = 1e-3}); -Wextra would flag every such use.
+    target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wno-missing-field-initializers)
   endif()
   if(ANATOMY_WERROR)
     target_compile_options(${target} PRIVATE -Werror)

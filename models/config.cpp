@@ -30,6 +30,9 @@ void TransformerConfig::validate() const {
                          std::pair{"attention_probs_dropout_prob", attention_probs_dropout_prob}})
     if (p < 0.0 || p >= 1.0)
       throw Error(fmt::format("config: {} must be in [0, 1) (got {})", name, p));
+  if (initializer_range <= 0)
+    throw Error(
+        fmt::format("config: initializer_range must be positive (got {})", initializer_range));
   if (layer_norm_eps <= 0)
     throw Error(fmt::format("config: layer_norm_eps must be positive (got {})", layer_norm_eps));
   if (hidden_act != "gelu" && hidden_act != "gelu_new" && hidden_act != "relu")
@@ -64,21 +67,11 @@ TransformerConfig TransformerConfig::from_json(const std::string& text, const st
   }
   if (!j.is_object()) throw Error(fmt::format("config: {} must hold a JSON object", source));
   // Hugging Face keys that carry nothing this project uses.
-  static const std::set<std::string> ignored = {"architectures",
-                                                "model_type",
-                                                "initializer_range",
-                                                "type_vocab_size",
-                                                "use_cache",
-                                                "gradient_checkpointing",
-                                                "transformers_version",
-                                                "classifier_dropout",
-                                                "torch_dtype",
-                                                "bos_token_id",
-                                                "eos_token_id",
-                                                "id2label",
-                                                "label2id",
-                                                "_name_or_path",
-                                                "problem_type"};
+  static const std::set<std::string> ignored = {
+      "architectures",          "model_type",           "type_vocab_size",    "use_cache",
+      "gradient_checkpointing", "transformers_version", "classifier_dropout", "torch_dtype",
+      "bos_token_id",           "eos_token_id",         "id2label",           "label2id",
+      "_name_or_path",          "problem_type"};
   TransformerConfig c;
   for (const auto& [key, value] : j.items()) {
     auto get_int = [&](int64_t& field) {
@@ -133,6 +126,8 @@ TransformerConfig TransformerConfig::from_json(const std::string& text, const st
       get_string(c.position_embedding_type);
     else if (key == "tie_word_embeddings")
       get_bool(c.tie_word_embeddings);
+    else if (key == "initializer_range")
+      get_double(c.initializer_range);
     else if (key == "pre_layer_norm")
       get_bool(c.pre_layer_norm);
     else if (key == "final_layer_norm")
@@ -182,6 +177,7 @@ std::string TransformerConfig::to_json() const {
   j["pad_token_id"] = pad_token_id;
   j["position_embedding_type"] = position_embedding_type;
   j["tie_word_embeddings"] = tie_word_embeddings;
+  j["initializer_range"] = initializer_range;
   j["pre_layer_norm"] = pre_layer_norm;
   j["final_layer_norm"] = final_layer_norm;
   j["fused_attention"] = fused_attention;

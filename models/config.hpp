@@ -22,6 +22,7 @@ struct TransformerConfig {
   int64_t pad_token_id = 0;
   std::string position_embedding_type = "absolute";  // learned, or "sinusoidal" (the paper's)
   bool tie_word_embeddings = false;
+  double initializer_range = 0.02;  // std of init_weights (BERT's / GPT's initialization)
 
   // --- this project's choices ---
   bool pre_layer_norm = true;      // the book's placement; false = the paper's post-LN

@@ -6,6 +6,7 @@
 #include "models/embeddings.hpp"
 #include "models/feed_forward.hpp"
 #include "models/generation.hpp"
+#include "models/init_weights.hpp"
 #include "models/masks.hpp"
 #include "models/multi_head_attention.hpp"
 #include "models/scaled_dot_product_attention.hpp"

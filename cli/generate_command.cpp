@@ -1,0 +1,48 @@
+// anatomy generate: continue a prompt with a trained character language model.
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "run_dir.hpp"
+
+namespace anatomy::cli {
+
+Runner add_generate_command(CLI::App& app) {
+  struct Options {
+    std::string checkpoint, prompt;
+    float temperature = 0.8f, top_p = 1.0f;
+    int64_t top_k = 0, max_new_tokens = 300;
+    uint64_t seed = 0;
+  };
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("generate", "Continue a prompt with a trained language model");
+  cmd->add_option("--checkpoint", o->checkpoint, "a run folder from anatomy train --task lm")
+      ->required();
+  cmd->add_option("--temperature", o->temperature, "0: greedy; higher: more random");
+  cmd->add_option("--top-k", o->top_k, "sample among the k most likely (0: all)");
+  cmd->add_option("--top-p", o->top_p, "nucleus sampling: the smallest set with this mass");
+  cmd->add_option("--max-new-tokens", o->max_new_tokens, "how much to generate");
+  cmd->add_option("--seed", o->seed, "random seed");
+  cmd->add_option("prompt", o->prompt, "the text to continue")->required();
+  return [o] {
+    RunDir run{o->checkpoint};
+    const auto meta = run.read_run();
+    if (meta.value("kind", "") != "lm")
+      throw Error(fmt::format("generate: {} holds a {} model, not a language model", o->checkpoint,
+                              meta.value("kind", "?")));
+    const auto config = run.read_config();
+    auto tok = text::load_tokenizer(run.file("tokenizer"));
+    models::TransformerForCausalLM model(config);
+    model.load(run.weights());
+    model.eval();
+    manual_seed(o->seed);
+    auto prompt = tok->encode(o->prompt);
+    if (prompt.empty()) throw Error("generate: the prompt is empty");
+    auto g =
+        models::generate(model, prompt, o->max_new_tokens,
+                         {.temperature = o->temperature, .top_k = o->top_k, .top_p = o->top_p});
+    fmt::print("{}{}\n", o->prompt, tok->decode(g.tokens));
+    return 0;
+  };
+}
+
+}  // namespace anatomy::cli

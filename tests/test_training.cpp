@@ -1,0 +1,166 @@
+// The trainer end to end through the `anatomy` program, on small runs: a model that learns,
+// exact resume, Ctrl-C, the time budget, and bad input.
+#include <csignal>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "helpers.hpp"
+
+using namespace anatomy;
+
+namespace {
+
+struct Result {
+  int code;
+  std::string output;
+};
+
+Result run(const std::string& args, const std::string& prefix = "") {
+  static int n = 0;
+  const std::string log =
+      (std::filesystem::temp_directory_path() / fmt::format("anatomy_train_{}.log", n++)).string();
+  const int status =
+      std::system((prefix + std::string(ANATOMY_CLI) + " " + args + " > " + log + " 2>&1").c_str());
+  std::ifstream f(log);
+  return {WEXITSTATUS(status), std::string(std::istreambuf_iterator<char>(f), {})};
+}
+
+std::string fresh_dir(const std::string& name) {
+  const auto d = std::filesystem::temp_directory_path() / ("anatomy_run_" + name);
+  std::filesystem::remove_all(d);
+  return d.string();
+}
+
+std::string bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+const std::string kQuick = "--preset tiny --limit 1500 --threads 2";
+
+}  // namespace
+
+TEST_CASE("a short training run learns, writes its folder, and translates") {
+  const std::string dir = fresh_dir("reverse");
+  auto r = run("train --task reverse --epochs 3 --no-early-stop --out " + dir + " " + kQuick);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  for (const char* f :
+       {"config.json", "run.json", "source_tokenizer.json", "target_tokenizer.vocab.txt",
+        "best/model.safetensors", "last/model.safetensors", "last/training.safetensors", "loss.csv",
+        "loss.svg"})
+    CHECK_MESSAGE(std::filesystem::exists(dir + "/" + f), f);
+  std::ifstream meta_file(dir + "/run.json");
+  const auto meta = nlohmann::json::parse(meta_file);
+  const auto& h = meta["history"];
+  REQUIRE(h.size() == 3);
+  CHECK(h[2]["train_loss"].get<double>() < h[0]["train_loss"].get<double>());  // the loss falls
+  CHECK(h[2]["valid_loss"].get<double>() < h[0]["valid_loss"].get<double>());
+  CHECK(bytes(dir + "/loss.svg").find("<svg") == 0);
+  auto t = run("translate --checkpoint " + dir + " \"a b c d\"");
+  CHECK_MESSAGE(t.code == 0, t.output);
+  auto e = run("evaluate --checkpoint " + dir + " --split valid --format json");
+  REQUIRE_MESSAGE(e.code == 0, e.output);
+  const auto j = nlohmann::json::parse(e.output);
+  CHECK(j.contains("bleu"));
+  CHECK(j["sentences"].get<int>() == 500);
+  // beam size 1 is greedy
+  auto g = run("translate --checkpoint " + dir + " \"c d e f g\" \"t s r\"");
+  auto b = run("translate --checkpoint " + dir + " --beam 1 \"c d e f g\" \"t s r\"");
+  CHECK(g.output == b.output);
+  CHECK(run("translate --checkpoint " + dir + " --beam 4 \"c d e f g\"").code == 0);
+}
+
+TEST_CASE("resume: 1 epoch, then --resume to 2, equals 2 epochs in one go, bit for bit") {
+  const std::string a = fresh_dir("resume_a"), b = fresh_dir("resume_b");
+  auto ra = run("train --task copy --epochs 2 --no-early-stop --out " + a + " " + kQuick);
+  REQUIRE_MESSAGE(ra.code == 0, ra.output);
+  auto rb1 = run("train --task copy --epochs 1 --no-early-stop --out " + b + " " + kQuick);
+  REQUIRE_MESSAGE(rb1.code == 0, rb1.output);
+  auto rb2 = run("train --task copy --epochs 2 --no-early-stop --resume --out " + b + " " + kQuick);
+  REQUIRE_MESSAGE(rb2.code == 0, rb2.output);
+  CHECK(rb2.output.find("resuming") != std::string::npos);
+  CHECK(bytes(a + "/last/model.safetensors") == bytes(b + "/last/model.safetensors"));
+}
+
+TEST_CASE("Ctrl-C saves a checkpoint that resumes; the time budget stops with the best saved") {
+  const std::string dir = fresh_dir("interrupt");
+  auto r = run("train --task toylang --epochs 50 --out " + dir + " --preset tiny --threads 2",
+               "timeout --preserve-status -s INT 8 ");
+  CHECK_MESSAGE(r.code == 130, r.output);
+  CHECK(r.output.find("interrupted") != std::string::npos);
+  CHECK(std::filesystem::exists(dir + "/last/training.safetensors"));
+  auto resumed =
+      run("train --task toylang --epochs 1 --resume --out " + dir + " --preset tiny --threads 2");
+  CHECK_MESSAGE(resumed.code == 0, resumed.output);
+
+  const std::string budget = fresh_dir("budget");
+  auto t0 = std::chrono::steady_clock::now();
+  auto rb = run("train --task dates --epochs 50 --time-budget 6 --out " + budget +
+                " --preset tiny --threads 2");
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK_MESSAGE(rb.code == 0, rb.output);
+  CHECK(rb.output.find("time budget") != std::string::npos);
+  CHECK(took < 20);
+  CHECK(std::filesystem::exists(budget + "/best/model.safetensors"));
+}
+
+TEST_CASE("training and translating: bad input gets a clear message and a non-zero exit") {
+  const std::string dir = fresh_dir("bad");
+  auto expect = [](const Result& r, const std::string& fragment) {
+    CHECK_MESSAGE(r.code != 0, r.output);
+    CHECK_MESSAGE(r.output.find(fragment) != std::string::npos, r.output);
+  };
+  expect(run("train --task klingon --out " + dir), "unknown task 'klingon'");
+  expect(run("train --corpus /nonexistent.tsv --out " + dir), "cannot open");
+  const std::string empty = dir + "_empty.tsv";
+  std::ofstream(empty) << "\n";
+  expect(run("train --corpus " + empty + " --out " + dir), "no usable pairs");
+  const std::string malformed = dir + "_bad.tsv";
+  std::ofstream(malformed) << "a\tb\nno tab\n";
+  expect(run("train --corpus " + malformed + " --out " + dir), "line 2 has no tab");
+  expect(run("train --task copy --out /proc/anatomy_cannot_write"), "output folder");
+  expect(run("train --task lm --out " + dir), "needs --text");
+  expect(run("translate --checkpoint /nonexistent \"x\""), "not a training run folder");
+  // A finished run refuses to be overwritten, and refuses a different task on resume.
+  const std::string done = fresh_dir("done");
+  REQUIRE(run("train --task copy --epochs 1 --out " + done + " " + kQuick).code == 0);
+  expect(run("train --task copy --out " + done), "already holds a training run");
+  expect(run("train --task reverse --resume --out " + done), "was trained on 'copy'");
+  std::string long_input;
+  for (int i = 0; i < 200; ++i) long_input += "a ";
+  expect(run("translate --checkpoint " + done + " \"" + long_input + "\""),
+         "this model reads at most");
+}
+
+TEST_CASE("bleu and tokenize commands") {
+  const std::string dir = fresh_dir("bleu");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/hyp.txt")
+      << "The dog bit the man.\nIt wasn't surprising.\nThe man had just bitten him.\n";
+  std::ofstream(dir + "/ref1.txt")
+      << "The dog bit the man.\nIt was not unexpected.\nThe man bit him first.\n";
+  std::ofstream(dir + "/ref2.txt")
+      << "The dog had bit the man.\nNo one was surprised.\nThe man had bitten the dog.\n";
+  auto text = run(fmt::format("bleu {0}/hyp.txt {0}/ref1.txt {0}/ref2.txt", dir));
+  CHECK(text.output ==
+        "BLEU = 48.53 82.4/50.0/45.5/37.5 (BP = 0.943 ratio = 0.944 hyp_len = 17 ref_len = 18)\n");
+  auto json = run(fmt::format("bleu --format json {0}/hyp.txt {0}/ref1.txt {0}/ref2.txt", dir));
+  const auto j = nlohmann::json::parse(json.output);
+  CHECK(std::abs(j["score"].get<double>() - 48.530827) < 1e-4);
+  CHECK(j["counts"] == nlohmann::json({14, 7, 5, 3}));
+  CHECK(j["ref_len"] == 18);
+  std::ofstream(dir + "/short.txt") << "one line\n";
+  CHECK(run(fmt::format("bleu {0}/hyp.txt {0}/short.txt", dir)).output.find("has 1 lines") !=
+        std::string::npos);
+
+  const std::string vocab = testing::shared_data("bert-base-uncased/vocab.txt");
+  if (!std::filesystem::exists(vocab)) {
+    MESSAGE("skipped the tokenize command: ", vocab, " is absent");
+    return;
+  }
+  auto t = run("tokenize --vocab " + vocab + " \"time flies like an arrow\"");
+  CHECK(t.output == "time flies like an arrow\t2051 10029 2066 2019 8612\n");
+  auto tj = run("tokenize --vocab " + vocab + " --format json \"I like strawberries\"");
+  CHECK(nlohmann::json::parse(tj.output)["tokens"] ==
+        nlohmann::json({"i", "like", "straw", "##berries"}));
+}
