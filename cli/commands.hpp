@@ -18,6 +18,7 @@ Runner add_evaluate_command(CLI::App& app);
 Runner add_bleu_command(CLI::App& app);
 Runner add_tokenize_command(CLI::App& app);
 Runner add_generate_command(CLI::App& app);
+Runner add_attention_command(CLI::App& app);
 
 // "1,2,3" -> {1, 2, 3}; throws anatomy::Error naming the flag on anything else.
 std::vector<int64_t> parse_ids(const std::string& flag, const std::string& text);

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   add(anatomy::cli::add_translate_command);
   add(anatomy::cli::add_evaluate_command);
   add(anatomy::cli::add_generate_command);
+  add(anatomy::cli::add_attention_command);
   add(anatomy::cli::add_bleu_command);
   add(anatomy::cli::add_tokenize_command);
   add(anatomy::cli::add_run_command);

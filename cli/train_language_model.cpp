@@ -120,10 +120,11 @@ int train_language_model(const TrainOptions& o) {
   const uint64_t seed = o.resume ? meta["seed"].get<uint64_t>() : o.seed;
   manual_seed(seed);
   models::TransformerForCausalLM model(config);
-  models::init_weights(model, config.initializer_range);
+  models::init_weights(model, config.initializer_range, config.num_hidden_layers);
   const int64_t iters = o.iters > 0 ? o.iters : o.resume ? meta.value("iters", p.iters) : p.iters;
   const double lr = o.lr > 0 ? o.lr : p.lr;
   nn::AdamW opt(model.parameters(), {.lr = lr, .beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.1});
+  opt.no_decay_for_vectors();  // biases and LayerNorm gains are not decayed (nanoGPT's rule)
   nn::WarmupDecaySchedule schedule(opt, lr, o.warmup > 0 ? o.warmup : p.warmup, iters,
                                    nn::WarmupDecaySchedule::Decay::Cosine, p.min_lr);
   int64_t step = 0;

@@ -234,7 +234,8 @@ int train_translation(const TrainOptions& o) {
   tr.bos = tr.target->vocab().id("[BOS]");
   tr.eos = tr.target->vocab().id("[EOS]");
   auto& model = *tr.model;
-  models::init_weights(model, config.initializer_range);
+  models::init_weights(model, config.initializer_range,
+                       config.num_hidden_layers + config.decoder_layers());
   const double peak = o.lr > 0 ? o.lr : p.lr;
   const int64_t max_tokens = o.max_tokens > 0 ? o.max_tokens : p.max_tokens;
   // Warm up over the preset's steps, but never longer than half the first epoch: a short run on
@@ -246,6 +247,7 @@ int train_translation(const TrainOptions& o) {
       o.warmup > 0 ? o.warmup : std::clamp<int64_t>(steps_per_epoch / 2, 20, p.warmup);
   nn::AdamW opt(model.parameters(),
                 {.lr = peak, .beta1 = 0.9, .beta2 = 0.98, .eps = 1e-9, .weight_decay = 0.01});
+  opt.no_decay_for_vectors();
   // The paper's warmup schedule, scaled so that its peak (at step `warmup`) is `peak`.
   nn::NoamSchedule schedule(opt, config.hidden_size, warmup,
                             peak * std::sqrt(static_cast<double>(config.hidden_size * warmup)));

@@ -11,6 +11,8 @@
 
 namespace anatomy::models {
 
-void init_weights(nn::Module& module, double std = 0.02);
+// With num_layers > 0, the projections that write into the residual stream (output_linear,
+// linear_2) get std / √(2·num_layers), as GPT-2: the sum over layers then keeps its scale.
+void init_weights(nn::Module& module, double std = 0.02, int64_t num_layers = 0);
 
 }  // namespace anatomy::models

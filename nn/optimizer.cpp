@@ -22,6 +22,23 @@ Optimizer::Optimizer(std::vector<Tensor> params, double lr, const char* name)
   }
 }
 
+void Optimizer::set_weight_decay(const std::vector<Tensor>& params, double wd) {
+  if (wd < 0) throw Error(fmt::format("{}: Invalid weight_decay value: {}", name_, wd));
+  for (const auto& p : params) {
+    bool found = false;
+    for (size_t i = 0; i < params_.size(); ++i)
+      if (params_[i].is_same(p)) weight_decay_[i] = wd, found = true;
+    if (!found)
+      throw Error(
+          fmt::format("{}: set_weight_decay: a tensor that is not one of the parameters", name_));
+  }
+}
+
+void Optimizer::no_decay_for_vectors() {
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (params_[i].dim() < 2) weight_decay_[i] = 0.0;
+}
+
 void Optimizer::zero_grad() {
   for (auto& p : params_) p.zero_grad();
 }
@@ -82,6 +99,7 @@ void Optimizer::load_state_dict(const StateDict& state) {
 
 SGD::SGD(std::vector<Tensor> params, SGDOptions o)
     : Optimizer(std::move(params), o.lr, "SGD"), options(o) {
+  weight_decay_.assign(params_.size(), o.weight_decay);
   if (o.momentum < 0) throw Error(fmt::format("SGD: Invalid momentum value: {}", o.momentum));
   if (o.weight_decay < 0)
     throw Error(fmt::format("SGD: Invalid weight_decay value: {}", o.weight_decay));
@@ -94,7 +112,6 @@ std::vector<std::string> SGD::buffer_names() const { return {"momentum_buffer"};
 void SGD::step() {
   NoGradGuard no_grad;
   ++step_;
-  const auto wd = static_cast<float>(options.weight_decay);
   const auto mom = static_cast<float>(options.momentum);
   const auto damp = static_cast<float>(1.0 - options.dampening);
   const auto lr = static_cast<float>(lr_);
@@ -102,6 +119,7 @@ void SGD::step() {
     Tensor& p = params_[i];
     Tensor g = p.grad();
     if (!g.defined()) continue;
+    const auto wd = static_cast<float>(weight_decay_[i]);
     Tensor d = g.contiguous().clone().detach();  // d = g + wd·p
     if (wd != 0) d.add_(p, wd);
     if (mom != 0) {
@@ -128,6 +146,7 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions o) : Adam(std::move(params), 
 
 Adam::Adam(std::vector<Tensor> params, AdamOptions o, bool decoupled, const char* name)
     : Optimizer(std::move(params), o.lr, name), options(o), decoupled_(decoupled) {
+  weight_decay_.assign(params_.size(), o.weight_decay);
   if (o.eps < 0) throw Error(fmt::format("{}: Invalid epsilon value: {}", name, o.eps));
   if (o.beta1 < 0 || o.beta1 >= 1 || o.beta2 < 0 || o.beta2 >= 1)
     throw Error(fmt::format("{}: Invalid beta parameters: ({}, {})", name, o.beta1, o.beta2));
@@ -149,9 +168,9 @@ void Adam::step() {
   const batch step_size(static_cast<float>(lr_ / bc1));
   const batch bc2_sqrt(static_cast<float>(std::sqrt(bc2)));
   const batch eps(static_cast<float>(options.eps));
-  const auto wd = static_cast<float>(options.weight_decay);
-  const float decay = static_cast<float>(1.0 - lr_ * options.weight_decay);
   for (size_t i = 0; i < params_.size(); ++i) {
+    const auto wd = static_cast<float>(weight_decay_[i]);
+    const auto decay = static_cast<float>(1.0 - lr_ * weight_decay_[i]);
     Tensor& p = params_[i];
     Tensor gt = p.grad();
     if (!gt.defined()) continue;

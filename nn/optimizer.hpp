@@ -25,6 +25,11 @@ class Optimizer {
   void set_lr(double lr) { lr_ = lr; }
   int64_t steps_taken() const { return step_; }
   const std::vector<Tensor>& params() const { return params_; }
+  // Weight decay for some parameters only, as torch's parameter groups allow: the usual rule
+  // (GPT-2, nanoGPT, BERT) decays matrices and embeddings but not biases and LayerNorm gains.
+  void set_weight_decay(const std::vector<Tensor>& params, double weight_decay);
+  // Every parameter with fewer than 2 dims gets no weight decay.
+  void no_decay_for_vectors();
 
   // Per-parameter buffers as "state.<index>.<buffer>" plus "step": what a checkpoint needs to
   // resume exactly. load_state_dict checks every key and shape before changing anything.
@@ -42,6 +47,7 @@ class Optimizer {
   double lr_;
   int64_t step_ = 0;
   std::vector<std::map<std::string, Tensor>> state_;
+  std::vector<double> weight_decay_;  // per parameter; starts at the options' value
   const char* name_;
 };
 

@@ -90,7 +90,7 @@ TEST_CASE("gelu == x * Φ(x), tanh form == its formula") {
              {randn({3, 7}).requires_grad_()});
 }
 
-TEST_CASE("softmax is stable for large inputs; logsumexp too") {
+TEST_CASE("softmax is stable for large inputs, and logsumexp too") {
   Tensor x = tensor({1000.0f, 1001.0f, 1002.0f});
   Tensor p = softmax(x, 0);
   CHECK(p.sum().item() == doctest::Approx(1.0));

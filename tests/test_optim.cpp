@@ -19,7 +19,7 @@ TEST_CASE("Noam schedule: the paper's warmup then inverse square root") {
   CHECK(sched.lr_at(8000) < sched.lr_at(4000));
 }
 
-TEST_CASE("warmup then linear or cosine decay; constant") {
+TEST_CASE("warmup then linear or cosine decay, and constant") {
   Tensor w = zeros({1}).requires_grad_();
   nn::SGD opt({w}, {.lr = 0.5});
   nn::WarmupDecaySchedule lin(opt, 1e-3, 100, 1100);

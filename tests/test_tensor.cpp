@@ -47,7 +47,7 @@ TEST_CASE("random numbers are reproducible after manual_seed") {
   CHECK(*std::max_element(rv.begin(), rv.end()) == 6);
 }
 
-TEST_CASE("copies share storage; views share storage and see writes") {
+TEST_CASE("copies share storage, and views share storage and see writes") {
   Tensor a = zeros({2, 3});
   Tensor b = a;  // a cheap handle
   b.fill_(1.0f);

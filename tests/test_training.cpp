@@ -36,7 +36,7 @@ std::string bytes(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
-const std::string kQuick = "--preset tiny --limit 1500 --threads 2";
+const std::string kQuick = "--preset tiny --limit 1500";
 
 }  // namespace
 
@@ -82,21 +82,20 @@ TEST_CASE("resume: 1 epoch, then --resume to 2, equals 2 epochs in one go, bit f
   CHECK(bytes(a + "/last/model.safetensors") == bytes(b + "/last/model.safetensors"));
 }
 
-TEST_CASE("Ctrl-C saves a checkpoint that resumes; the time budget stops with the best saved") {
+TEST_CASE("Ctrl-C saves a checkpoint that resumes, and the time budget stops with the best saved") {
   const std::string dir = fresh_dir("interrupt");
-  auto r = run("train --task toylang --epochs 50 --out " + dir + " --preset tiny --threads 2",
+  auto r = run("train --task toylang --epochs 50 --out " + dir + " --preset tiny",
                "timeout --preserve-status -s INT 8 ");
   CHECK_MESSAGE(r.code == 130, r.output);
   CHECK(r.output.find("interrupted") != std::string::npos);
   CHECK(std::filesystem::exists(dir + "/last/training.safetensors"));
-  auto resumed =
-      run("train --task toylang --epochs 1 --resume --out " + dir + " --preset tiny --threads 2");
+  auto resumed = run("train --task toylang --epochs 1 --resume --out " + dir + " --preset tiny");
   CHECK_MESSAGE(resumed.code == 0, resumed.output);
 
   const std::string budget = fresh_dir("budget");
   auto t0 = std::chrono::steady_clock::now();
-  auto rb = run("train --task dates --epochs 50 --time-budget 6 --out " + budget +
-                " --preset tiny --threads 2");
+  auto rb =
+      run("train --task dates --epochs 50 --time-budget 6 --out " + budget + " --preset tiny");
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK_MESSAGE(rb.code == 0, rb.output);
   CHECK(rb.output.find("time budget") != std::string::npos);

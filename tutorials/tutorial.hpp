@@ -3,6 +3,7 @@
 //
 //   --step       pause after each section until Enter is pressed
 //   --out DIR    where pictures (DOT, SVG, HTML) go; default ./tutorial_output
+//   --fast       shorter training runs (what the test suite uses)
 #pragma once
 
 #include <fmt/format.h>
@@ -24,6 +25,8 @@ class Tutorial {
       const std::string arg = argv[i];
       if (arg == "--step") {
         step_ = true;
+      } else if (arg == "--fast") {
+        fast_ = true;
       } else if (arg == "--out" && i + 1 < argc) {
         out_dir_ = argv[++i];
       } else if (arg == "--help" || arg == "-h") {
@@ -57,6 +60,8 @@ class Tutorial {
     fmt::print("\n--- {}. {} ---\n\n", sections_, title);
   }
 
+  bool fast() const { return fast_; }
+
   // A file path inside the output folder (created on first use).
   std::string output(const std::string& name) {
     std::filesystem::create_directories(out_dir_);
@@ -77,11 +82,12 @@ class Tutorial {
 
  private:
   static void usage(const char* prog, const std::vector<std::string>& extra) {
-    fmt::print("usage: {} [--step] [--out DIR]", prog);
+    fmt::print("usage: {} [--step] [--fast] [--out DIR]", prog);
     for (const auto& e : extra) fmt::print(" [{} VALUE]", e);
     fmt::print("\n");
   }
   bool step_ = false;
+  bool fast_ = false;
   std::string out_dir_ = "tutorial_output";
   std::vector<std::pair<std::string, std::string>> options_;
   int sections_ = 0;

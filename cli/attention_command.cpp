@@ -1,0 +1,107 @@
+// anatomy attention: the attention of a trained model on one input, as a self-contained HTML
+// page (and optionally one layer/head as an SVG heatmap). For a translation model: encoder
+// self-attention, decoder self-attention, and encoder-decoder attention (the alignment between
+// the source and the translation the model produces).
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "run_dir.hpp"
+#include "viz/attention_view.hpp"
+
+namespace anatomy::cli {
+
+namespace {
+
+std::vector<Tensor> first_row(const std::vector<Tensor>& layers) {
+  std::vector<Tensor> out;
+  for (const auto& w : layers) out.push_back(w.select(0, 0));  // drop the batch dim
+  return out;
+}
+
+std::vector<std::string> token_strings(const text::Tokenizer& tok,
+                                       const std::vector<int64_t>& ids) {
+  std::vector<std::string> out;
+  for (int64_t id : ids) out.push_back(tok.vocab().token(id));
+  return out;
+}
+
+}  // namespace
+
+Runner add_attention_command(CLI::App& app) {
+  struct Options {
+    std::string checkpoint, out, svg, text;
+    int64_t layer = -1, head = 0;
+  };
+  auto o = std::make_shared<Options>();
+  auto* cmd =
+      app.add_subcommand("attention", "Write a model's attention on one input as an HTML page");
+  cmd->add_option("--checkpoint", o->checkpoint, "a run folder from anatomy train")->required();
+  cmd->add_option("--out", o->out, "the HTML file to write")->required();
+  cmd->add_option("--svg", o->svg, "also write one layer/head as an SVG heatmap");
+  cmd->add_option("--layer", o->layer, "layer for --svg (default: the last)");
+  cmd->add_option("--head", o->head, "head for --svg (default 0)");
+  cmd->add_option("text", o->text, "the input text")->required();
+  return [o] {
+    RunDir run{o->checkpoint};
+    const auto meta = run.read_run();
+    const std::string kind = meta.value("kind", "");
+    std::vector<viz::AttentionSection> sections;
+    NoGradGuard no_grad;
+    if (kind == "translation") {
+      Translator tr = Translator::load(o->checkpoint);
+      const auto src = tr.encode_source(o->text);
+      const Tensor src_t = from_vector(src, {1, static_cast<int64_t>(src.size())});
+      const auto out =
+          models::greedy_decode(*tr.model, src_t, tr.bos, tr.eos,
+                                std::min<int64_t>(2 * static_cast<int64_t>(src.size()) + 10,
+                                                  tr.config.max_position_embeddings - 1));
+      std::vector<int64_t> tgt{tr.bos};
+      tgt.insert(tgt.end(), out[0].tokens.begin(), out[0].tokens.end());
+      tr.model->forward(src_t, from_vector(tgt, {1, static_cast<int64_t>(tgt.size())}));
+      const auto s = token_strings(*tr.source, src), t = token_strings(*tr.target, tgt);
+      fmt::print("translation: {}\n", tr.target->decode(out[0].tokens));
+      sections.push_back(
+          {"encoder self-attention", s, s, first_row(tr.model->encoder->attentions())});
+      sections.push_back(
+          {"decoder self-attention", t, t, first_row(tr.model->decoder->self_attentions())});
+      sections.push_back(
+          {"encoder-decoder attention", t, s, first_row(tr.model->decoder->cross_attentions())});
+    } else if (kind == "lm") {
+      auto tok = text::load_tokenizer(run.file("tokenizer"));
+      models::TransformerForCausalLM model(run.read_config());
+      model.load(run.weights());
+      model.eval();
+      auto ids = tok->encode(o->text);
+      if (ids.empty()) throw Error("attention: the text is empty");
+      if (static_cast<int64_t>(ids.size()) > model.decoder->embeddings->max_positions)
+        throw Error(fmt::format("attention: the text is {} tokens; this model reads at most {}",
+                                ids.size(), model.decoder->embeddings->max_positions));
+      model.forward(from_vector(ids, {1, static_cast<int64_t>(ids.size())}));
+      const auto t = token_strings(*tok, ids);
+      sections.push_back(
+          {"decoder self-attention", t, t, first_row(model.decoder->self_attentions())});
+    } else {
+      throw Error(
+          fmt::format("attention: {} holds a {} model; translation and lm runs are supported",
+                      o->checkpoint, kind.empty() ? "?" : kind));
+    }
+    viz::write_attention_html(o->out, fmt::format("Attention: \"{}\"", o->text), sections);
+    fmt::print("wrote {}: open it in a browser\n", o->out);
+    if (!o->svg.empty()) {
+      const auto& sec = sections.back();
+      const int64_t L = static_cast<int64_t>(sec.layers.size());
+      const int64_t layer = o->layer < 0 ? L - 1 : o->layer;
+      if (layer >= L || o->head < 0 || o->head >= sec.layers[0].size(0))
+        throw Error(
+            fmt::format("attention: --layer {} / --head {} out of range ({} layers, {} heads)",
+                        layer, o->head, L, sec.layers[0].size(0)));
+      write_file_atomically(
+          o->svg, viz::heatmap_svg(sec.layers[layer].select(0, o->head), sec.left, sec.right,
+                                   fmt::format("{}, layer {}, head {}", sec.name, layer, o->head)));
+      fmt::print("wrote {}\n", o->svg);
+    }
+    return 0;
+  };
+}
+
+}  // namespace anatomy::cli

@@ -1,0 +1,88 @@
+// Tutorial 11: a decoder-only language model, GPT's shape: the decoder without cross-attention,
+// trained to predict each next character of a text, then sampled from. Tiny Shakespeare if
+// ../shared/data is present, else a built-in paragraph.
+#include <fstream>
+#include <sstream>
+
+#include "chapter.hpp"
+
+using namespace anatomy;
+
+int main(int argc, char** argv) {
+  tutorial::Tutorial t(argc, argv, "11 - A decoder-only language model",
+                       "A tiny character-level model: train briefly, then generate.", {"--text"});
+  manual_seed(0);
+
+  t.section("Text and characters");
+  std::string text;
+  const std::string path = t.option(
+      "--text", std::string(ANATOMY_SOURCE_DIR) + "/../shared/data/tinyshakespeare/input.txt");
+  if (std::ifstream f{path}) {
+    std::stringstream ss;
+    ss << f.rdbuf();
+    text = ss.str().substr(0, 200000);
+    fmt::print("(text: the first 200,000 characters of {})\n", path);
+  } else {
+    fmt::print("({} was not found: using a built-in paragraph)\n", path);
+    for (int i = 0; i < 40; ++i)
+      text +=
+          "time flies like an arrow; fruit flies like a banana. the cat sat on the mat and the dog "
+          "sat on the log. ";
+  }
+  auto tok = text::CharTokenizer::train({text});
+  const auto ids = tok.encode(text);
+  fmt::print("{} characters, {} distinct\n", ids.size(), tok.vocab().size() - 4);
+
+  t.section("TransformerForCausalLM: decoder layers without cross-attention + lm_head");
+  models::TransformerConfig config;
+  config.vocab_size = tok.vocab().size();
+  config.hidden_size = 64;
+  config.num_attention_heads = 4;
+  config.num_hidden_layers = 2;
+  config.intermediate_size = 256;
+  config.max_position_embeddings = 32;
+  config.hidden_dropout_prob = config.attention_probs_dropout_prob = 0.0;
+  config.final_layer_norm = true;
+  config.tie_word_embeddings = true;
+  models::TransformerForCausalLM model(config);
+  models::init_weights(model);
+  fmt::print("{} parameters; lm_head shares the token embedding table\n", model.num_parameters());
+
+  t.section("Training: predict every next character");
+  const int64_t T = 32, B = 16, steps = t.fast() ? 150 : 600;
+  nn::AdamW opt(model.parameters(), {.lr = 3e-3, .beta2 = 0.99, .weight_decay = 0.1});
+  Generator g(1);
+  auto batch = [&] {
+    std::vector<int64_t> x, y;
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t i = g.next_u32() % (ids.size() - T - 1);
+      x.insert(x.end(), ids.begin() + i, ids.begin() + i + T);
+      y.insert(y.end(), ids.begin() + i + 1, ids.begin() + i + T + 1);
+    }
+    return std::pair{from_vector(x, {B, T}), from_vector(y, {B, T})};
+  };
+  double first = 0, last = 0;
+  for (int64_t step = 0; step < steps; ++step) {
+    auto [x, y] = batch();
+    Tensor loss = cross_entropy(model.forward(x).reshape({-1, config.vocab_size}), y.reshape({-1}));
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    if (step == 0) first = loss.item();
+    last = loss.item();
+    if ((step + 1) % (steps / 5) == 0)
+      fmt::print("step {:4}  loss {:.3f}\n", step + 1, loss.item());
+  }
+  t.check(last < first * 0.75, "the loss fell from about log(vocabulary)");
+
+  t.section("Generating, one character at a time (with the KV cache)");
+  model.eval();
+  manual_seed(3);
+  const auto prompt = tok.encode("the ");
+  auto sample = models::generate(model, prompt, 120, {.temperature = 0.8f, .top_k = 10});
+  fmt::print("\"the {}\"\n", tok.decode(sample.tokens));
+  manual_seed(3);
+  auto again = models::generate(model, prompt, 120, {.temperature = 0.8f, .top_k = 10});
+  t.check(again.tokens == sample.tokens, "the same seed gives the same text");
+  return t.finish();
+}

@@ -1,0 +1,53 @@
+// What the chapter's tutorials share: the text "time flies like an arrow", the BERT tokenizer
+// and the bert-base-uncased config.
+#pragma once
+
+#include <filesystem>
+
+#include "models/models.hpp"
+#include "tokenizers/tokenizers.hpp"
+#include "tutorial.hpp"
+
+namespace anatomy::tutorial {
+
+inline const std::string kText = "time flies like an arrow";
+
+// bert-base-uncased's vocab.txt: --vocab PATH, or ../shared/data beside the repository or the
+// working folder. Empty when none is found.
+inline std::string find_bert_vocab(const Tutorial& t) {
+  std::vector<std::string> candidates = {
+      t.option("--vocab"),
+      std::string(ANATOMY_SOURCE_DIR) + "/../shared/data/bert-base-uncased/vocab.txt",
+      "../shared/data/bert-base-uncased/vocab.txt"};
+  for (const auto& c : candidates)
+    if (!c.empty() && std::filesystem::exists(c)) return c;
+  return "";
+}
+
+// The BERT tokenizer over the real vocabulary, or (saying so) over a small one built here, so
+// the tutorial still runs without ../shared/data.
+inline text::BertTokenizer bert_tokenizer(const Tutorial& t, bool& real) {
+  const std::string path = find_bert_vocab(t);
+  real = !path.empty();
+  if (real) {
+    fmt::print("(vocabulary: {})\n", path);
+    return text::BertTokenizer::from_vocab_file(path);
+  }
+  fmt::print(
+      "(bert-base-uncased's vocab.txt was not found: pass --vocab PATH or put ../shared/data "
+      "beside the\n"
+      " repository. Using a small vocabulary built here instead, so the ids differ from the "
+      "book's.)\n");
+  std::vector<std::string> tokens = {"[PAD]", "[UNK]", "[CLS]",  "[SEP]", "[MASK]",
+                                     "time",  "flies", "like",   "an",    "arrow",
+                                     "fruit", "a",     "banana", "."};
+  return text::BertTokenizer(text::Vocabulary(tokens));
+}
+
+// bert-base-uncased's config.json (kept in models/configs/).
+inline models::TransformerConfig bert_config() {
+  return models::TransformerConfig::from_json_file(std::string(ANATOMY_SOURCE_DIR) +
+                                                   "/models/configs/bert-base-uncased.json");
+}
+
+}  // namespace anatomy::tutorial
