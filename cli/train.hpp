@@ -15,6 +15,7 @@ struct TrainOptions {
   double lr = 0;           // peak learning rate; 0: the preset's
   int64_t warmup = 0;      // 0: the preset's
   int64_t max_tokens = 0;  // tokens per batch; 0: the preset's
+  std::string schedule;    // noam | linear | cosine; empty: the task's default
   double label_smoothing = 0.1;
   double clip = 1.0;
   int64_t vocab_size = 0;  // BPE vocabulary per side; 0: the task's default

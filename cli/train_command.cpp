@@ -31,6 +31,10 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--lr", o->lr, "peak learning rate (default: the preset's)");
   cmd->add_option("--warmup", o->warmup, "warmup steps (default: the preset's)");
   cmd->add_option("--max-tokens", o->max_tokens, "tokens per batch, padding included");
+  cmd->add_option(
+      "--schedule", o->schedule,
+      "learning rate: noam (the paper's warmup), linear or cosine (warmup, then decay to 0 "
+      "at the last epoch)");
   cmd->add_option("--label-smoothing", o->label_smoothing, "label smoothing (default 0.1)");
   cmd->add_option("--clip", o->clip, "gradient norm clipping (default 1.0)");
   cmd->add_option("--vocab-size", o->vocab_size, "BPE vocabulary size per side");

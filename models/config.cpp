@@ -132,6 +132,8 @@ TransformerConfig TransformerConfig::from_json(const std::string& text, const st
       get_bool(c.pre_layer_norm);
     else if (key == "final_layer_norm")
       get_bool(c.final_layer_norm);
+    else if (key == "embedding_layer_norm")
+      get_bool(c.embedding_layer_norm);
     else if (key == "fused_attention")
       get_bool(c.fused_attention);
     else if (key == "num_decoder_layers")
@@ -180,6 +182,7 @@ std::string TransformerConfig::to_json() const {
   j["initializer_range"] = initializer_range;
   j["pre_layer_norm"] = pre_layer_norm;
   j["final_layer_norm"] = final_layer_norm;
+  j["embedding_layer_norm"] = embedding_layer_norm;
   j["fused_attention"] = fused_attention;
   j["num_decoder_layers"] = num_decoder_layers;
   j["target_vocab_size"] = target_vocab_size;

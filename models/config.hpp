@@ -25,12 +25,13 @@ struct TransformerConfig {
   double initializer_range = 0.02;  // std of init_weights (BERT's / GPT's initialization)
 
   // --- this project's choices ---
-  bool pre_layer_norm = true;      // the book's placement; false = the paper's post-LN
-  bool final_layer_norm = false;   // a LayerNorm after the last layer (helps pre-LN training)
-  bool fused_attention = true;     // one QKV projection, heads as a batch dim (fast path)
-  int64_t num_decoder_layers = 0;  // 0: same as num_hidden_layers
-  int64_t target_vocab_size = 0;   // 0: share the source vocabulary
-  bool share_embeddings = false;   // encoder and decoder use one token table
+  bool pre_layer_norm = true;        // the book's placement; false = the paper's post-LN
+  bool final_layer_norm = false;     // a LayerNorm after the last layer (helps pre-LN training)
+  bool embedding_layer_norm = true;  // the book's LayerNorm after token + position (GPT has none)
+  bool fused_attention = true;       // one QKV projection, heads as a batch dim (fast path)
+  int64_t num_decoder_layers = 0;    // 0: same as num_hidden_layers
+  int64_t target_vocab_size = 0;     // 0: share the source vocabulary
+  bool share_embeddings = false;     // encoder and decoder use one token table
 
   int64_t head_dim() const { return hidden_size / num_attention_heads; }
   int64_t decoder_layers() const {

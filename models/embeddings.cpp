@@ -27,9 +27,10 @@ Embeddings::Embeddings(const TransformerConfig& c, int64_t vocab)
   else
     position_embeddings = register_module(
         "position_embeddings", std::make_shared<nn::Embedding>(max_positions, c.hidden_size));
-  layer_norm = register_module(
-      "layer_norm",
-      std::make_shared<nn::LayerNorm>(Shape{c.hidden_size}, static_cast<float>(c.layer_norm_eps)));
+  if (c.embedding_layer_norm)
+    layer_norm = register_module(
+        "layer_norm", std::make_shared<nn::LayerNorm>(Shape{c.hidden_size},
+                                                      static_cast<float>(c.layer_norm_eps)));
   dropout = register_module(
       "dropout", std::make_shared<nn::Dropout>(static_cast<float>(c.hidden_dropout_prob)));
 }
@@ -57,7 +58,8 @@ Tensor Embeddings::forward(const Tensor& input_ids, int64_t start) {
   } else {
     positions = sinusoidal.narrow(0, start, T).unsqueeze(0);
   }
-  return dropout->forward(layer_norm->forward(tokens + positions));
+  Tensor sum = tokens + positions;
+  return dropout->forward(layer_norm ? layer_norm->forward(sum) : sum);
 }
 
 }  // namespace anatomy::models

@@ -22,7 +22,7 @@ class Embeddings : public nn::Module {
   std::shared_ptr<nn::Embedding> token_embeddings;
   std::shared_ptr<nn::Embedding> position_embeddings;  // null with sinusoidal positions
   Tensor sinusoidal;                                   // [max_positions, hidden], not a parameter
-  std::shared_ptr<nn::LayerNorm> layer_norm;
+  std::shared_ptr<nn::LayerNorm> layer_norm;  // null with config.embedding_layer_norm = false
   std::shared_ptr<nn::Dropout> dropout;
 };
 

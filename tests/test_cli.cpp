@@ -1,5 +1,7 @@
 // The `anatomy` program end to end: `anatomy run` on weights exported from the book-style
 // PyTorch models (tests/parity/make_golden_run.py) writes what PyTorch computed.
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 
@@ -16,7 +18,8 @@ struct Result {
 
 Result run(const std::string& args) {
   const std::string log =
-      (std::filesystem::temp_directory_path() / "anatomy_cli_test.log").string();
+      (std::filesystem::temp_directory_path() / fmt::format("anatomy_cli_test_{}.log", getpid()))
+          .string();  // one per process: ctest runs tests in parallel
   const int status =
       std::system((std::string(ANATOMY_CLI) + " " + args + " > " + log + " 2>&1").c_str());
   std::ifstream f(log);

@@ -1,14 +1,21 @@
-// Proves an installed anatomy can be found, compiled against and linked.
+// Proves an installed anatomy can be found, compiled against and linked, layers included.
 #include <iostream>
-#include <nn/nn.hpp>
+#include <models/models.hpp>
 
 int main() {
   using namespace anatomy;
-  auto model = std::make_shared<nn::Linear>(3, 2);
-  nn::AdamW opt(model->parameters(), {.lr = 1e-2});
-  Tensor loss = cross_entropy(model->forward(tensor({{1.0f, 2.0f, 3.0f}})), tensor({1}));
+  models::TransformerConfig config;
+  config.vocab_size = 50;
+  config.hidden_size = 16;
+  config.num_attention_heads = 2;
+  config.num_hidden_layers = 1;
+  config.intermediate_size = 32;
+  config.max_position_embeddings = 8;
+  models::TransformerForSequenceClassification model(config);
+  nn::AdamW opt(model.parameters(), {.lr = 1e-2});
+  Tensor loss = cross_entropy(model.forward(tensor({{1, 2, 3}})), tensor({1}));
   loss.backward();
   opt.step();
-  std::cout << *model << "\n" << loss << "\n";
-  return model->weight.grad().defined() ? 0 : 1;
+  std::cout << loss << "\n";
+  return model.classifier->weight.grad().defined() ? 0 : 1;
 }
