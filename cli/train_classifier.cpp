@@ -14,38 +14,6 @@
 
 namespace anatomy::cli {
 
-namespace {
-
-struct Example {
-  std::string text;
-  int64_t label;
-};
-
-std::vector<Example> majority_examples(int64_t count, uint64_t seed) {
-  Generator g(seed * 31 + 7);
-  std::set<std::string> seen;
-  std::vector<Example> out;
-  while (static_cast<int64_t>(out.size()) < count) {
-    const int64_t len = 5 + g.next_u32() % 11;
-    std::string s;
-    int64_t counts[3] = {0, 0, 0};
-    for (int64_t i = 0; i < len; ++i) {
-      const char c = static_cast<char>('a' + g.next_u32() % 8);
-      if (c <= 'c') ++counts[c - 'a'];
-      if (i) s += ' ';
-      s += c;
-    }
-    const int64_t best = std::max({counts[0], counts[1], counts[2]});
-    if (best == 0 || (counts[0] == best) + (counts[1] == best) + (counts[2] == best) > 1)
-      continue;  // no tie
-    if (!seen.insert(s).second) continue;
-    out.push_back({s, counts[0] == best ? 0 : counts[1] == best ? 1 : 2});
-  }
-  return out;
-}
-
-}  // namespace
-
 // Accuracy of `model` on examples (exposed for the tutorial).
 double classification_accuracy(models::TransformerForSequenceClassification& model,
                                const text::Tokenizer& tok,
@@ -85,7 +53,7 @@ int train_classifier(const TrainOptions& o) {
   if (std::filesystem::exists(run.file("run.json")))
     throw Error(fmt::format("{} already holds a training run; choose another --out", o.out));
   run.create();
-  auto all = majority_examples(12000, o.seed);
+  auto all = data::majority_examples(12000, o.seed);
   std::vector<std::pair<std::string, int64_t>> train, valid;
   for (size_t i = 0; i < all.size(); ++i)
     (i < 1000 ? valid : train).push_back({all[i].text, all[i].label});

@@ -144,6 +144,28 @@ Pair toylang(Generator& g) {
 
 }  // namespace
 
+std::vector<LabeledText> majority_examples(int64_t count, uint64_t seed) {
+  Generator g(seed * 31 + 7);
+  std::set<std::string> seen;
+  std::vector<LabeledText> out;
+  while (static_cast<int64_t>(out.size()) < count) {
+    const int64_t len = 5 + g.next_u32() % 11;
+    std::string s;
+    int64_t counts[3] = {0, 0, 0};
+    for (int64_t i = 0; i < len; ++i) {
+      const char c = static_cast<char>('a' + g.next_u32() % 8);
+      if (c <= 'c') ++counts[c - 'a'];
+      if (i) s += ' ';
+      s += c;
+    }
+    const int64_t best = std::max({counts[0], counts[1], counts[2]});
+    if (best == 0 || (counts[0] == best) + (counts[1] == best) + (counts[2] == best) > 1) continue;
+    if (!seen.insert(s).second) continue;
+    out.push_back({s, counts[0] == best ? 0 : counts[1] == best ? 1 : 2});
+  }
+  return out;
+}
+
 std::string english_number(int64_t n) {
   if (n < 1 || n > 999999) throw Error(fmt::format("english_number: {} is outside 1..999999", n));
   std::string s;

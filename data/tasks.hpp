@@ -23,6 +23,14 @@ struct Task {
 Task make_task(const std::string& name, uint64_t seed = 0);
 const std::vector<std::string>& task_names();
 
+// The classification toy task "majority": sequences of 5-15 symbols a..h, labelled by which of
+// a (0), b (1), c (2) occurs most often (ties are never generated); all distinct.
+struct LabeledText {
+  std::string text;
+  int64_t label;
+};
+std::vector<LabeledText> majority_examples(int64_t count, uint64_t seed = 0);
+
 // The pieces, for tests and tutorials.
 std::string english_number(int64_t n);  // 1 <= n <= 999999
 std::string german_number(int64_t n);

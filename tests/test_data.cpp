@@ -163,3 +163,18 @@ TEST_CASE("BLEU: every case of sacreBLEU's vectors, to 4 decimals") {
   CHECK(corpus_bleu(readme["hypotheses"], readme["references"]).format() ==
         "BLEU = 48.53 82.4/50.0/45.5/37.5 (BP = 0.943 ratio = 0.944 hyp_len = 17 ref_len = 18)");
 }
+
+TEST_CASE("majority: labels are the most frequent of a, b, c, and examples are distinct") {
+  const auto examples = majority_examples(2000, 3);
+  std::set<std::string> seen;
+  for (const auto& e : examples) {
+    CHECK(seen.insert(e.text).second);
+    int64_t counts[3] = {0, 0, 0};
+    for (char c : e.text)
+      if (c >= 'a' && c <= 'c') ++counts[c - 'a'];
+    const int64_t best = std::max({counts[0], counts[1], counts[2]});
+    CHECK(counts[e.label] == best);
+    CHECK((counts[0] == best) + (counts[1] == best) + (counts[2] == best) == 1);
+  }
+  CHECK(majority_examples(10, 3)[4].text == examples[4].text);  // a seed fixes the data
+}

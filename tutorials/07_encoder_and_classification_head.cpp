@@ -42,30 +42,13 @@ int main(int argc, char** argv) {
   fmt::print("\nUntrained, these logits mean nothing. Training makes them mean something:\n");
 
   t.section("Training a small encoder: which of a, b, c occurs most?");
-  // A toy task: sequences over a..h; the label is the most frequent of a, b, c (no ties).
-  Generator g(7);
-  auto make = [&](int64_t n) {
-    std::vector<std::pair<std::string, int64_t>> out;
-    while (static_cast<int64_t>(out.size()) < n) {
-      std::string s;
-      int64_t counts[3] = {0, 0, 0};
-      const int64_t len = 5 + g.next_u32() % 8;
-      for (int64_t i = 0; i < len; ++i) {
-        const char c = static_cast<char>('a' + g.next_u32() % 8);
-        if (c <= 'c') ++counts[c - 'a'];
-        if (i) s += ' ';
-        s += c;
-      }
-      const int64_t best = std::max({counts[0], counts[1], counts[2]});
-      if (best == 0 || (counts[0] == best) + (counts[1] == best) + (counts[2] == best) > 1)
-        continue;
-      out.push_back({s, counts[0] == best ? 0 : counts[1] == best ? 1 : 2});
-    }
-    return out;
-  };
-  const auto train = make(t.fast() ? 1500 : 6000), valid = make(500);
+  // The toy task "majority" (data/tasks.hpp): sequences over a..h, labelled by the most
+  // frequent of a, b, c. Validation examples are never trained on.
+  const auto examples = data::majority_examples((t.fast() ? 1500 : 6000) + 500, 7);
+  const std::vector<data::LabeledText> valid(examples.begin(), examples.begin() + 500),
+      train(examples.begin() + 500, examples.end());
   std::vector<std::string> texts;
-  for (const auto& e : train) texts.push_back(e.first);
+  for (const auto& e : train) texts.push_back(e.text);
   auto tok = text::WordTokenizer::train(texts);
   models::TransformerConfig small;
   small.vocab_size = tok.vocab().size();
@@ -79,15 +62,14 @@ int main(int argc, char** argv) {
   models::TransformerForSequenceClassification model(small);
   models::init_weights(model);
   nn::AdamW opt(model.parameters(), {.lr = 1e-3});
-  auto batch = [&](const std::vector<std::pair<std::string, int64_t>>& set, size_t start,
-                   size_t n) {
+  auto batch = [&](const std::vector<data::LabeledText>& set, size_t start, size_t n) {
     std::vector<std::vector<int64_t>> rows;
     std::vector<int64_t> labels;
     for (size_t i = start; i < std::min(set.size(), start + n); ++i) {
-      auto ids = tok.encode(set[i].first);
+      auto ids = tok.encode(set[i].text);
       ids.insert(ids.begin(), tok.vocab().id("[BOS]"));  // position 0: the [CLS] slot
       rows.push_back(ids);
-      labels.push_back(set[i].second);
+      labels.push_back(set[i].label);
     }
     Tensor x = data::pad_batch(rows);
     return std::tuple{x, ne(x.to(kFloat32), full({}, 0.0f)),
