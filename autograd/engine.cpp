@@ -12,6 +12,24 @@ static thread_local bool grad_enabled = true;
 bool is_grad_enabled() { return grad_enabled; }
 void set_grad_enabled(bool enabled) { grad_enabled = enabled; }
 
+Node::~Node() {
+  // Take the edges first, then drop the closure: the closure may hold the very tensors whose
+  // producers are on `pending`, so releasing it only lowers their counts. Each node taken from
+  // `pending` as sole owner is emptied the same way before it dies, so no destructor nests.
+  std::vector<std::shared_ptr<Node>> pending;
+  auto empty = [&pending](Node& n) {
+    for (auto& e : n.edges)
+      if (e.node) pending.push_back(std::move(e.node));
+    n.backward = nullptr;
+  };
+  empty(*this);
+  while (!pending.empty()) {
+    std::shared_ptr<Node> n = std::move(pending.back());
+    pending.pop_back();
+    if (n.use_count() == 1) empty(*n);
+  }
+}
+
 Tensor record(Tensor output, std::string name, std::vector<Tensor> inputs, BackwardFn backward) {
   if (!grad_enabled) return output;
   bool any = false;

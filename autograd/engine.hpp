@@ -35,6 +35,9 @@ struct Node {
   Shape output_shape;
   bool released = false;
   Tensor grad_buffer;  // dL/d(output), summed over all uses during one backward()
+  // Frees the graph behind this node iteratively: a chain of 100,000 ops would otherwise be
+  // destroyed one nested destructor per node and overflow the stack (as PyTorch's delete queue).
+  ~Node();
 };
 
 // Attaches history to `output` when grad mode is on and any input requires a gradient; returns

@@ -53,10 +53,12 @@ TEST_CASE("toy tasks: splits never share a source, and a seed fixes the data") {
   auto src = words(p.source), tgt = words(p.target);
   std::reverse(src.begin(), src.end());
   CHECK(src == tgt);
-  const Pair& d = make_task("dates").splits.train[0];
+  const Task dates = make_task("dates");
+  const Pair& d = dates.splits.train[0];
   CHECK(d.target.size() == 10);
   CHECK(d.target[4] == '-');
-  const Pair& toy = make_task("toylang").splits.train[3];
+  const Task toylang = make_task("toylang");
+  const Pair& toy = toylang.splits.train[3];
   CHECK((toy.target.ends_with("as") || toy.target.ends_with("is")));
   check_error([] { make_task("klingon"); }, {"unknown task 'klingon'", "numbers"});
 }

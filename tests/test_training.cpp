@@ -100,13 +100,16 @@ TEST_CASE("Ctrl-C saves a checkpoint that resumes, and the time budget stops wit
   CHECK_MESSAGE(resumed.code == 0, resumed.output);
 
   const std::string budget = fresh_dir("budget");
-  auto t0 = std::chrono::steady_clock::now();
   auto rb =
       run("train --task dates --epochs 50 --time-budget 6 --out " + budget + " --preset tiny");
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK_MESSAGE(rb.code == 0, rb.output);
   CHECK(rb.output.find("time budget") != std::string::npos);
-  CHECK(took < 20);
+  // Stopped by the budget, far short of the 50 epochs asked for (no wall-clock assertion: that
+  // would fail under a sanitizer or a loaded machine, not because the budget is ignored).
+  std::ifstream meta_file(budget + "/run.json");
+  const auto meta = nlohmann::json::parse(meta_file);
+  CHECK(meta["history"].size() < 5);
+  CHECK_FALSE(meta["history"].back()["complete"].get<bool>());
   CHECK(std::filesystem::exists(budget + "/best/model.safetensors"));
 }
 
