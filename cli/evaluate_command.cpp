@@ -35,10 +35,11 @@ Runner add_evaluate_command(CLI::App& app) {
       if (d.contains("task")) {
         pairs = data::make_task(d["task"].get<std::string>(), seed).splits.split(o->split);
       } else {
-        auto corpus = data::read_tsv(d["corpus"].get<std::string>());
-        const auto n = static_cast<int64_t>(corpus.pairs.size());
-        const int64_t held = std::clamp<int64_t>(n / 20, 1, 1000);
-        pairs = data::split_pairs(std::move(corpus.pairs), held, held, seed).split(o->split);
+        // Read and split exactly as training did.
+        const std::string path = d["corpus"].get<std::string>();
+        auto corpus = data::read_tsv(path, {.max_chars = d.value("max_chars", int64_t{0}),
+                                            .skip_malformed = d.value("skip_malformed", false)});
+        pairs = data::split_corpus(std::move(corpus.pairs), seed, path).split(o->split);
       }
     }
     std::vector<std::string> sources, refs;

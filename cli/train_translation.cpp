@@ -148,14 +148,14 @@ int train_translation(const TrainOptions& o) {
     if (o.vocab_size == 0) vocab_size = 200;
     description = fmt::format("task {}: {}", o.task, task.description);
   } else {
-    auto corpus =
-        data::read_tsv(o.corpus, {.max_chars = o.max_chars, .skip_malformed = o.skip_malformed});
+    // A resumed run reads the corpus as it was first read, whatever this command line says.
+    const data::CorpusOptions read{
+        .max_chars = o.resume ? meta["data"].value("max_chars", int64_t{0}) : o.max_chars,
+        .skip_malformed =
+            o.resume ? meta["data"].value("skip_malformed", false) : o.skip_malformed};
+    auto corpus = data::read_tsv(o.corpus, read);
     const auto n = static_cast<int64_t>(corpus.pairs.size());
-    const int64_t held = std::clamp<int64_t>(n / 20, 1, 1000);
-    if (n < 3 * held + 1)
-      throw Error(fmt::format("corpus {} has only {} pairs; at least {} are needed", o.corpus, n,
-                              3 * held + 1));
-    splits = data::split_pairs(std::move(corpus.pairs), held, held, seed);
+    splits = data::split_corpus(std::move(corpus.pairs), seed, o.corpus);
     description = fmt::format(
         "corpus {}: {} pairs{}{}", o.corpus, n,
         corpus.skipped_malformed
@@ -303,7 +303,9 @@ int train_translation(const TrainOptions& o) {
             {"seed", seed},
             {"preset", preset_name},
             {"schedule", schedule_name},
-            {"data", o.task.empty() ? nlohmann::json{{"corpus", o.corpus}}
+            {"data", o.task.empty() ? nlohmann::json{{"corpus", o.corpus},
+                                                     {"max_chars", o.max_chars},
+                                                     {"skip_malformed", o.skip_malformed}}
                                     : nlohmann::json{{"task", o.task}}},
             {"description", description}};
   }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unicode/utf8.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "autograd/tensor.hpp"
@@ -71,6 +72,15 @@ Corpus read_tsv(const std::string& path, const CorpusOptions& o) {
   if (c.pairs.empty())
     throw Error(fmt::format("corpus: {} has no usable pairs ({} lines read)", path, c.lines));
   return c;
+}
+
+Splits split_corpus(std::vector<Pair> pairs, uint64_t seed, const std::string& path) {
+  const auto n = static_cast<int64_t>(pairs.size());
+  const int64_t held = std::clamp<int64_t>(n / 20, 1, 1000);
+  if (n < 3 * held + 1)
+    throw Error(
+        fmt::format("corpus {} has only {} pairs; at least {} are needed", path, n, 3 * held + 1));
+  return split_pairs(std::move(pairs), held, held, seed);
 }
 
 }  // namespace anatomy::data

@@ -20,4 +20,8 @@ struct Corpus {
 // Errors name the file and the line: a line without a tab, an empty side, invalid UTF-8.
 Corpus read_tsv(const std::string& path, const CorpusOptions& options = {});
 
+// The split every run of a corpus uses (training, resuming and evaluating must agree): 5% each
+// for valid and test, at least 1 and at most 1000 pairs, shuffled by `seed`.
+Splits split_corpus(std::vector<Pair> pairs, uint64_t seed, const std::string& path);
+
 }  // namespace anatomy::data

@@ -173,3 +173,23 @@ TEST_CASE("bleu and tokenize commands") {
   CHECK(nlohmann::json::parse(tj.output)["tokens"] ==
         nlohmann::json({"i", "like", "straw", "##berries"}));
 }
+
+TEST_CASE("evaluate reads and splits a corpus exactly as training did") {
+  const std::string dir = fresh_dir("corpus_eval");
+  const std::string tsv = dir + "_pairs.tsv";
+  {
+    std::ofstream f(tsv);
+    for (int i = 0; i < 120; ++i)
+      f << "w" << i % 7 << " x" << i % 5 << "\tv" << i % 7 << " y" << i % 5 << "\n";
+    f << "a line without a tab\n";
+  }
+  auto r = run("train --corpus " + tsv + " --skip-malformed --epochs 1 --vocab-size 40 --out " +
+               dir + " " + kQuick);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(r.output.find("1 malformed lines skipped") != std::string::npos);
+  // Without the stored --skip-malformed, evaluate would stop at the malformed line.
+  auto e = run("evaluate --checkpoint " + dir + " --split test --format json");
+  REQUIRE_MESSAGE(e.code == 0, e.output);
+  CHECK(nlohmann::json::parse(e.output)["sentences"].get<int>() ==
+        6);  // 5% of the 120 usable pairs
+}
