@@ -108,6 +108,7 @@ int train_language_model(const TrainOptions& o) {
     config.layer_norm_eps = 1e-5;
     config.final_layer_norm = true;
     config.embedding_layer_norm = false;  // GPT's layout: no LayerNorm right after the embeddings
+    config.bias = false;                  // and nanoGPT's bias-free Linear and LayerNorm layers
     config.tie_word_embeddings = true;
     config.validate();
     write_file_atomically(run.file("config.json"), config.to_json());
@@ -126,8 +127,9 @@ int train_language_model(const TrainOptions& o) {
   const double lr = o.lr > 0 ? o.lr : p.lr;
   nn::AdamW opt(model.parameters(), {.lr = lr, .beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.1});
   opt.no_decay_for_vectors();  // biases and LayerNorm gains are not decayed (nanoGPT's rule)
+  // The floor keeps the preset's ratio to the peak (nanoGPT's min_lr = learning_rate / 10).
   nn::WarmupDecaySchedule schedule(opt, lr, o.warmup > 0 ? o.warmup : p.warmup, iters,
-                                   nn::WarmupDecaySchedule::Decay::Cosine, p.min_lr);
+                                   nn::WarmupDecaySchedule::Decay::Cosine, lr * p.min_lr / p.lr);
   int64_t step = 0;
   double best = 1e30;
   LossCurve curve;

@@ -2,10 +2,11 @@
 
 namespace anatomy::models {
 
-AttentionHead::AttentionHead(int64_t embed_dim, int64_t head_dim, float p) : dropout_p(p) {
-  q = register_module("q", std::make_shared<nn::Linear>(embed_dim, head_dim));
-  k = register_module("k", std::make_shared<nn::Linear>(embed_dim, head_dim));
-  v = register_module("v", std::make_shared<nn::Linear>(embed_dim, head_dim));
+AttentionHead::AttentionHead(int64_t embed_dim, int64_t head_dim, float p, bool bias)
+    : dropout_p(p) {
+  q = register_module("q", std::make_shared<nn::Linear>(embed_dim, head_dim, bias));
+  k = register_module("k", std::make_shared<nn::Linear>(embed_dim, head_dim, bias));
+  v = register_module("v", std::make_shared<nn::Linear>(embed_dim, head_dim, bias));
 }
 
 Tensor AttentionHead::forward(const Tensor& query_states, const Tensor& key_value_states,

@@ -142,6 +142,8 @@ TransformerConfig TransformerConfig::from_json(const std::string& text, const st
       get_int(c.target_vocab_size);
     else if (key == "share_embeddings")
       get_bool(c.share_embeddings);
+    else if (key == "bias")
+      get_bool(c.bias);
     else if (!ignored.count(key))
       throw Error(fmt::format("config: {}: unknown key '{}'", source, key));
   }
@@ -187,6 +189,7 @@ std::string TransformerConfig::to_json() const {
   j["num_decoder_layers"] = num_decoder_layers;
   j["target_vocab_size"] = target_vocab_size;
   j["share_embeddings"] = share_embeddings;
+  j["bias"] = bias;
   return j.dump(2) + "\n";
 }
 

@@ -32,6 +32,7 @@ struct TransformerConfig {
   int64_t num_decoder_layers = 0;    // 0: same as num_hidden_layers
   int64_t target_vocab_size = 0;     // 0: share the source vocabulary
   bool share_embeddings = false;     // encoder and decoder use one token table
+  bool bias = true;  // biases in Linear and LayerNorm layers; false = nanoGPT's bias-free layers
 
   int64_t head_dim() const { return hidden_size / num_attention_heads; }
   int64_t decoder_layers() const {

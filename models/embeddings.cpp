@@ -29,8 +29,9 @@ Embeddings::Embeddings(const TransformerConfig& c, int64_t vocab)
         "position_embeddings", std::make_shared<nn::Embedding>(max_positions, c.hidden_size));
   if (c.embedding_layer_norm)
     layer_norm = register_module(
-        "layer_norm", std::make_shared<nn::LayerNorm>(Shape{c.hidden_size},
-                                                      static_cast<float>(c.layer_norm_eps)));
+        "layer_norm",
+        std::make_shared<nn::LayerNorm>(Shape{c.hidden_size}, static_cast<float>(c.layer_norm_eps),
+                                        true, c.bias));
   dropout = register_module(
       "dropout", std::make_shared<nn::Dropout>(static_cast<float>(c.hidden_dropout_prob)));
 }

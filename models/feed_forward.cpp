@@ -3,10 +3,10 @@
 namespace anatomy::models {
 
 FeedForward::FeedForward(const TransformerConfig& c) {
-  linear_1 =
-      register_module("linear_1", std::make_shared<nn::Linear>(c.hidden_size, c.intermediate_size));
-  linear_2 =
-      register_module("linear_2", std::make_shared<nn::Linear>(c.intermediate_size, c.hidden_size));
+  linear_1 = register_module(
+      "linear_1", std::make_shared<nn::Linear>(c.hidden_size, c.intermediate_size, c.bias));
+  linear_2 = register_module(
+      "linear_2", std::make_shared<nn::Linear>(c.intermediate_size, c.hidden_size, c.bias));
   if (c.hidden_act == "relu")
     gelu = register_module("gelu", std::make_shared<nn::ReLU>());
   else

@@ -25,8 +25,9 @@ MultiHeadAttention::MultiHeadAttention(const TransformerConfig& config) {
   const int64_t E = config.hidden_size, H = config.num_attention_heads;
   heads = register_module("heads", std::make_shared<nn::ModuleList>());
   const auto p = static_cast<float>(config.attention_probs_dropout_prob);
-  for (int64_t h = 0; h < H; ++h) heads->push_back(std::make_shared<AttentionHead>(E, E / H, p));
-  output_linear = register_module("output_linear", std::make_shared<nn::Linear>(E, E));
+  for (int64_t h = 0; h < H; ++h)
+    heads->push_back(std::make_shared<AttentionHead>(E, E / H, p, config.bias));
+  output_linear = register_module("output_linear", std::make_shared<nn::Linear>(E, E, config.bias));
 }
 
 Tensor MultiHeadAttention::forward(const Tensor& query_states, const Tensor& key_value_states,
@@ -51,8 +52,8 @@ FusedMultiHeadAttention::FusedMultiHeadAttention(const TransformerConfig& config
       head_dim(config.head_dim()),
       dropout_p(static_cast<float>(config.attention_probs_dropout_prob)) {
   const int64_t E = config.hidden_size;
-  qkv = register_module("qkv", std::make_shared<nn::Linear>(E, 3 * E));
-  output_linear = register_module("output_linear", std::make_shared<nn::Linear>(E, E));
+  qkv = register_module("qkv", std::make_shared<nn::Linear>(E, 3 * E, config.bias));
+  output_linear = register_module("output_linear", std::make_shared<nn::Linear>(E, E, config.bias));
   // Each head's q/k/v rows start as a Linear(E, E/H) would (bound 1/√E): already so, since the
   // default bound depends only on in_features.
 }
@@ -72,13 +73,16 @@ Tensor FusedMultiHeadAttention::forward(const Tensor& query_states, const Tensor
     v = qkv_all.select(0, 2);
   } else {
     // Queries from one sequence, keys and values from another: the q rows, then the k/v rows.
-    q = linear(query_states, qkv->weight.narrow(0, 0, E), qkv->bias.narrow(0, 0, E))
+    auto rows = [&](const Tensor& t, int64_t from, int64_t n) {
+      return t.defined() ? t.narrow(0, from, n) : Tensor();  // bias-free layers have no bias
+    };
+    q = linear(query_states, qkv->weight.narrow(0, 0, E), rows(qkv->bias, 0, E))
             .view({B, Tq, H, D})
             .transpose(1, 2);
     if (!(cache && static_kv && cache->key.defined())) {
       const int64_t Tk = key_value_states.size(1);
       Tensor kv =
-          linear(key_value_states, qkv->weight.narrow(0, E, 2 * E), qkv->bias.narrow(0, E, 2 * E))
+          linear(key_value_states, qkv->weight.narrow(0, E, 2 * E), rows(qkv->bias, E, 2 * E))
               .view({B, Tk, 2, H, D})
               .permute({2, 0, 3, 1, 4});  // (2, B, H, Tk, D)
       k = kv.select(0, 0);

@@ -21,6 +21,7 @@ nn::StateDict to_fused_layout(const nn::StateDict& state, int64_t H) {
   }
   for (const auto& p : prefixes)
     for (const std::string kind : {"weight", "bias"}) {
+      if (kind == "bias" && !state.contains(p + "heads.0.q.bias")) continue;  // bias-free layers
       std::vector<Tensor> rows;
       for (const std::string proj : {"q", "k", "v"})
         for (int64_t h = 0; h < H; ++h) {

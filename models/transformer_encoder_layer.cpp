@@ -3,8 +3,8 @@
 namespace anatomy::models {
 
 std::shared_ptr<nn::LayerNorm> make_layer_norm(const TransformerConfig& c) {
-  return std::make_shared<nn::LayerNorm>(Shape{c.hidden_size},
-                                         static_cast<float>(c.layer_norm_eps));
+  return std::make_shared<nn::LayerNorm>(Shape{c.hidden_size}, static_cast<float>(c.layer_norm_eps),
+                                         true, c.bias);
 }
 
 TransformerEncoderLayer::TransformerEncoderLayer(const TransformerConfig& c)

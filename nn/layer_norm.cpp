@@ -2,11 +2,11 @@
 
 namespace anatomy::nn {
 
-LayerNorm::LayerNorm(Shape shape, float eps_, bool affine)
+LayerNorm::LayerNorm(Shape shape, float eps_, bool affine, bool has_bias)
     : normalized_shape(std::move(shape)), eps(eps_) {
   if (affine) {
     weight = register_parameter("weight", ones(normalized_shape));
-    bias = register_parameter("bias", zeros(normalized_shape));
+    if (has_bias) bias = register_parameter("bias", zeros(normalized_shape));
   }
 }
 

@@ -395,6 +395,11 @@ const std::vector<Case> kCases = {
        return Inputs{leaf({2, 3, 6}), leaf({6}), leaf({6})};
      },
      [](const Inputs& x) { return layer_norm(x[0], {6}, x[1], x[2]); }},
+    {"layer_norm no bias",
+     [] {
+       return Inputs{leaf({2, 3, 6}), leaf({6})};
+     },
+     [](const Inputs& x) { return layer_norm(x[0], {6}, x[1], Tensor()); }},
     {"layer_norm 2d no affine", [] { return Inputs{transposed(4, 3)}; },
      [](const Inputs& x) {
        return layer_norm(x[0], {4, 3});

@@ -92,6 +92,30 @@ TEST_CASE("the book's MultiHeadAttention and the fused one agree from the same w
   CHECK_CLOSE(again.forward(q, kv, mask), fused.forward(q, kv, mask), 1e-5, 1e-4);
 }
 
+TEST_CASE("bias-free layers (nanoGPT's): no biases anywhere, both attention layouts agree") {
+  auto config = [](bool fused) {
+    TransformerConfig c = small(fused);
+    c.bias = false;
+    return c;
+  };
+  CHECK(TransformerConfig::from_json(config(true).to_json(), "round trip").bias == false);
+  manual_seed(2);
+  Seq2SeqTransformer book(config(false)), fused(config(true));
+  for (const auto& [name, p] : fused.named_parameters()) {
+    INFO(name);
+    // Only the output projection (a classifier-style head) keeps its bias.
+    CHECK((!name.ends_with(".bias") || name.starts_with("generator")));
+  }
+  fused.load_state_dict(to_fused_layout(book.state_dict(), 4));
+  book.eval();
+  fused.eval();
+  Tensor src = tensor({{3, 4, 5, 6}, {7, 8, 0, 0}}), tgt = tensor({{1, 2, 3}, {4, 5, 6}});
+  CHECK_CLOSE(book.forward(src, tgt), fused.forward(src, tgt), 1e-5, 1e-4);
+  nn::LayerNorm ln(Shape{8}, 1e-5f, true, false);
+  CHECK(ln.named_parameters().size() == 1);
+  CHECK_FALSE(ln.bias.defined());
+}
+
 TEST_CASE("a query whose every key is masked gets zeros, not NaN") {
   Tensor q = randn({1, 3, 4}).requires_grad_();
   Tensor mask = tensor({{1.0f, 1.0f, 0.0f}, {0.0f, 0.0f, 0.0f}, {1.0f, 0.0f, 0.0f}});

@@ -107,6 +107,15 @@ const std::vector<Case> kCases = {
      },
      [](const auto& c) { return std::make_shared<Seq2SeqTransformer>(c); },
      [](nn::Module& m, const Inputs& x) { return as<Seq2SeqTransformer>(m).forward(x[0], x[1]); }},
+    {"causal_lm_gpt",
+     [](auto& c) {
+       c.tie_word_embeddings = true;
+       c.final_layer_norm = true;
+       c.embedding_layer_norm = false;
+       c.bias = false;
+     },
+     [](const auto& c) { return std::make_shared<TransformerForCausalLM>(c); },
+     [](nn::Module& m, const Inputs& x) { return m.forward(x[0]); }},
 };
 
 nn::StateDict params_of(const std::string& name) {

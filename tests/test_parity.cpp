@@ -125,6 +125,8 @@ const std::vector<Case> kCases = {
      [](const Inputs& x) {
        return layer_norm(x[0], {3, 4});
      }},
+    {"layer_norm_no_bias",
+     [](const Inputs& x) { return layer_norm(x[0], {16}, x[1], Tensor(), 1e-5f); }},
     {"dropout_eval", [](const Inputs& x) { return dropout(x[0], 0.1f, false); }},
     {"embedding", [](const Inputs& x) { return embedding(x[0], x[1]); }},
     {"embedding_padding", [](const Inputs& x) { return embedding(x[0], x[1], 0); }},

@@ -15,7 +15,8 @@ def make_config(**kw):
              intermediate_size=64, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
              max_position_embeddings=16, layer_norm_eps=1e-12, num_labels=3, pad_token_id=0,
              position_embedding_type="absolute", pre_layer_norm=True, final_layer_norm=False,
-             tie_word_embeddings=False, target_vocab_size=0, share_embeddings=False)
+             tie_word_embeddings=False, target_vocab_size=0, share_embeddings=False,
+             embedding_layer_norm=True, bias=True)
     c.update(kw)
     return SimpleNamespace(**c)
 
@@ -29,12 +30,21 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     return torch.matmul(weights, value), weights
 
 
+def layer_norm(config):
+    """nn.LayerNorm, without its bias when config.bias is off (torch 1.13 has no bias=False)."""
+    norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+    if not config.bias:
+        del norm.bias
+        norm.register_parameter("bias", None)
+    return norm
+
+
 class AttentionHead(nn.Module):
-    def __init__(self, embed_dim, head_dim):
+    def __init__(self, embed_dim, head_dim, bias=True):
         super().__init__()
-        self.q = nn.Linear(embed_dim, head_dim)
-        self.k = nn.Linear(embed_dim, head_dim)
-        self.v = nn.Linear(embed_dim, head_dim)
+        self.q = nn.Linear(embed_dim, head_dim, bias=bias)
+        self.k = nn.Linear(embed_dim, head_dim, bias=bias)
+        self.v = nn.Linear(embed_dim, head_dim, bias=bias)
 
     def forward(self, query_states, key_value_states=None, mask=None):
         kv = query_states if key_value_states is None else key_value_states
@@ -48,8 +58,8 @@ class MultiHeadAttention(nn.Module):
         embed_dim = config.hidden_size
         num_heads = config.num_attention_heads
         head_dim = embed_dim // num_heads
-        self.heads = nn.ModuleList([AttentionHead(embed_dim, head_dim) for _ in range(num_heads)])
-        self.output_linear = nn.Linear(embed_dim, embed_dim)
+        self.heads = nn.ModuleList([AttentionHead(embed_dim, head_dim, config.bias) for _ in range(num_heads)])
+        self.output_linear = nn.Linear(embed_dim, embed_dim, bias=config.bias)
 
     def forward(self, query_states, key_value_states=None, mask=None):
         x = torch.cat([h(query_states, key_value_states, mask) for h in self.heads], dim=-1)
@@ -60,8 +70,8 @@ class MultiHeadAttention(nn.Module):
 class FeedForward(nn.Module):
     def __init__(self, config):
         super().__init__()
-        self.linear_1 = nn.Linear(config.hidden_size, config.intermediate_size)
-        self.linear_2 = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.linear_1 = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.bias)
+        self.linear_2 = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.bias)
         self.gelu = nn.GELU()
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
@@ -73,8 +83,8 @@ class TransformerEncoderLayer(nn.Module):
     def __init__(self, config):
         super().__init__()
         self.pre = config.pre_layer_norm
-        self.layer_norm_1 = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.layer_norm_2 = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.layer_norm_1 = layer_norm(config)
+        self.layer_norm_2 = layer_norm(config)
         self.attention = MultiHeadAttention(config)
         self.feed_forward = FeedForward(config)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
@@ -107,7 +117,8 @@ class Embeddings(nn.Module):
                                  persistent=False)
         else:
             self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
-        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        # GPT's layout has no LayerNorm after the embeddings
+        self.layer_norm = layer_norm(config) if config.embedding_layer_norm else nn.Identity()
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, input_ids):
@@ -127,7 +138,7 @@ class TransformerEncoder(nn.Module):
         self.embeddings = Embeddings(config)
         self.layers = nn.ModuleList([TransformerEncoderLayer(config) for _ in range(config.num_hidden_layers)])
         if config.final_layer_norm:
-            self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+            self.layer_norm = layer_norm(config)
 
     def forward(self, x, attention_mask=None):
         mask = None if attention_mask is None else attention_mask.float().unsqueeze(1)  # [B, 1, T]
@@ -155,13 +166,13 @@ class TransformerDecoderLayer(nn.Module):
     def __init__(self, config, cross_attention=True):
         super().__init__()
         self.pre = config.pre_layer_norm
-        self.layer_norm_1 = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.layer_norm_1 = layer_norm(config)
         self.self_attention = MultiHeadAttention(config)
-        self.layer_norm_2 = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.layer_norm_2 = layer_norm(config)
         self.cross = cross_attention
         if cross_attention:
             self.cross_attention = MultiHeadAttention(config)
-            self.layer_norm_3 = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+            self.layer_norm_3 = layer_norm(config)
         self.feed_forward = FeedForward(config)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
@@ -187,7 +198,7 @@ class TransformerDecoder(nn.Module):
         self.layers = nn.ModuleList([TransformerDecoderLayer(config, cross_attention)
                                      for _ in range(config.num_hidden_layers)])
         if config.final_layer_norm:
-            self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+            self.layer_norm = layer_norm(config)
 
     def forward(self, input_ids, memory=None, memory_mask=None):
         seq_len = input_ids.size(1)

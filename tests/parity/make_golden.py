@@ -115,6 +115,8 @@ CASES = {
     "causal_attention": (
         [randn(1, 5, 64), randn(1, 5, 64), randn(1, 5, 64)],
         lambda q, k, v: F.softmax((q @ k.transpose(1, 2) / math.sqrt(64)).masked_fill(causal == 0, float("-inf")), -1) @ v),
+    # a gain but no shift: nn.LayerNorm(bias=False), nanoGPT's layers
+    "layer_norm_no_bias": ([randn(2, 5, 16), randn(16)], lambda x, w: F.layer_norm(x, (16,), w, None, 1e-5)),
 }
 
 if __name__ == "__main__":

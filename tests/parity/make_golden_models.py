@@ -83,6 +83,11 @@ case("seq2seq_post_sinusoidal",
      bt.Seq2SeqTransformer(bt.make_config(target_vocab_size=40, pre_layer_norm=False,
                                           position_embedding_type="sinusoidal")),
      [src, torch.randint(1, 40, (2, 5))])
+# GPT's layout (nanoGPT): no LayerNorm after the embeddings, no biases in Linear and LayerNorm.
+case("causal_lm_gpt",
+     bt.TransformerForCausalLM(bt.make_config(tie_word_embeddings=True, final_layer_norm=True,
+                                              embedding_layer_norm=False, bias=False)),
+     [torch.randint(0, 50, (2, 6))])
 
 if __name__ == "__main__":
     path = pathlib.Path(__file__).parent / "golden" / "models.safetensors"
