@@ -150,5 +150,29 @@ TEST_CASE("tokenizer files: clear errors") {
   check_error([&] { load_tokenizer(dir + "/k"); }, {"unknown kind 'sentencepiece'"});
   Vocabulary v({"[PAD]", "x"});
   check_error([&] { v.token(5); }, {"id 5 is out of range"});
+  check_error([&] { Vocabulary({"a\nb"}).save(dir + "/plain.txt", false); },
+              {"line break", "plain.txt"});
+  std::ofstream(dir + "/e.json") << R"({"kind": "char", "vocab_escaped": true})";
+  std::ofstream(dir + "/e.vocab.txt") << "[PAD]\na\\tb\n";
+  check_error([&] { load_tokenizer(dir + "/e"); }, {"e.vocab.txt line 2", "after a backslash"});
+  std::filesystem::remove_all(dir);
+}
+
+// A character vocabulary of real text holds "\n" (and may hold "\r" and "\"): vocab.txt keeps
+// one token per line by escaping them, and a checkpoint's tokenizer loads back the same ids.
+TEST_CASE("char vocabularies with line breaks and backslashes survive save and load") {
+  const std::string text = "First Citizen:\nBefore we proceed,\r\nhear me \\n speak.\\\n";
+  auto chars = CharTokenizer::train({text});
+  for (const char* t : {"\n", "\r", "\\"}) CHECK(chars.vocab().contains(t));
+  const std::string dir = (std::filesystem::temp_directory_path() / "anatomy_tok_nl").string();
+  std::filesystem::create_directories(dir);
+  chars.save(dir + "/t");
+  auto loaded = load_tokenizer(dir + "/t");
+  CHECK(loaded->vocab().tokens() == chars.vocab().tokens());
+  CHECK(loaded->encode(text) == chars.encode(text));
+  CHECK(loaded->decode(loaded->encode(text)) == text);
+  // BERT's plain vocab.txt is read as it is: a backslash line is the token "\".
+  std::ofstream(dir + "/plain.txt") << "[PAD]\n\\\nn\n";
+  CHECK(Vocabulary::load(dir + "/plain.txt").token(1) == "\\");
   std::filesystem::remove_all(dir);
 }

@@ -193,3 +193,43 @@ TEST_CASE("evaluate reads and splits a corpus exactly as training did") {
   CHECK(nlohmann::json::parse(e.output)["sentences"].get<int>() ==
         6);  // 5% of the 120 usable pairs
 }
+
+// The character language model: a text with line breaks trains, its checkpoint generates, and a
+// run interrupted by Ctrl-C resumes to exactly the weights of an uninterrupted run.
+TEST_CASE("language model: trains on a text, generates, and resumes after Ctrl-C bit for bit") {
+  const std::string text = fresh_dir("lm_text") + ".txt";
+  {
+    std::ofstream f(text);
+    const char* lines[] = {"To be, or not to be: that is the question.",
+                           "Whether 'tis nobler in the mind to suffer", "The slings and arrows",
+                           "Or to take arms against a sea of troubles,"};
+    for (int i = 0; i < 400; ++i) f << lines[i % 4] << (i % 9 == 0 ? "\r\n" : "\n");
+  }
+  const std::string whole = fresh_dir("lm_whole"), cut = fresh_dir("lm_cut");
+  const std::string args = " --preset tiny --iters 400 --threads 1 --text " + text;
+  auto a = run("train --task lm --out " + whole + args);
+  REQUIRE_MESSAGE(a.code == 0, a.output);
+  std::ifstream meta_file(whole + "/run.json");
+  const auto meta = nlohmann::json::parse(meta_file);
+  const auto& curve = meta["curve"];
+  REQUIRE(curve.size() > 10);
+  CHECK(curve.back()[1].get<double>() < 0.5 * curve.front()[1].get<double>());  // the loss falls
+  CHECK(meta["best_valid_loss"].get<double>() < 1.0);
+
+  // The checkpoint loads (its vocabulary holds "\n" and "\r") and continues a prompt.
+  auto g = run("generate --checkpoint " + whole + " --max-new-tokens 100 \"To be\"");
+  REQUIRE_MESSAGE(g.code == 0, g.output);
+  CHECK(g.output.starts_with("To be"));
+  CHECK(g.output.size() > 60);
+  auto greedy = run("generate --checkpoint " + whole + " --temperature 0 \"Or to take arms\"");
+  CHECK_MESSAGE(greedy.output.find("Or to take arms against") == 0, greedy.output);
+
+  // Ctrl-C after a second, then --resume: the same weights as the uninterrupted run.
+  auto c = run("train --task lm --out " + cut + args, "timeout --preserve-status -s INT 1 ");
+  REQUIRE_MESSAGE(c.code == 130, c.output);
+  CHECK(c.output.find("interrupted") != std::string::npos);
+  auto r = run("train --task lm --resume --out " + cut + " --threads 1 --text " + text);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(r.output.find("resuming") != std::string::npos);
+  CHECK(bytes(whole + "/last/model.safetensors") == bytes(cut + "/last/model.safetensors"));
+}

@@ -37,8 +37,9 @@ bool Tokenizer::is_special(int64_t id) const {
 void Tokenizer::save(const std::string& path) const {
   nlohmann::json j = nlohmann::json::parse(options_json());
   j["kind"] = kind();
+  j["vocab_escaped"] = true;  // backslash, newline and CR in tokens are written \\, \n, \r
   write_file_atomically(path + ".json", j.dump(2) + "\n");
-  vocab_.save(path + ".vocab.txt");
+  vocab_.save(path + ".vocab.txt", true);
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
@@ -53,7 +54,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
     throw Error(fmt::format("load_tokenizer: {}.json is not valid JSON ({})", path, e.what()));
   }
   const std::string kind = j.value("kind", "");
-  Vocabulary vocab = Vocabulary::load(path + ".vocab.txt");
+  Vocabulary vocab = Vocabulary::load(path + ".vocab.txt", j.value("vocab_escaped", false));
   if (kind == "char") return std::make_unique<CharTokenizer>(std::move(vocab));
   if (kind == "word")
     return std::make_unique<WordTokenizer>(std::move(vocab), j.value("lowercase", false));

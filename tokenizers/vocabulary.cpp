@@ -18,14 +18,51 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens) : tokens_(std::move(toke
                               ids_[tokens_[i]], i));
 }
 
-Vocabulary Vocabulary::load(const std::string& path) {
+namespace {
+
+std::string escape(const std::string& token) {
+  std::string out;
+  for (char c : token) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string unescape(const std::string& line, const std::string& path, size_t line_number) {
+  std::string out;
+  for (size_t i = 0; i < line.size(); ++i) {
+    if (line[i] != '\\') {
+      out += line[i];
+      continue;
+    }
+    const char next = i + 1 < line.size() ? line[i + 1] : '\0';
+    if (next != '\\' && next != 'n' && next != 'r')
+      throw Error(fmt::format(
+          "Vocabulary: {} line {}: expected \\\\, \\n or \\r after a backslash, got '{}'", path,
+          line_number, line));
+    out += next == 'n' ? '\n' : next == 'r' ? '\r' : '\\';
+    ++i;
+  }
+  return out;
+}
+
+}  // namespace
+
+Vocabulary Vocabulary::load(const std::string& path, bool escaped) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(fmt::format("Vocabulary: cannot open {}", path));
   std::vector<std::string> tokens;
   std::string line;
   while (std::getline(f, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    tokens.push_back(line);
+    tokens.push_back(escaped ? unescape(line, path, tokens.size() + 1) : line);
   }
   if (tokens.empty()) throw Error(fmt::format("Vocabulary: {} is empty", path));
   try {
@@ -35,9 +72,16 @@ Vocabulary Vocabulary::load(const std::string& path) {
   }
 }
 
-void Vocabulary::save(const std::string& path) const {
+void Vocabulary::save(const std::string& path, bool escaped) const {
   std::string text;
-  for (const auto& t : tokens_) text += t + "\n";
+  for (const auto& t : tokens_) {
+    if (!escaped && t.find_first_of("\r\n") != std::string::npos)
+      throw Error(fmt::format(
+          "Vocabulary: cannot save a token with a line break to the one-token-per-line file {} "
+          "without escaping",
+          path));
+    text += (escaped ? escape(t) : t) + "\n";
+  }
   write_file_atomically(path, text);
 }
 

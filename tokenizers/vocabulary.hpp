@@ -18,8 +18,12 @@ class Vocabulary {
   // Throws on a duplicate token.
   explicit Vocabulary(std::vector<std::string> tokens);
   // One token per line (BERT's vocab.txt); a missing, empty or duplicate-holding file is an error.
-  static Vocabulary load(const std::string& path);
-  void save(const std::string& path) const;  // atomically
+  // escaped: the file was written by save(), which spells a backslash, newline and carriage return
+  // inside a token as \\, \n and \r, so that character vocabularies of text with line breaks fit
+  // one token per line. Plain files (BERT's) are read as they are.
+  static Vocabulary load(const std::string& path, bool escaped = false);
+  // Atomically. Without escaping, a token holding a line break is an error.
+  void save(const std::string& path, bool escaped = true) const;
 
   int64_t size() const { return static_cast<int64_t>(tokens_.size()); }
   bool contains(const std::string& token) const { return ids_.count(token) > 0; }
