@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "autograd/autograd.hpp"
@@ -20,6 +21,16 @@ inline std::string test_path(const std::string& relative) {
 // ../shared/data as seen from the repository root (CI has it; elsewhere tests skip).
 inline std::string shared_data(const std::string& relative) {
   return std::string(ANATOMY_TEST_DIR) + "/../../shared/data/" + relative;
+}
+
+// The tensors of a golden file whose names start with prefix, named without it (a module's
+// state_dict stored as "<case>.param.<name>", say).
+inline std::map<std::string, Tensor> with_prefix(const std::map<std::string, Tensor>& golden,
+                                                 const std::string& prefix) {
+  std::map<std::string, Tensor> out;
+  for (const auto& [k, t] : golden)
+    if (k.starts_with(prefix)) out[k.substr(prefix.size())] = t.clone();
+  return out;
 }
 
 // Element-wise |a - b| <= atol + rtol |b|, with matching infinities; returns a description of

@@ -118,14 +118,6 @@ const std::vector<Case> kCases = {
      [](nn::Module& m, const Inputs& x) { return m.forward(x[0]); }},
 };
 
-nn::StateDict params_of(const std::string& name) {
-  nn::StateDict out;
-  const std::string prefix = name + ".param.";
-  for (const auto& [k, t] : golden())
-    if (k.starts_with(prefix)) out[k.substr(prefix.size())] = t;
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("models parity: every component and model matches the book-style PyTorch code") {
@@ -139,7 +131,7 @@ TEST_CASE("models parity: every component and model matches the book-style PyTor
         TransformerConfig config = small(fused);
         c.configure(config);
         auto m = c.make(config);
-        nn::StateDict state = params_of(n);
+        nn::StateDict state = testing::with_prefix(g, n + ".param.");
         if (fused) state = to_fused_layout(state, config.num_attention_heads);
         m->load_state_dict(state);
         m->eval();

@@ -8,16 +8,7 @@
 using namespace anatomy;
 using namespace anatomy::models;
 
-namespace {
-
-nn::StateDict with_prefix(const std::map<std::string, Tensor>& g, const std::string& prefix) {
-  nn::StateDict out;
-  for (const auto& [k, t] : g)
-    if (k.starts_with(prefix)) out[k.substr(prefix.size())] = t.clone();
-  return out;
-}
-
-}  // namespace
+using testing::with_prefix;
 
 TEST_CASE("training parity: 40 AdamW steps of a GPT-layout LM equal PyTorch's") {
   const auto g = load_safetensors(testing::test_path("parity/golden/train.safetensors")).tensors;
