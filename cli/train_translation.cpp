@@ -344,7 +344,8 @@ int train_translation(const TrainOptions& o) {
     const auto epoch_start = Clock::now();
     double loss_sum = 0, window_loss = 0;
     int64_t loss_tokens = 0, tokens_seen = 0, window = 0;
-    int64_t b = epoch == start_epoch ? start_batch : 0;
+    const int64_t first_batch = epoch == start_epoch ? start_batch : 0;
+    int64_t b = first_batch;
     for (; b < static_cast<int64_t>(batches.size()); ++b) {
       if (interrupted()) {
         stop = true;
@@ -377,8 +378,7 @@ int train_translation(const TrainOptions& o) {
         window_loss = 0;
       }
       const double elapsed = seconds_since(epoch_start);
-      const double per_batch =
-          elapsed / static_cast<double>(b + 1 - (epoch == start_epoch ? start_batch : 0));
+      const double per_batch = elapsed / static_cast<double>(b + 1 - first_batch);
       double eta = per_batch * static_cast<double>(static_cast<int64_t>(batches.size()) - b - 1);
       if (o.time_budget > 0)
         eta = std::min(eta, std::max(0.0, o.time_budget - seconds_since(started)));
@@ -387,6 +387,9 @@ int train_translation(const TrainOptions& o) {
                                     human(static_cast<double>(tokens_seen) / elapsed), clock(eta)));
     }
     const bool finished_epoch = b == static_cast<int64_t>(batches.size());
+    // Stopped before this epoch's first batch: the last checkpoint already holds this state (unless
+    // a new run is stopped at once), so there is nothing to validate or save again.
+    if (b == first_batch && !finished_epoch && (epoch > start_epoch || o.resume)) break;
     const auto val_start = Clock::now();
     const Metrics m = validate(tr, valid, max_tokens);
     last_validation_seconds = seconds_since(val_start);
@@ -403,12 +406,13 @@ int train_translation(const TrainOptions& o) {
                        {"complete", finished_epoch},
                        {"seconds", seconds_since(started)}});
     save(finished_epoch ? epoch + 1 : epoch, finished_epoch ? 0 : b, is_best);
-    bar.finish(fmt::format(
-        "epoch {}/{}{}  train loss {:.3f}  valid loss {:.3f}  BLEU {:.2f}  exact {:.1f}%  "
-        "({} tok/s, {}){}",
-        epoch + 1, epochs, finished_epoch ? "" : " (partial)", train_loss, m.loss, m.bleu, m.exact,
-        human(static_cast<double>(tokens_seen) / seconds_since(epoch_start)),
-        clock(seconds_since(started)), is_best ? "  best" : ""));
+    bar.finish(
+        fmt::format("epoch {}/{}{}  train loss {}  valid loss {:.3f}  BLEU {:.2f}  exact {:.1f}%  "
+                    "({} tok/s, {}){}",
+                    epoch + 1, epochs, finished_epoch ? "" : " (partial)",
+                    loss_tokens ? fmt::format("{:.3f}", train_loss) : "-", m.loss, m.bleu, m.exact,
+                    human(static_cast<double>(tokens_seen) / seconds_since(epoch_start)),
+                    clock(seconds_since(started)), is_best ? "  best" : ""));
     if (o.early_stop && m.exact >= 100.0) {
       fmt::print("validation exact match is 100%: stopping\n");
       break;
