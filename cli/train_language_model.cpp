@@ -87,8 +87,8 @@ int train_language_model(const TrainOptions& o) {
   if (o.resume && meta.value("kind", "") != "lm")
     throw Error(
         fmt::format("{} holds a {} run, not a language model", o.out, meta.value("kind", "?")));
+  const std::string text = read_text(o.text);  // before creating anything in the run folder
   run.create();
-  const std::string text = read_text(o.text);
   const LmPreset p = lm_preset(o.resume ? meta.value("preset", "nanogpt") : o.preset);
   std::unique_ptr<text::Tokenizer> tok;
   models::TransformerConfig config;

@@ -132,9 +132,8 @@ int train_translation(const TrainOptions& o) {
           fmt::format("{} was trained on '{}', not '{}'; resume with the same --task or --corpus",
                       o.out, was, now));
   }
-  run.create();
 
-  // --- data ---
+  // --- data (read before anything is created in the run folder) ---
   data::Splits splits;
   std::string src_kind = "bpe", tgt_kind = "bpe";
   int64_t vocab_size = o.vocab_size > 0 ? o.vocab_size : 8000;
@@ -167,6 +166,7 @@ int train_translation(const TrainOptions& o) {
     splits.train.resize(o.limit);
   fmt::print("{}\n  train {} / valid {} / test {} pairs\n", description, splits.train.size(),
              splits.valid.size(), splits.test.size());
+  run.create();
 
   // --- tokenizers and config ---
   std::unique_ptr<text::Tokenizer> src_tok, tgt_tok;

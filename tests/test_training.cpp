@@ -121,6 +121,8 @@ TEST_CASE("training and translating: bad input gets a clear message and a non-ze
   };
   expect(run("train --task klingon --out " + dir), "unknown task 'klingon'");
   expect(run("train --corpus /nonexistent.tsv --out " + dir), "cannot open");
+  expect(run("train --task lm --text /nonexistent.txt --out " + dir), "cannot open the text");
+  CHECK_FALSE(std::filesystem::exists(dir));  // nothing is created for a run that cannot start
   const std::string empty = dir + "_empty.tsv";
   std::ofstream(empty) << "\n";
   expect(run("train --corpus " + empty + " --out " + dir), "no usable pairs");
