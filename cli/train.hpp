@@ -1,6 +1,7 @@
 // anatomy train: the options shared by the three kinds of training run.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace anatomy::cli {
@@ -25,6 +26,12 @@ struct TrainOptions {
   bool early_stop = true;  // stop once validation exact match is 100%
   int threads = 0;
 };
+
+// The options that shape the optimization (learning rate, warmup, batch size, label smoothing,
+// clipping, the training-pair limit), as run.json keeps them under "options". A resumed run takes
+// them from there, whatever its command line says, so that --resume continues exactly.
+nlohmann::json training_options(const TrainOptions& o);
+void restore_training_options(TrainOptions& o, const nlohmann::json& saved);
 
 int train_translation(const TrainOptions& o);
 int train_language_model(const TrainOptions& o);

@@ -4,9 +4,28 @@
 #include "autograd/tensor.hpp"
 #include "commands.hpp"
 #include "data/tasks.hpp"
+#include "run_dir.hpp"
 #include "train.hpp"
 
 namespace anatomy::cli {
+
+nlohmann::json training_options(const TrainOptions& o) {
+  return {{"lr", o.lr},
+          {"warmup", o.warmup},
+          {"max_tokens", o.max_tokens},
+          {"label_smoothing", o.label_smoothing},
+          {"clip", o.clip},
+          {"limit", o.limit}};
+}
+
+void restore_training_options(TrainOptions& o, const nlohmann::json& saved) {
+  o.lr = saved.value("lr", o.lr);
+  o.warmup = saved.value("warmup", o.warmup);
+  o.max_tokens = saved.value("max_tokens", o.max_tokens);
+  o.label_smoothing = saved.value("label_smoothing", o.label_smoothing);
+  o.clip = saved.value("clip", o.clip);
+  o.limit = saved.value("limit", o.limit);
+}
 
 Runner add_train_command(CLI::App& app) {
   auto o = std::make_shared<TrainOptions>();
@@ -47,6 +66,8 @@ Runner add_train_command(CLI::App& app) {
   return [o] {
     if (o->task.empty() && o->corpus.empty())
       throw Error("train: give --task NAME or --corpus FILE.tsv");
+    if (o->resume && o->task != "majority")
+      restore_training_options(*o, RunDir{o->out}.read_run().value("options", nlohmann::json{}));
     if (o->task == "lm") {
       if (o->text.empty())
         throw Error("train: --task lm needs --text FILE (a UTF-8 text to learn)");

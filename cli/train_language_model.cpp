@@ -145,7 +145,8 @@ int train_language_model(const TrainOptions& o) {
     meta = {{"kind", "lm"},
             {"seed", seed},
             {"preset", o.preset.empty() ? "nanogpt" : o.preset},
-            {"text", o.text}};
+            {"text", o.text},
+            {"options", training_options(o)}};
   }
   meta["iters"] = iters;
   fmt::print(

@@ -307,7 +307,8 @@ int train_translation(const TrainOptions& o) {
                                                      {"max_chars", o.max_chars},
                                                      {"skip_malformed", o.skip_malformed}}
                                     : nlohmann::json{{"task", o.task}}},
-            {"description", description}};
+            {"description", description},
+            {"options", training_options(o)}};
   }
   meta["epochs"] = epochs;
   fmt::print("model: {} parameters (hidden {}, {} heads, {}+{} layers); vocab {} -> {}\n",

@@ -208,7 +208,9 @@ TEST_CASE("language model: trains on a text, generates, and resumes after Ctrl-C
     for (int i = 0; i < 400; ++i) f << lines[i % 4] << (i % 9 == 0 ? "\r\n" : "\n");
   }
   const std::string whole = fresh_dir("lm_whole"), cut = fresh_dir("lm_cut");
-  const std::string args = " --preset tiny --iters 400 --threads 1 --text " + text;
+  // --lr and --warmup are not repeated on --resume: the run keeps its own.
+  const std::string args =
+      " --preset tiny --iters 400 --lr 3e-3 --warmup 20 --threads 1 --text " + text;
   auto a = run("train --task lm --out " + whole + args);
   REQUIRE_MESSAGE(a.code == 0, a.output);
   std::ifstream meta_file(whole + "/run.json");
@@ -226,7 +228,8 @@ TEST_CASE("language model: trains on a text, generates, and resumes after Ctrl-C
   auto greedy = run("generate --checkpoint " + whole + " --temperature 0 \"Or to take arms\"");
   CHECK_MESSAGE(greedy.output.find("Or to take arms against") == 0, greedy.output);
 
-  // Ctrl-C after a second, then --resume: the same weights as the uninterrupted run.
+  // Ctrl-C after a second, then --resume (without --lr and --warmup): the same weights as the
+  // uninterrupted run.
   auto c = run("train --task lm --out " + cut + args, "timeout --preserve-status -s INT 1 ");
   REQUIRE_MESSAGE(c.code == 130, c.output);
   CHECK(c.output.find("interrupted") != std::string::npos);
