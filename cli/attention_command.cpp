@@ -4,8 +4,8 @@
 // the source and the translation the model produces).
 #include <fmt/format.h>
 
-#include "commands.hpp"
-#include "run_dir.hpp"
+#include "cli/commands.hpp"
+#include "training/training.hpp"
 #include "viz/attention_view.hpp"
 
 namespace anatomy::cli {
@@ -42,13 +42,13 @@ Runner add_attention_command(CLI::App& app) {
   cmd->add_option("--head", o->head, "head for --svg (default 0)");
   cmd->add_option("text", o->text, "the input text")->required();
   return [o] {
-    RunDir run{o->checkpoint};
+    training::RunDir run{o->checkpoint};
     const auto meta = run.read_run();
     const std::string kind = meta.value("kind", "");
     std::vector<viz::AttentionSection> sections;
     NoGradGuard no_grad;
     if (kind == "translation") {
-      Translator tr = Translator::load(o->checkpoint);
+      training::Translator tr = training::Translator::load(o->checkpoint);
       const auto src = tr.encode_source(o->text);
       const Tensor src_t = from_vector(src, {1, static_cast<int64_t>(src.size())});
       const auto out =
@@ -67,10 +67,9 @@ Runner add_attention_command(CLI::App& app) {
       sections.push_back(
           {"encoder-decoder attention", t, s, first_row(tr.model->decoder->cross_attentions())});
     } else if (kind == "lm") {
-      auto tok = text::load_tokenizer(run.file("tokenizer"));
-      models::TransformerForCausalLM model(run.read_config());
-      model.load(run.weights());
-      model.eval();
+      const auto generator = training::TextGenerator::load(o->checkpoint);
+      auto& model = *generator.model;
+      const auto& tok = generator.tokenizer;
       auto ids = tok->encode(o->text);
       if (ids.empty()) throw Error("attention: the text is empty");
       if (static_cast<int64_t>(ids.size()) > model.decoder->embeddings->max_positions)

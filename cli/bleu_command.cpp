@@ -4,7 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "commands.hpp"
+#include "cli/commands.hpp"
 #include "data/bleu.hpp"
 
 namespace anatomy::cli {

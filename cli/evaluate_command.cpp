@@ -4,9 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "commands.hpp"
+#include "cli/commands.hpp"
 #include "data/data.hpp"
-#include "run_dir.hpp"
+#include "training/training.hpp"
 
 namespace anatomy::cli {
 
@@ -24,12 +24,12 @@ Runner add_evaluate_command(CLI::App& app) {
   cmd->add_option("--format", o->format, "text | json")->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--beam", o->beam, "beam size (1: greedy)")->check(CLI::PositiveNumber);
   return [o] {
-    Translator tr = Translator::load(o->checkpoint);
+    training::Translator tr = training::Translator::load(o->checkpoint);
     std::vector<data::Pair> pairs;
     if (!o->corpus.empty()) {
       pairs = data::read_tsv(o->corpus).pairs;
     } else {
-      const auto meta = RunDir{o->checkpoint}.read_run();
+      const auto meta = training::RunDir{o->checkpoint}.read_run();
       const auto seed = meta["seed"].get<uint64_t>();
       const auto& d = meta["data"];
       if (d.contains("task")) {

@@ -1,8 +1,8 @@
 // anatomy generate: continue a prompt with a trained character language model.
 #include <fmt/format.h>
 
-#include "commands.hpp"
-#include "run_dir.hpp"
+#include "cli/commands.hpp"
+#include "training/training.hpp"
 
 namespace anatomy::cli {
 
@@ -24,23 +24,11 @@ Runner add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "random seed");
   cmd->add_option("prompt", o->prompt, "the text to continue")->required();
   return [o] {
-    RunDir run{o->checkpoint};
-    const auto meta = run.read_run();
-    if (meta.value("kind", "") != "lm")
-      throw Error(fmt::format("generate: {} holds a {} model, not a language model", o->checkpoint,
-                              meta.value("kind", "?")));
-    const auto config = run.read_config();
-    auto tok = text::load_tokenizer(run.file("tokenizer"));
-    models::TransformerForCausalLM model(config);
-    model.load(run.weights());
-    model.eval();
+    const auto generator = training::TextGenerator::load(o->checkpoint);
     manual_seed(o->seed);
-    auto prompt = tok->encode(o->prompt);
-    if (prompt.empty()) throw Error("generate: the prompt is empty");
-    auto g =
-        models::generate(model, prompt, o->max_new_tokens,
-                         {.temperature = o->temperature, .top_k = o->top_k, .top_p = o->top_p});
-    fmt::print("{}{}\n", o->prompt, tok->decode(g.tokens));
+    fmt::print("{}\n", generator.generate(
+                           o->prompt, o->max_new_tokens,
+                           {.temperature = o->temperature, .top_k = o->top_k, .top_p = o->top_p}));
     return 0;
   };
 }

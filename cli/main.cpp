@@ -1,40 +1,4 @@
 // anatomy: the command-line program. `anatomy --help` lists the subcommands.
-#include <fmt/format.h>
+#include "cli/cli.hpp"
 
-#include "autograd/autograd.hpp"
-#include "commands.hpp"
-
-int main(int argc, char** argv) {
-  CLI::App app{"anatomy: a Transformer built from scratch, to learn how it works"};
-  app.require_subcommand(1);
-  std::vector<std::pair<CLI::App*, anatomy::cli::Runner>> commands;
-  auto add = [&](anatomy::cli::Runner (*adder)(CLI::App&)) {
-    const size_t before = app.get_subcommands({}).size();
-    auto runner = adder(app);
-    commands.push_back({app.get_subcommands({})[before], runner});
-  };
-  add(anatomy::cli::add_train_command);
-  add(anatomy::cli::add_translate_command);
-  add(anatomy::cli::add_evaluate_command);
-  add(anatomy::cli::add_generate_command);
-  add(anatomy::cli::add_attention_command);
-  add(anatomy::cli::add_bleu_command);
-  add(anatomy::cli::add_tokenize_command);
-  add(anatomy::cli::add_run_command);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  try {
-    for (auto& [sub, run] : commands)
-      if (sub->parsed()) return run();
-  } catch (const anatomy::Error& e) {
-    fmt::print(stderr, "anatomy: {}\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "anatomy: {}\n", e.what());
-    return 1;
-  }
-  return 0;
-}
+int main(int argc, char** argv) { return anatomy::cli::main(argc, argv); }

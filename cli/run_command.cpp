@@ -2,7 +2,7 @@
 // what it computed. How a student checks a model against the book's PyTorch code.
 #include <fmt/format.h>
 
-#include "commands.hpp"
+#include "cli/commands.hpp"
 #include "models/models.hpp"
 
 namespace anatomy::cli {

@@ -4,7 +4,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "commands.hpp"
+#include "cli/commands.hpp"
 #include "tokenizers/bert_tokenizer.hpp"
 
 namespace anatomy::cli {

@@ -1,34 +1,14 @@
 // anatomy train: --task NAME (a toy translation task, lm, or majority) or --corpus FILE.tsv.
+// Parses the options; the runs themselves are the training library's (training/).
 #include <fmt/format.h>
 
-#include "autograd/tensor.hpp"
-#include "commands.hpp"
-#include "data/tasks.hpp"
-#include "run_dir.hpp"
-#include "train.hpp"
+#include "cli/commands.hpp"
+#include "training/train_options.hpp"
 
 namespace anatomy::cli {
 
-nlohmann::json training_options(const TrainOptions& o) {
-  return {{"lr", o.lr},
-          {"warmup", o.warmup},
-          {"max_tokens", o.max_tokens},
-          {"label_smoothing", o.label_smoothing},
-          {"clip", o.clip},
-          {"limit", o.limit}};
-}
-
-void restore_training_options(TrainOptions& o, const nlohmann::json& saved) {
-  o.lr = saved.value("lr", o.lr);
-  o.warmup = saved.value("warmup", o.warmup);
-  o.max_tokens = saved.value("max_tokens", o.max_tokens);
-  o.label_smoothing = saved.value("label_smoothing", o.label_smoothing);
-  o.clip = saved.value("clip", o.clip);
-  o.limit = saved.value("limit", o.limit);
-}
-
 Runner add_train_command(CLI::App& app) {
-  auto o = std::make_shared<TrainOptions>();
+  auto o = std::make_shared<training::TrainOptions>();
   auto* cmd = app.add_subcommand(
       "train", "Train a model: a toy task, a TSV corpus, or a character language model");
   auto* task =
@@ -40,7 +20,16 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--text", o->text, "a UTF-8 text file (--task lm)");
   cmd->add_option("--out", o->out, "the run folder: checkpoints, tokenizers, loss curve")
       ->required();
-  cmd->add_option("--preset", o->preset, "model size: tiny | small | base (nanogpt for lm)");
+  auto* preset =
+      cmd->add_option("--preset", o->preset,
+                      fmt::format("model size: {} (lm: nanogpt, tiny, small)",
+                                  fmt::join(models::TransformerConfig::preset_names(), " | ")));
+  cmd->add_option("--config", o->config_file,
+                  "the model's config.json (Hugging Face keys; instead of --preset)")
+      ->excludes(preset);
+  cmd->add_option("--set", o->set,
+                  "override a config field, e.g. --set hidden_size=256 --set norm_type=rms_norm "
+                  "(anatomy config lists them)");
   cmd->add_option("--epochs", o->epochs, "epochs (translation, classification)");
   cmd->add_option("--iters", o->iters, "optimizer steps (lm)");
   cmd->add_option("--time-budget", o->time_budget,
@@ -63,26 +52,25 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_flag("!--no-early-stop", o->early_stop,
                 "keep training after 100% validation exact match");
   cmd->add_option("--threads", o->threads, "threads (default: all cores)");
-  return [o] {
-    if (o->task.empty() && o->corpus.empty())
-      throw Error("train: give --task NAME or --corpus FILE.tsv");
-    if (o->resume && o->task != "majority")
-      restore_training_options(*o, RunDir{o->out}.read_run().value("options", nlohmann::json{}));
-    if (o->task == "lm") {
-      if (o->text.empty())
-        throw Error("train: --task lm needs --text FILE (a UTF-8 text to learn)");
-      return train_language_model(*o);
+  return [o] { return training::train(*o); };
+}
+
+// anatomy config: every TransformerConfig field, or a preset's config.json.
+Runner add_config_command(CLI::App& app) {
+  auto preset = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand(
+      "config", "List the model config's fields, or print a preset as config.json");
+  cmd->add_option("--preset", *preset,
+                  fmt::format("print this preset's config.json ({})",
+                              fmt::join(models::TransformerConfig::preset_names(), ", ")));
+  return [preset] {
+    if (!preset->empty()) {
+      fmt::print("{}", models::TransformerConfig::preset(*preset).to_json());
+      return 0;
     }
-    if (!o->text.empty()) throw Error("train: --text goes with --task lm");
-    if (o->task == "majority") return train_classifier(*o);
-    if (!o->task.empty()) {
-      const auto& names = data::task_names();
-      if (std::find(names.begin(), names.end(), o->task) == names.end())
-        throw Error(fmt::format(
-            "train: unknown task '{}' (copy, reverse, numbers, dates, toylang, lm, majority)",
-            o->task));
-    }
-    return train_translation(*o);
+    fmt::print("{:30} {:12} {}\n", "field", "default", "meaning");
+    for (const auto& line : models::TransformerConfig::describe()) fmt::print("{}\n", line);
+    return 0;
   };
 }
 

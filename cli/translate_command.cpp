@@ -4,8 +4,8 @@
 #include <fstream>
 #include <iostream>
 
-#include "commands.hpp"
-#include "run_dir.hpp"
+#include "cli/commands.hpp"
+#include "training/training.hpp"
 
 namespace anatomy::cli {
 
@@ -37,7 +37,7 @@ Runner add_translate_command(CLI::App& app) {
   cmd->add_option("--file", o->file, "translate each line of this file");
   cmd->add_option("texts", o->texts, "texts to translate");
   return [o] {
-    Translator tr = Translator::load(o->checkpoint);
+    training::Translator tr = training::Translator::load(o->checkpoint);
     std::vector<std::string> texts = o->texts;
     if (!o->file.empty()) {
       std::ifstream f(o->file);

@@ -3,59 +3,130 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
 #include "autograd/tensor.hpp"
+#include "models/registry.hpp"
 
 namespace anatomy::models {
 
+namespace {
+
+// --- the checks named in ANATOMY_CONFIG_FIELDS: "" when the value passes, else what it must be ---
+std::string any(const auto&) { return ""; }
+std::string positive(const auto& v) { return v > 0 ? "" : "must be positive"; }
+std::string non_negative(const auto& v) { return v >= 0 ? "" : "must be >= 0"; }
+std::string probability(double p) { return p >= 0.0 && p < 1.0 ? "" : "must be in [0, 1)"; }
+std::string activation(const std::string& v) {
+  return v == "gelu" || v == "gelu_new" || v == "relu" ? "" : "must be gelu, gelu_new or relu";
+}
+template <typename R>
+std::string registered(const R& registry, const std::string& v) {
+  return registry.contains(v)
+             ? ""
+             : fmt::format("must be one of: {}", fmt::join(registry.names(), ", "));
+}
+std::string norm(const std::string& v) { return registered(norms(), v); }
+std::string ffn(const std::string& v) { return registered(feed_forwards(), v); }
+std::string attention(const std::string& v) { return registered(attentions(), v); }
+std::string position(const std::string& v) { return registered(positions(), v); }
+
+std::string shown(const auto& v) {
+  if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>)
+    return "'" + v + "'";
+  else if constexpr (std::is_same_v<std::decay_t<decltype(v)>, bool>)
+    return v ? "true" : "false";
+  else
+    return fmt::format("{}", v);
+}
+
+// --- reading one value, from JSON or from text, with the field's type ---
+void read_json(int64_t& field, const nlohmann::json& v, const std::string& where) {
+  if (!v.is_number_integer())
+    throw Error(fmt::format("{} must be an integer (got {})", where, v.dump()));
+  field = v.get<int64_t>();
+}
+void read_json(double& field, const nlohmann::json& v, const std::string& where) {
+  if (!v.is_number()) throw Error(fmt::format("{} must be a number (got {})", where, v.dump()));
+  field = v.get<double>();
+}
+void read_json(bool& field, const nlohmann::json& v, const std::string& where) {
+  if (!v.is_boolean())
+    throw Error(fmt::format("{} must be true or false (got {})", where, v.dump()));
+  field = v.get<bool>();
+}
+void read_json(std::string& field, const nlohmann::json& v, const std::string& where) {
+  if (!v.is_string()) throw Error(fmt::format("{} must be a string (got {})", where, v.dump()));
+  field = v.get<std::string>();
+}
+
+// Text as JSON would read it (256, 0.1, true), or else as a plain string (rms_norm).
+nlohmann::json parse_value(const std::string& text) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception&) {
+    return text;
+  }
+}
+
+// Hugging Face keys that carry nothing this project uses.
+const std::set<std::string> kIgnoredKeys = {
+    "architectures",          "model_type",           "type_vocab_size",    "use_cache",
+    "gradient_checkpointing", "transformers_version", "classifier_dropout", "torch_dtype",
+    "bos_token_id",           "eos_token_id",         "id2label",           "label2id",
+    "_name_or_path",          "problem_type"};
+
+// Sets the field called `key` from a JSON value; false if no field has that name.
+bool set_field(TransformerConfig& c, const std::string& key, const nlohmann::json& value,
+               const std::string& where) {
+#define ANATOMY_CONFIG_READ(type, name, default_value, check, help) \
+  if (key == #name) {                                               \
+    read_json(c.name, value, where);                                \
+    return true;                                                    \
+  }
+  ANATOMY_CONFIG_FIELDS(ANATOMY_CONFIG_READ)
+#undef ANATOMY_CONFIG_READ
+  // Written by earlier versions: one bool where attention_type now names the layout.
+  if (key == "fused_attention") {
+    bool fused = true;
+    read_json(fused, value, where);
+    c.attention_type = fused ? "fused" : "book";
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void TransformerConfig::validate() const {
-  auto positive = [](const char* name, int64_t v) {
-    if (v <= 0) throw Error(fmt::format("config: {} must be positive (got {})", name, v));
-  };
-  positive("vocab_size", vocab_size);
-  positive("hidden_size", hidden_size);
-  positive("num_attention_heads", num_attention_heads);
-  positive("num_hidden_layers", num_hidden_layers);
-  positive("intermediate_size", intermediate_size);
-  positive("max_position_embeddings", max_position_embeddings);
-  positive("num_labels", num_labels);
+#define ANATOMY_CONFIG_CHECK(type, name, default_value, check, help) \
+  if (const std::string problem = check(name); !problem.empty())     \
+    throw Error(fmt::format("config: {} {} (got {})", #name, problem, shown(name)));
+  ANATOMY_CONFIG_FIELDS(ANATOMY_CONFIG_CHECK)
+#undef ANATOMY_CONFIG_CHECK
+  // Checks that involve two fields.
   if (hidden_size % num_attention_heads != 0)
     throw Error(
         fmt::format("config: hidden_size ({}) must be divisible by num_attention_heads ({})",
                     hidden_size, num_attention_heads));
-  for (auto [name, p] : {std::pair{"hidden_dropout_prob", hidden_dropout_prob},
-                         std::pair{"attention_probs_dropout_prob", attention_probs_dropout_prob}})
-    if (p < 0.0 || p >= 1.0)
-      throw Error(fmt::format("config: {} must be in [0, 1) (got {})", name, p));
-  if (initializer_range <= 0)
-    throw Error(
-        fmt::format("config: initializer_range must be positive (got {})", initializer_range));
-  if (layer_norm_eps <= 0)
-    throw Error(fmt::format("config: layer_norm_eps must be positive (got {})", layer_norm_eps));
-  if (hidden_act != "gelu" && hidden_act != "gelu_new" && hidden_act != "relu")
-    throw Error(
-        fmt::format("config: hidden_act must be gelu, gelu_new or relu (got '{}')", hidden_act));
-  if (position_embedding_type != "absolute" && position_embedding_type != "sinusoidal")
-    throw Error(
-        fmt::format("config: position_embedding_type must be absolute or sinusoidal (got "
-                    "'{}')",
-                    position_embedding_type));
-  if (position_embedding_type == "sinusoidal" && hidden_size % 2 != 0)
-    throw Error(
-        fmt::format("config: sinusoidal positions need an even hidden_size (got {})", hidden_size));
-  if (pad_token_id < 0 || pad_token_id >= vocab_size)
+  if (pad_token_id >= vocab_size)
     throw Error(fmt::format("config: pad_token_id {} is outside the vocabulary of {}", pad_token_id,
                             vocab_size));
-  if (num_decoder_layers < 0 || target_vocab_size < 0)
-    throw Error("config: num_decoder_layers and target_vocab_size must be >= 0");
   if (share_embeddings && target_vocab() != vocab_size)
     throw Error(
         fmt::format("config: share_embeddings needs one vocabulary (vocab_size {} vs "
                     "target_vocab_size {})",
                     vocab_size, target_vocab_size));
+  const PositionScheme& scheme = positions().at(position_embedding_type);
+  if (scheme.check) scheme.check(*this);
+  if (scheme.attention && attention_type == "book")
+    throw Error(fmt::format(
+        "config: position_embedding_type '{}' acts inside attention, which the book's per-head "
+        "layout (attention_type \"book\") does not support; use attention_type \"fused\"",
+        position_embedding_type));
 }
 
 TransformerConfig TransformerConfig::from_json(const std::string& text, const std::string& source) {
@@ -66,87 +137,11 @@ TransformerConfig TransformerConfig::from_json(const std::string& text, const st
     throw Error(fmt::format("config: {} is not valid JSON ({})", source, e.what()));
   }
   if (!j.is_object()) throw Error(fmt::format("config: {} must hold a JSON object", source));
-  // Hugging Face keys that carry nothing this project uses.
-  static const std::set<std::string> ignored = {
-      "architectures",          "model_type",           "type_vocab_size",    "use_cache",
-      "gradient_checkpointing", "transformers_version", "classifier_dropout", "torch_dtype",
-      "bos_token_id",           "eos_token_id",         "id2label",           "label2id",
-      "_name_or_path",          "problem_type"};
   TransformerConfig c;
-  for (const auto& [key, value] : j.items()) {
-    auto get_int = [&](int64_t& field) {
-      if (!value.is_number_integer())
-        throw Error(
-            fmt::format("config: {}: '{}' must be an integer (got {})", source, key, value.dump()));
-      field = value.get<int64_t>();
-    };
-    auto get_double = [&](double& field) {
-      if (!value.is_number())
-        throw Error(
-            fmt::format("config: {}: '{}' must be a number (got {})", source, key, value.dump()));
-      field = value.get<double>();
-    };
-    auto get_bool = [&](bool& field) {
-      if (!value.is_boolean())
-        throw Error(fmt::format("config: {}: '{}' must be true or false (got {})", source, key,
-                                value.dump()));
-      field = value.get<bool>();
-    };
-    auto get_string = [&](std::string& field) {
-      if (!value.is_string())
-        throw Error(
-            fmt::format("config: {}: '{}' must be a string (got {})", source, key, value.dump()));
-      field = value.get<std::string>();
-    };
-    if (key == "vocab_size")
-      get_int(c.vocab_size);
-    else if (key == "hidden_size")
-      get_int(c.hidden_size);
-    else if (key == "num_attention_heads")
-      get_int(c.num_attention_heads);
-    else if (key == "num_hidden_layers")
-      get_int(c.num_hidden_layers);
-    else if (key == "intermediate_size")
-      get_int(c.intermediate_size);
-    else if (key == "hidden_dropout_prob")
-      get_double(c.hidden_dropout_prob);
-    else if (key == "attention_probs_dropout_prob")
-      get_double(c.attention_probs_dropout_prob);
-    else if (key == "max_position_embeddings")
-      get_int(c.max_position_embeddings);
-    else if (key == "layer_norm_eps")
-      get_double(c.layer_norm_eps);
-    else if (key == "num_labels")
-      get_int(c.num_labels);
-    else if (key == "hidden_act")
-      get_string(c.hidden_act);
-    else if (key == "pad_token_id")
-      get_int(c.pad_token_id);
-    else if (key == "position_embedding_type")
-      get_string(c.position_embedding_type);
-    else if (key == "tie_word_embeddings")
-      get_bool(c.tie_word_embeddings);
-    else if (key == "initializer_range")
-      get_double(c.initializer_range);
-    else if (key == "pre_layer_norm")
-      get_bool(c.pre_layer_norm);
-    else if (key == "final_layer_norm")
-      get_bool(c.final_layer_norm);
-    else if (key == "embedding_layer_norm")
-      get_bool(c.embedding_layer_norm);
-    else if (key == "fused_attention")
-      get_bool(c.fused_attention);
-    else if (key == "num_decoder_layers")
-      get_int(c.num_decoder_layers);
-    else if (key == "target_vocab_size")
-      get_int(c.target_vocab_size);
-    else if (key == "share_embeddings")
-      get_bool(c.share_embeddings);
-    else if (key == "bias")
-      get_bool(c.bias);
-    else if (!ignored.count(key))
+  for (const auto& [key, value] : j.items())
+    if (!set_field(c, key, value, fmt::format("config: {}: '{}'", source, key)) &&
+        !kIgnoredKeys.count(key))
       throw Error(fmt::format("config: {}: unknown key '{}'", source, key));
-  }
   if (j.contains("id2label") && !j.contains("num_labels") && j["id2label"].is_object())
     c.num_labels = static_cast<int64_t>(j["id2label"].size());
   try {
@@ -167,30 +162,70 @@ TransformerConfig TransformerConfig::from_json_file(const std::string& path) {
 
 std::string TransformerConfig::to_json() const {
   nlohmann::ordered_json j;
-  j["vocab_size"] = vocab_size;
-  j["hidden_size"] = hidden_size;
-  j["num_attention_heads"] = num_attention_heads;
-  j["num_hidden_layers"] = num_hidden_layers;
-  j["intermediate_size"] = intermediate_size;
-  j["hidden_dropout_prob"] = hidden_dropout_prob;
-  j["attention_probs_dropout_prob"] = attention_probs_dropout_prob;
-  j["max_position_embeddings"] = max_position_embeddings;
-  j["layer_norm_eps"] = layer_norm_eps;
-  j["num_labels"] = num_labels;
-  j["hidden_act"] = hidden_act;
-  j["pad_token_id"] = pad_token_id;
-  j["position_embedding_type"] = position_embedding_type;
-  j["tie_word_embeddings"] = tie_word_embeddings;
-  j["initializer_range"] = initializer_range;
-  j["pre_layer_norm"] = pre_layer_norm;
-  j["final_layer_norm"] = final_layer_norm;
-  j["embedding_layer_norm"] = embedding_layer_norm;
-  j["fused_attention"] = fused_attention;
-  j["num_decoder_layers"] = num_decoder_layers;
-  j["target_vocab_size"] = target_vocab_size;
-  j["share_embeddings"] = share_embeddings;
-  j["bias"] = bias;
+#define ANATOMY_CONFIG_WRITE(type, name, default_value, check, help) j[#name] = name;
+  ANATOMY_CONFIG_FIELDS(ANATOMY_CONFIG_WRITE)
+#undef ANATOMY_CONFIG_WRITE
   return j.dump(2) + "\n";
+}
+
+void TransformerConfig::set(const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw Error(
+        fmt::format("--set: expected name=value (e.g. hidden_size=256), got '{}'", assignment));
+  const std::string key = assignment.substr(0, eq);
+  if (!set_field(*this, key, parse_value(assignment.substr(eq + 1)), "--set " + key))
+    throw Error(
+        fmt::format("--set: unknown config field '{}' (see anatomy train --help-config)", key));
+}
+
+std::vector<std::string> TransformerConfig::describe() {
+  std::vector<std::string> out;
+#define ANATOMY_CONFIG_DESCRIBE(type, name, default_value, check, help) \
+  out.push_back(fmt::format("{:30} {:12} {}", #name, shown(type(default_value)), help));
+  ANATOMY_CONFIG_FIELDS(ANATOMY_CONFIG_DESCRIBE)
+#undef ANATOMY_CONFIG_DESCRIBE
+  return out;
+}
+
+std::vector<std::string> TransformerConfig::preset_names() {
+  return {"tiny", "small", "base", "bert-base", "nanogpt", "gpt-small"};
+}
+
+TransformerConfig TransformerConfig::preset(const std::string& name) {
+  TransformerConfig c;  // the defaults are bert-base-uncased's sizes, the book's config
+  auto sizes = [&](int64_t hidden, int64_t heads, int64_t layers, int64_t ffn) {
+    c.hidden_size = hidden;
+    c.num_attention_heads = heads;
+    c.num_hidden_layers = layers;
+    c.intermediate_size = ffn;
+    c.layer_norm_eps = 1e-5;
+  };
+  // GPT's layout: no norm right after the embeddings, one after the last layer, nanoGPT's
+  // bias-free layers, the output layer tied to the token table.
+  auto gpt = [&](int64_t block, double dropout) {
+    c.max_position_embeddings = block;
+    c.hidden_dropout_prob = c.attention_probs_dropout_prob = dropout;
+    c.embedding_layer_norm = false;
+    c.final_layer_norm = true;
+    c.bias = false;
+    c.tie_word_embeddings = true;
+  };
+  if (name == "tiny")
+    sizes(64, 4, 2, 256);
+  else if (name == "small")
+    sizes(128, 4, 2, 512);
+  else if (name == "base")
+    sizes(256, 8, 3, 1024);
+  else if (name == "bert-base")
+    ;
+  else if (name == "nanogpt")
+    sizes(128, 4, 4, 512), gpt(64, 0.0);
+  else if (name == "gpt-small")
+    sizes(192, 6, 6, 768), gpt(128, 0.1);
+  else
+    throw Error(fmt::format("unknown preset '{}' ({})", name, fmt::join(preset_names(), ", ")));
+  return c;
 }
 
 }  // namespace anatomy::models

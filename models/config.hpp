@@ -1,40 +1,59 @@
-// TransformerConfig: the book's config fields (as in bert-base-uncased's config.json) plus the
-// few choices this project adds (pre/post layer norm, sinusoidal positions, decoder sizes).
+// TransformerConfig: the book's config fields (as in bert-base-uncased's config.json), the names
+// of the parts a layer is built from (norm, feed-forward, attention, positions: see
+// registry.hpp), and the few choices this project adds (pre/post layer norm, decoder sizes).
+//
+// Each field is declared once, in ANATOMY_CONFIG_FIELDS below: its type, name, default, the check
+// its value must pass, and what it means. The struct's members, from_json, to_json, set() and
+// the per-field part of validate() are all generated from that one list, so adding a field is
+// one line.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace anatomy::models {
 
+// FIELD(type, name, default, check, help). Checks: any, positive, non_negative, probability,
+// activation, and the part registries: norm, ffn, attention, position (registered names).
+#define ANATOMY_CONFIG_FIELDS(FIELD)                                                            \
+  /* --- the book's / Hugging Face's names --- */                                               \
+  FIELD(int64_t, vocab_size, 30522, positive, "tokens in the (source) vocabulary")              \
+  FIELD(int64_t, hidden_size, 768, positive, "E: the size of every hidden state")               \
+  FIELD(int64_t, num_attention_heads, 12, positive, "H: heads per attention layer")             \
+  FIELD(int64_t, num_hidden_layers, 12, positive, "encoder layers (decoder too, by default)")   \
+  FIELD(int64_t, intermediate_size, 3072, positive, "the feed-forward layer's inner size")      \
+  FIELD(double, hidden_dropout_prob, 0.1, probability, "dropout on embeddings and residuals")   \
+  FIELD(double, attention_probs_dropout_prob, 0.1, probability, "dropout on attention weights") \
+  FIELD(int64_t, max_position_embeddings, 512, positive, "the longest sequence")                \
+  FIELD(double, layer_norm_eps, 1e-12, positive, "eps of every norm")                           \
+  FIELD(int64_t, num_labels, 3, positive, "classes of the classification head")                 \
+  FIELD(std::string, hidden_act, "gelu", activation, "gelu, gelu_new (tanh form) or relu")      \
+  FIELD(int64_t, pad_token_id, 0, non_negative, "the padding token, masked in attention")       \
+  FIELD(std::string, position_embedding_type, "absolute", position,                             \
+        "how positions enter: absolute (learned), sinusoidal, or a registered scheme")          \
+  FIELD(bool, tie_word_embeddings, false, any, "the output layer shares the token table")       \
+  FIELD(double, initializer_range, 0.02, positive, "std of init_weights' normal init")          \
+  /* --- the parts a layer is built from, by registered name --- */                             \
+  FIELD(std::string, norm_type, "layer_norm", norm, "the normalization: layer_norm, ...")       \
+  FIELD(std::string, ffn_type, "feed_forward", ffn, "the feed-forward part: feed_forward, ...") \
+  FIELD(std::string, attention_type, "fused", attention,                                        \
+        "book (a list of heads, the chapter's) or fused (one QKV projection, KV cache)")        \
+  /* --- this project's choices --- */                                                          \
+  FIELD(bool, pre_layer_norm, true, any, "the book's placement; false = the paper's post-LN")   \
+  FIELD(bool, final_layer_norm, false, any, "a norm after the last layer")                      \
+  FIELD(bool, embedding_layer_norm, true, any, "the book's norm after the embeddings")          \
+  FIELD(int64_t, num_decoder_layers, 0, non_negative, "0: num_hidden_layers")                   \
+  FIELD(int64_t, target_vocab_size, 0, non_negative, "0: share the source vocabulary")          \
+  FIELD(bool, share_embeddings, false, any, "encoder and decoder use one token table")          \
+  FIELD(bool, bias, true, any, "biases in Linear and norm layers; false = nanoGPT's")
+
 struct TransformerConfig {
-  // --- the book's / Hugging Face's names ---
-  int64_t vocab_size = 30522;
-  int64_t hidden_size = 768;
-  int64_t num_attention_heads = 12;
-  int64_t num_hidden_layers = 12;
-  int64_t intermediate_size = 3072;
-  double hidden_dropout_prob = 0.1;
-  double attention_probs_dropout_prob = 0.1;
-  int64_t max_position_embeddings = 512;
-  double layer_norm_eps = 1e-12;
-  int64_t num_labels = 3;
-  std::string hidden_act = "gelu";  // "gelu", "gelu_new" (tanh form) or "relu"
-  int64_t pad_token_id = 0;
-  std::string position_embedding_type = "absolute";  // learned, or "sinusoidal" (the paper's)
-  bool tie_word_embeddings = false;
-  double initializer_range = 0.02;  // std of init_weights (BERT's / GPT's initialization)
+#define ANATOMY_CONFIG_MEMBER(type, name, default_value, check, help) type name = default_value;
+  ANATOMY_CONFIG_FIELDS(ANATOMY_CONFIG_MEMBER)
+#undef ANATOMY_CONFIG_MEMBER
 
-  // --- this project's choices ---
-  bool pre_layer_norm = true;        // the book's placement; false = the paper's post-LN
-  bool final_layer_norm = false;     // a LayerNorm after the last layer (helps pre-LN training)
-  bool embedding_layer_norm = true;  // the book's LayerNorm after token + position (GPT has none)
-  bool fused_attention = true;       // one QKV projection, heads as a batch dim (fast path)
-  int64_t num_decoder_layers = 0;    // 0: same as num_hidden_layers
-  int64_t target_vocab_size = 0;     // 0: share the source vocabulary
-  bool share_embeddings = false;     // encoder and decoder use one token table
-  bool bias = true;  // biases in Linear and LayerNorm layers; false = nanoGPT's bias-free layers
-
-  int64_t head_dim() const { return hidden_size / num_attention_heads; }
+  int64_t head_dim() const { return hidden_size / num_attention_heads; }  // D = E / H
   int64_t decoder_layers() const {
     return num_decoder_layers > 0 ? num_decoder_layers : num_hidden_layers;
   }
@@ -43,12 +62,22 @@ struct TransformerConfig {
   // Throws anatomy::Error naming the field, what it must be, and what it is.
   void validate() const;
 
-  // Hugging Face style config.json. Known Hugging Face keys this project does not use (model_type,
-  // architectures, initializer_range, ...) are ignored; any other key is an error, as is a value
-  // of the wrong type or out of range.
+  // Hugging Face style config.json. Known Hugging Face keys this project does not use
+  // (model_type, architectures, ...) are ignored; any other key is an error, as is a value of
+  // the wrong type or out of range.
   static TransformerConfig from_json(const std::string& json_text, const std::string& source);
   static TransformerConfig from_json_file(const std::string& path);
   std::string to_json() const;
+
+  // One field from text, as `anatomy train --set hidden_size=256` gives it ("name=value").
+  void set(const std::string& assignment);
+  // Every field's name, default and meaning, for --help and the README.
+  static std::vector<std::string> describe();
+
+  // Named presets: tiny, small, base (translation sizes), bert-base (the book's), nanogpt
+  // (nanoGPT's Shakespeare model: GPT layout, no biases, tied embeddings), gpt-small.
+  static TransformerConfig preset(const std::string& name);
+  static std::vector<std::string> preset_names();
 };
 
 }  // namespace anatomy::models

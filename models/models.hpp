@@ -1,16 +1,28 @@
 // Everything of the models layer in one include.
+//
+// Shapes, here and in every file of models/, are written with these letters:
+//   B  batch             T  positions (Tq queries, Tk keys; S source positions in a decoder)
+//   E  hidden_size       H  num_attention_heads       D  head size, E / H
+//   V  vocabulary size
+// e.g. attention weights are [B, H, Tq, Tk] and the logits of a language model [B, T, V].
 #pragma once
 
+#include "models/attention.hpp"
 #include "models/attention_head.hpp"
+#include "models/attention_positions.hpp"
 #include "models/config.hpp"
 #include "models/embeddings.hpp"
 #include "models/feed_forward.hpp"
+#include "models/fused_multi_head_attention.hpp"
 #include "models/generation.hpp"
 #include "models/init_weights.hpp"
+#include "models/kv_cache.hpp"
 #include "models/masks.hpp"
 #include "models/multi_head_attention.hpp"
+#include "models/registry.hpp"
 #include "models/scaled_dot_product_attention.hpp"
 #include "models/seq2seq_transformer.hpp"
+#include "models/sinusoidal_positional_embedding.hpp"
 #include "models/state_dict_layout.hpp"
 #include "models/transformer_decoder.hpp"
 #include "models/transformer_decoder_layer.hpp"

@@ -5,9 +5,20 @@
 
 namespace anatomy::models {
 
+namespace {
+
+void check_broadcast(const char* what, const Tensor& t, const Shape& scores) {
+  if (broadcast_shapes("scaled_dot_product_attention", t.shape(), scores) != scores)
+    throw Error(
+        fmt::format("scaled_dot_product_attention: {} {} does not broadcast to the "
+                    "scores {}",
+                    what, t.shape().str(), scores.str()));
+}
+
+}  // namespace
+
 AttentionOutput scaled_dot_product_attention(const Tensor& query, const Tensor& key,
-                                             const Tensor& value, const Tensor& mask,
-                                             float dropout_p, bool training) {
+                                             const Tensor& value, const AttentionOptions& o) {
   if (query.dim() < 2 || key.dim() < 2 || value.dim() < 2)
     throw Error(
         fmt::format("scaled_dot_product_attention: query, key and value need at least 2 "
@@ -26,25 +37,25 @@ AttentionOutput scaled_dot_product_attention(const Tensor& query, const Tensor& 
   const float scale = std::sqrt(static_cast<float>(query.size(-1)));
   // (..., Tq, D) x (..., D, Tk) -> (..., Tq, Tk)
   Tensor scores = matmul(query, key.transpose(-2, -1)) / scale;
-  Tensor masked_out;  // 1 where the key is hidden
-  if (mask.defined()) {
-    Shape want = scores.shape();
-    if (broadcast_shapes("scaled_dot_product_attention", mask.shape(), want) != want)
-      throw Error(
-          fmt::format("scaled_dot_product_attention: mask {} does not broadcast to the "
-                      "scores {}",
-                      mask.shape().str(), want.str()));
-    masked_out = eq(mask.to(kFloat32), 0.0f);
-    scores = scores.masked_fill(masked_out, -std::numeric_limits<float>::infinity());
+  if (o.bias.defined()) {
+    if (o.bias.dtype() != kFloat32)
+      throw Error(fmt::format("scaled_dot_product_attention: the bias must be float32 (got {})",
+                              dtype_name(o.bias.dtype())));
+    check_broadcast("bias", o.bias, scores.shape());
+    scores = scores + o.bias;
+  }
+  if (o.mask.defined()) {
+    check_broadcast("mask", o.mask, scores.shape());
+    scores =
+        scores.masked_fill(eq(o.mask.to(kFloat32), 0.0f), -std::numeric_limits<float>::infinity());
   }
   Tensor weights = softmax(scores, -1);
-  if (mask.defined()) {
-    // A row with every key masked is all -inf, which softmax turns into NaN; make it zeros.
-    Tensor visible = sum(expand(rsub(1.0f, masked_out), weights.shape()), {-1}, true);
-    Tensor dead = eq(visible, 0.0f);
+  if (o.mask.defined() || o.bias.defined()) {
+    // A row whose every score is -inf is NaN after softmax; it attends to nothing: zeros.
+    Tensor dead = eq(amax(scores.detach(), {-1}, true), -std::numeric_limits<float>::infinity());
     if (dead.sum().item() > 0) weights = weights.masked_fill(dead, 0.0f);
   }
-  if (training && dropout_p > 0.0f) weights = dropout(weights, dropout_p, true);
+  if (o.training && o.dropout_p > 0.0f) weights = dropout(weights, o.dropout_p, true);
   // (..., Tq, Tk) x (..., Tk, Dv) -> (..., Tq, Dv)
   return {matmul(weights, value), weights};
 }

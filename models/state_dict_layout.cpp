@@ -67,9 +67,9 @@ nn::LoadResult load_weights(nn::Module& model, const std::string& path,
     file_fused = file_fused || ends_with(k, "qkv.weight");
     file_book = file_book || ends_with(k, "heads.0.q.weight");
   }
-  if (config.fused_attention && file_book)
-    state = to_fused_layout(state, config.num_attention_heads);
-  if (!config.fused_attention && file_fused)
+  const bool fused = config.attention_type == "fused";
+  if (fused && file_book) state = to_fused_layout(state, config.num_attention_heads);
+  if (config.attention_type == "book" && file_fused)
     state = to_book_layout(state, config.num_attention_heads);
   return model.load_state_dict(state, strict);
 }

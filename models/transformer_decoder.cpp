@@ -1,6 +1,7 @@
 #include "models/transformer_decoder.hpp"
 
 #include "models/masks.hpp"
+#include "models/registry.hpp"
 #include "models/transformer_encoder.hpp"
 
 namespace anatomy::models {
@@ -12,7 +13,7 @@ TransformerDecoder::TransformerDecoder(const TransformerConfig& c, int64_t vocab
   layers = register_module("layers", std::make_shared<nn::ModuleList>());
   for (int64_t i = 0; i < c.decoder_layers(); ++i)
     layers->push_back(std::make_shared<TransformerDecoderLayer>(c, cross));
-  if (c.final_layer_norm) layer_norm = register_module("layer_norm", make_layer_norm(c));
+  if (c.final_layer_norm) layer_norm = register_module("layer_norm", make_norm(c));
 }
 
 Tensor TransformerDecoder::forward(const Tensor& input_ids, const Tensor& memory,

@@ -8,17 +8,12 @@
 
 namespace anatomy::models {
 
-struct DecoderCache {
-  std::vector<KVCache> self_attention, cross_attention;  // one per layer
-  int64_t length = 0;                                    // positions decoded so far
-};
-
 class TransformerDecoder : public nn::Module {
  public:
   // vocab_size: the decoder's own vocabulary (the target's in a translation model).
   TransformerDecoder(const TransformerConfig& config, int64_t vocab_size, bool cross_attention);
   // input_ids [B, T]; memory [B, S, E] and memory_mask (a key mask, e.g. [B, 1, S]) for
-  // cross-attention; attention_mask [B, T_total] hides padded target keys. -> [B, T, hidden]
+  // cross-attention; attention_mask [B, T_total] hides padded target keys. -> [B, T, E]
   Tensor forward(const Tensor& input_ids, const Tensor& memory, const Tensor& memory_mask,
                  const Tensor& attention_mask = Tensor(), DecoderCache* cache = nullptr);
   Tensor forward(const Tensor& input_ids) override {
@@ -30,7 +25,7 @@ class TransformerDecoder : public nn::Module {
   bool has_cross_attention;
   std::shared_ptr<Embeddings> embeddings;
   std::shared_ptr<nn::ModuleList> layers;
-  std::shared_ptr<nn::LayerNorm> layer_norm;  // only with config.final_layer_norm
+  std::shared_ptr<nn::Module> layer_norm;  // only with config.final_layer_norm
 };
 
 }  // namespace anatomy::models

@@ -1,21 +1,42 @@
 #include "models/transformer_decoder_layer.hpp"
 
-#include "models/transformer_encoder_layer.hpp"
+#include "models/registry.hpp"
 
 namespace anatomy::models {
 
+namespace {
+
+Tensor attend(Attention& attention, const Tensor& q, const Tensor& kv, const Tensor& mask,
+              KVCache* cache, bool static_kv) {
+  return cache ? attention.forward(q, kv, mask, *cache, static_kv) : attention.forward(q, kv, mask);
+}
+
+}  // namespace
+
 TransformerDecoderLayer::TransformerDecoderLayer(const TransformerConfig& c, bool cross)
-    : pre_layer_norm(c.pre_layer_norm) {
-  layer_norm_1 = register_module("layer_norm_1", make_layer_norm(c));
-  self_attention = register_module("self_attention", make_attention(c));
-  layer_norm_2 = register_module("layer_norm_2", make_layer_norm(c));
-  if (cross) {
-    cross_attention = register_module("cross_attention", make_attention(c));
-    layer_norm_3 = register_module("layer_norm_3", make_layer_norm(c));
+    : TransformerDecoderLayer(DecoderLayerParts{
+          .self_attention = make_attention(c),
+          .cross_attention = cross ? make_attention(c, /*self_attention=*/false) : nullptr,
+          .feed_forward = make_feed_forward(c),
+          .layer_norm_1 = make_norm(c),
+          .layer_norm_2 = make_norm(c),
+          .layer_norm_3 = cross ? make_norm(c) : nullptr,
+          .dropout_p = static_cast<float>(c.hidden_dropout_prob),
+          .pre_layer_norm = c.pre_layer_norm}) {}
+
+TransformerDecoderLayer::TransformerDecoderLayer(DecoderLayerParts p)
+    : pre_layer_norm(p.pre_layer_norm) {
+  layer_norm_1 = register_module("layer_norm_1", p.layer_norm_1);
+  self_attention = register_module("self_attention", p.self_attention);
+  layer_norm_2 = register_module("layer_norm_2", p.layer_norm_2);
+  if (p.cross_attention) {
+    if (!p.layer_norm_3)
+      throw Error("TransformerDecoderLayer: cross-attention needs a third norm (layer_norm_3)");
+    cross_attention = register_module("cross_attention", p.cross_attention);
+    layer_norm_3 = register_module("layer_norm_3", p.layer_norm_3);
   }
-  feed_forward = register_module("feed_forward", std::make_shared<FeedForward>(c));
-  dropout = register_module(
-      "dropout", std::make_shared<nn::Dropout>(static_cast<float>(c.hidden_dropout_prob)));
+  feed_forward = register_module("feed_forward", p.feed_forward);
+  dropout = register_module("dropout", std::make_shared<nn::Dropout>(p.dropout_p));
 }
 
 Tensor TransformerDecoderLayer::forward(const Tensor& x, const Tensor& memory,
@@ -26,18 +47,18 @@ Tensor TransformerDecoderLayer::forward(const Tensor& x, const Tensor& memory,
   Tensor y = x;
   if (pre_layer_norm) {
     Tensor h = layer_norm_1->forward(y);
-    y = y + dropout->forward(self_attention->forward(h, h, self_mask, self_cache));
+    y = y + dropout->forward(attend(*self_attention, h, h, self_mask, self_cache, false));
     if (cross_attention) {
       h = layer_norm_2->forward(y);
-      y = y + dropout->forward(cross_attention->forward(h, memory, memory_mask, cross_cache, true));
+      y = y + dropout->forward(attend(*cross_attention, h, memory, memory_mask, cross_cache, true));
     }
     return y + feed_forward->forward(ff_norm->forward(y));
   }
-  y = layer_norm_1->forward(y +
-                            dropout->forward(self_attention->forward(y, y, self_mask, self_cache)));
+  y = layer_norm_1->forward(
+      y + dropout->forward(attend(*self_attention, y, y, self_mask, self_cache, false)));
   if (cross_attention)
     y = layer_norm_2->forward(
-        y + dropout->forward(cross_attention->forward(y, memory, memory_mask, cross_cache, true)));
+        y + dropout->forward(attend(*cross_attention, y, memory, memory_mask, cross_cache, true)));
   return ff_norm->forward(y + feed_forward->forward(y));
 }
 

@@ -1,5 +1,7 @@
 #include "models/transformer_encoder.hpp"
 
+#include "models/registry.hpp"
+
 namespace anatomy::models {
 
 Tensor as_key_mask(const Tensor& m) {
@@ -12,7 +14,7 @@ TransformerEncoder::TransformerEncoder(const TransformerConfig& c) {
   layers = register_module("layers", std::make_shared<nn::ModuleList>());
   for (int64_t i = 0; i < c.num_hidden_layers; ++i)
     layers->push_back(std::make_shared<TransformerEncoderLayer>(c));
-  if (c.final_layer_norm) layer_norm = register_module("layer_norm", make_layer_norm(c));
+  if (c.final_layer_norm) layer_norm = register_module("layer_norm", make_norm(c));
 }
 
 Tensor TransformerEncoder::forward(const Tensor& input_ids, const Tensor& attention_mask) {

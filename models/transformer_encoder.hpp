@@ -1,4 +1,5 @@
 // TransformerEncoder (the book's): embeddings, then a stack of encoder layers.
+// Shapes: models.hpp's letters (B batch, T positions, E hidden size, H heads).
 #pragma once
 
 #include "models/embeddings.hpp"
@@ -9,7 +10,7 @@ namespace anatomy::models {
 class TransformerEncoder : public nn::Module {
  public:
   explicit TransformerEncoder(const TransformerConfig& config);
-  // int64 ids [B, T] -> hidden states [B, T, hidden]. attention_mask: [B, T] with 1 for real
+  // int64 ids [B, T] -> hidden states [B, T, E]. attention_mask: [B, T] with 1 for real
   // tokens and 0 for padding (or any mask broadcasting to [B, T, T]).
   Tensor forward(const Tensor& input_ids, const Tensor& attention_mask);
   Tensor forward(const Tensor& input_ids) override { return forward(input_ids, Tensor()); }
@@ -18,7 +19,7 @@ class TransformerEncoder : public nn::Module {
 
   std::shared_ptr<Embeddings> embeddings;
   std::shared_ptr<nn::ModuleList> layers;
-  std::shared_ptr<nn::LayerNorm> layer_norm;  // only with config.final_layer_norm
+  std::shared_ptr<nn::Module> layer_norm;  // only with config.final_layer_norm
 };
 
 // A [B, T] 0/1 attention mask as a key mask [B, 1, T]; other masks pass through.

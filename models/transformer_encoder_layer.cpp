@@ -1,20 +1,27 @@
 #include "models/transformer_encoder_layer.hpp"
 
+#include "models/registry.hpp"
+
 namespace anatomy::models {
 
-std::shared_ptr<nn::LayerNorm> make_layer_norm(const TransformerConfig& c) {
-  return std::make_shared<nn::LayerNorm>(Shape{c.hidden_size}, static_cast<float>(c.layer_norm_eps),
-                                         true, c.bias);
-}
-
 TransformerEncoderLayer::TransformerEncoderLayer(const TransformerConfig& c)
-    : pre_layer_norm(c.pre_layer_norm) {
-  layer_norm_1 = register_module("layer_norm_1", make_layer_norm(c));
-  layer_norm_2 = register_module("layer_norm_2", make_layer_norm(c));
-  attention = register_module("attention", make_attention(c));
-  feed_forward = register_module("feed_forward", std::make_shared<FeedForward>(c));
-  dropout = register_module(
-      "dropout", std::make_shared<nn::Dropout>(static_cast<float>(c.hidden_dropout_prob)));
+    : TransformerEncoderLayer(
+          EncoderLayerParts{.attention = make_attention(c),
+                            .feed_forward = make_feed_forward(c),
+                            .layer_norm_1 = make_norm(c),
+                            .layer_norm_2 = make_norm(c),
+                            .dropout_p = static_cast<float>(c.hidden_dropout_prob),
+                            .pre_layer_norm = c.pre_layer_norm}) {}
+
+TransformerEncoderLayer::TransformerEncoderLayer(EncoderLayerParts p)
+    : pre_layer_norm(p.pre_layer_norm) {
+  // Registered in this order so that parameters are named and listed as before the parts
+  // were pluggable: checkpoints and golden files keep their order.
+  layer_norm_1 = register_module("layer_norm_1", p.layer_norm_1);
+  layer_norm_2 = register_module("layer_norm_2", p.layer_norm_2);
+  attention = register_module("attention", p.attention);
+  feed_forward = register_module("feed_forward", p.feed_forward);
+  dropout = register_module("dropout", std::make_shared<nn::Dropout>(p.dropout_p));
 }
 
 Tensor TransformerEncoderLayer::forward(const Tensor& x, const Tensor& mask) {

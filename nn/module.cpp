@@ -100,6 +100,11 @@ std::vector<std::shared_ptr<Module>> Module::children() const {
   return out;
 }
 
+void Module::apply(const std::function<void(Module&)>& fn) {
+  for (const auto& [_, c] : children_) c->apply(fn);
+  fn(*this);
+}
+
 int64_t Module::num_parameters() const {
   int64_t n = 0;
   for (const auto& p : parameters()) n += p.numel();

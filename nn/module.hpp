@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -69,6 +70,9 @@ class Module {
     return children_;
   }
   int64_t num_parameters() const;
+  // Calls fn on every submodule, children before their parent, then on this module: torch's
+  // nn.Module.apply, e.g. model.apply(init) where init dispatches on the module's type.
+  void apply(const std::function<void(Module&)>& fn);
 
   // --- modes ---
   virtual void train(bool on = true);

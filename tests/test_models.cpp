@@ -20,7 +20,7 @@ TransformerConfig small(bool fused = true) {
   c.num_hidden_layers = 2;
   c.intermediate_size = 32;
   c.max_position_embeddings = 24;
-  c.fused_attention = fused;
+  c.attention_type = fused ? "fused" : "book";
   c.target_vocab_size = 20;
   return c;
 }
@@ -247,7 +247,7 @@ TEST_CASE("bad inputs give clear errors") {
   KVCache cache;
   check_error(
       [&] {
-        book.forward(randn({1, 2, 16}), randn({1, 2, 16}), Tensor(), &cache);
+        book.forward(randn({1, 2, 16}), randn({1, 2, 16}), Tensor(), cache, false);
       },
       {"KV cache", "fused"});
 }

@@ -27,7 +27,7 @@ TransformerConfig small(bool fused) {
   c.max_position_embeddings = 16;
   c.layer_norm_eps = 1e-12;
   c.num_labels = 3;
-  c.fused_attention = fused;
+  c.attention_type = fused ? "fused" : "book";
   return c;
 }
 

@@ -218,7 +218,7 @@ TEST_CASE("language model: trains on a text, generates, and resumes after Ctrl-C
   const auto& curve = meta["curve"];
   REQUIRE(curve.size() > 10);
   CHECK(curve.back()[1].get<double>() < 0.5 * curve.front()[1].get<double>());  // the loss falls
-  CHECK(meta["best_valid_loss"].get<double>() < 1.0);
+  CHECK(meta["best"]["valid_loss"].get<double>() < 1.0);
 
   // The checkpoint loads (its vocabulary holds "\n" and "\r") and continues a prompt.
   auto g = run("generate --checkpoint " + whole + " --max-new-tokens 100 \"To be\"");

@@ -28,7 +28,7 @@ TEST_CASE("training parity: 40 AdamW steps of a GPT-layout LM equal PyTorch's") 
       c.layer_norm_eps = 1e-5;
       c.tie_word_embeddings = c.final_layer_norm = true;
       c.embedding_layer_norm = c.bias = false;
-      c.fused_attention = fused;
+      c.attention_type = fused ? "fused" : "book";
       TransformerForCausalLM model(c);
       nn::StateDict init = with_prefix(g, "init.");
       model.load_state_dict(fused ? to_fused_layout(init, 4) : init);

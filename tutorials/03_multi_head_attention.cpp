@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
 
   t.section("Twelve heads, concatenated, then output_linear");
   auto config_book = config;
-  config_book.fused_attention = false;
+  config_book.attention_type = "book";
   models::MultiHeadAttention multihead_attn(config_book);
   multihead_attn.eval();  // no attention dropout: the outputs below are deterministic
   Tensor attn_output = multihead_attn.forward(inputs_embeds);

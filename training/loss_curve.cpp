@@ -1,4 +1,4 @@
-#include "loss_curve.hpp"
+#include "training/loss_curve.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "autograd/safetensors.hpp"
 
-namespace anatomy::cli {
+namespace anatomy::training {
 
 void LossCurve::write_csv(const std::string& path) const {
   std::string s = "step,train_loss,lr,valid_loss,score\n";
@@ -88,4 +88,4 @@ void LossCurve::write_svg(const std::string& path, const std::string& title) con
   write_file_atomically(path, s);
 }
 
-}  // namespace anatomy::cli
+}  // namespace anatomy::training

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace anatomy::cli {
+namespace anatomy::training {
 
 struct CurvePoint {
   int64_t step;
@@ -23,4 +23,4 @@ struct LossCurve {
   void write_svg(const std::string& path, const std::string& title) const;
 };
 
-}  // namespace anatomy::cli
+}  // namespace anatomy::training

@@ -1,56 +1,13 @@
-#include "run_dir.hpp"
+#include "training/translator.hpp"
 
 #include <fmt/format.h>
 
-#include <filesystem>
-#include <fstream>
 #include <numeric>
-#include <sstream>
 
 #include "data/data.hpp"
+#include "training/run_dir.hpp"
 
-namespace anatomy::cli {
-
-namespace fs = std::filesystem;
-
-void RunDir::create() const {
-  std::error_code ec;
-  fs::create_directories(file("best"), ec);
-  if (!ec) fs::create_directories(file("last"), ec);
-  if (ec) throw Error(fmt::format("cannot create the output folder {} ({})", path, ec.message()));
-  // Fail now, not after an hour of training, if the folder is not writable.
-  const std::string probe = file(".write-test");
-  if (!std::ofstream(probe)) throw Error(fmt::format("the output folder {} is not writable", path));
-  fs::remove(probe, ec);
-}
-
-nlohmann::json RunDir::read_run() const {
-  std::ifstream f(file("run.json"));
-  if (!f)
-    throw Error(
-        fmt::format("{} is not a training run folder (no run.json); train one with "
-                    "anatomy train --out {}",
-                    path, path));
-  try {
-    return nlohmann::json::parse(f);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("{}: run.json is not valid JSON ({})", path, e.what()));
-  }
-}
-
-void RunDir::write_run(const nlohmann::json& run) const {
-  write_file_atomically(file("run.json"), run.dump(2) + "\n");
-}
-
-models::TransformerConfig RunDir::read_config() const {
-  return models::TransformerConfig::from_json_file(file("config.json"));
-}
-
-std::string RunDir::weights() const {
-  if (fs::exists(file("best/model.safetensors"))) return file("best/model.safetensors");
-  if (fs::exists(file("last/model.safetensors"))) return file("last/model.safetensors");
-  throw Error(fmt::format("{} holds no weights yet (best/ and last/ are empty)", path));
-}
+namespace anatomy::training {
 
 Translator Translator::load(const std::string& dir) {
   RunDir run{dir};
@@ -125,16 +82,4 @@ std::vector<std::string> Translator::translate(const std::vector<std::string>& t
   return out;
 }
 
-std::string human(double x) {
-  if (x >= 1e6) return fmt::format("{:.1f}M", x / 1e6);
-  if (x >= 1e3) return fmt::format("{:.1f}k", x / 1e3);
-  return fmt::format("{:.0f}", x);
-}
-
-std::string clock(double s) {
-  const auto t = static_cast<int64_t>(s + 0.5);
-  if (t >= 3600) return fmt::format("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60);
-  return fmt::format("{}:{:02}", t / 60, t % 60);
-}
-
-}  // namespace anatomy::cli
+}  // namespace anatomy::training

@@ -1,6 +1,6 @@
-// A progress bar for one epoch: "epoch 3/10 [=======>     ] 61% loss 1.234 lr 9.8e-04
-// 12.3k tok/s ETA 0:12". On a terminal it redraws in place; in a log (CI) it prints nothing
-// until the epoch's summary line, so logs stay readable.
+// A progress bar: "epoch 3/10 [=======>     ] 61% loss 1.234 lr 9.8e-04 12.3k tok/s ETA 0:12".
+// On a terminal it redraws in place; in a log (CI, a file) it prints nothing, so logs hold only
+// the Trainer's summary lines.
 #pragma once
 
 #include <fmt/format.h>
@@ -10,7 +10,12 @@
 #include <cstdio>
 #include <string>
 
-namespace anatomy::cli {
+namespace anatomy::training {
+
+// "12.3k", "1.2M" for tokens/s.
+std::string human(double x);
+// "1:05" / "1:02:03"
+std::string clock(double seconds);
 
 class ProgressBar {
  public:
@@ -30,20 +35,21 @@ class ProgressBar {
     if (filled < width) bar += '>' + std::string(static_cast<size_t>(width - filled - 1), ' ');
     fmt::print("\r{} [{}] {:3.0f}% {}\033[K", label_, bar, frac * 100.0, info);
     std::fflush(stdout);
+    drawn_ = true;
   }
 
-  // Replaces the bar with a final line.
-  void finish(const std::string& line) {
-    if (tty_) fmt::print("\r\033[K");
-    fmt::print("{}\n", line);
-    std::fflush(stdout);
+  // Removes the bar, so that a log line can take its place.
+  void clear() {
+    if (tty_ && drawn_) fmt::print("\r\033[K");
+    drawn_ = false;
   }
 
  private:
   std::string label_;
   int64_t total_;
   bool tty_;
+  bool drawn_ = false;
   std::chrono::steady_clock::time_point last_{};
 };
 
-}  // namespace anatomy::cli
+}  // namespace anatomy::training

@@ -1,0 +1,33 @@
+#include "training/text_generator.hpp"
+
+#include <fmt/format.h>
+
+#include "training/run_dir.hpp"
+
+namespace anatomy::training {
+
+TextGenerator TextGenerator::load(const std::string& dir) {
+  RunDir run{dir};
+  const auto meta = run.read_run();
+  if (meta.value("kind", "") != "lm")
+    throw Error(
+        fmt::format("{} holds a {} model, not a language model", dir, meta.value("kind", "?")));
+  TextGenerator g;
+  g.tokenizer = text::load_tokenizer(run.file("tokenizer"));
+  g.model = std::make_shared<models::TransformerForCausalLM>(run.read_config());
+  g.model->load(run.weights());
+  g.model->eval();
+  return g;
+}
+
+std::string TextGenerator::generate(const std::string& prompt, int64_t max_new_tokens,
+                                    const models::SamplingOptions& options) const {
+  const auto ids = tokenizer->encode(prompt);
+  if (ids.empty()) throw Error("generate: the prompt is empty");
+  NoGradGuard no_grad;
+  model->eval();
+  const auto out = models::generate(*model, ids, max_new_tokens, options);
+  return prompt + tokenizer->decode(out.tokens);
+}
+
+}  // namespace anatomy::training

@@ -1,0 +1,24 @@
+// TextGenerator: a trained language model with its tokenizer, loaded from a run folder
+// (anatomy train --task lm --out DIR), ready to continue a prompt: what `anatomy generate`,
+// `attention` and the tutorials use.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "models/models.hpp"
+#include "tokenizers/tokenizers.hpp"
+
+namespace anatomy::training {
+
+struct TextGenerator {
+  std::shared_ptr<text::Tokenizer> tokenizer;
+  std::shared_ptr<models::TransformerForCausalLM> model;
+
+  static TextGenerator load(const std::string& dir);
+  // The prompt followed by up to max_new_tokens sampled tokens (from the global generator).
+  std::string generate(const std::string& prompt, int64_t max_new_tokens,
+                       const models::SamplingOptions& options = {}) const;
+};
+
+}  // namespace anatomy::training

@@ -1,0 +1,124 @@
+// Training the encoder with a classification head on a toy task ("majority": which of a, b, c
+// occurs most often in a sequence of symbols a..h), as the chapter's
+// TransformerForSequenceClassification: the first token's hidden state -> classifier.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <numeric>
+
+#include "data/data.hpp"
+#include "training/run_dir.hpp"
+#include "training/text_classifier.hpp"
+#include "training/train_options.hpp"
+#include "training/trainer.hpp"
+
+namespace anatomy::training {
+
+int train_classifier(const TrainOptions& o) {
+  if (o.threads > 0) set_num_threads(o.threads);
+  RunDir run{o.out};
+  if (!o.resume && std::filesystem::exists(run.file("run.json")))
+    throw Error(fmt::format(
+        "{} already holds a training run; pass --resume to continue it, or choose another --out",
+        o.out));
+  nlohmann::json meta = o.resume ? run.read_run() : nlohmann::json::object();
+  if (o.resume && meta.value("kind", "") != "classifier")
+    throw Error(fmt::format("{} holds a {} run, not a classifier", o.out, meta.value("kind", "?")));
+  const uint64_t seed = o.resume ? meta["seed"].get<uint64_t>() : o.seed;
+  auto all = data::majority_examples(12000, seed);
+  std::vector<std::string> train_texts, valid_texts;
+  std::vector<int64_t> train_labels, valid_labels;
+  for (size_t i = 0; i < all.size(); ++i) {
+    (i < 1000 ? valid_texts : train_texts).push_back(all[i].text);
+    (i < 1000 ? valid_labels : train_labels).push_back(all[i].label);
+  }
+  if (o.limit > 0 && static_cast<int64_t>(train_texts.size()) > o.limit) {
+    train_texts.resize(o.limit);
+    train_labels.resize(o.limit);
+  }
+  TextClassifier classifier;
+  models::TransformerConfig config;
+  if (o.resume) {
+    classifier.tokenizer = text::load_tokenizer(run.file("tokenizer"));
+    config = run.read_config();
+  } else {
+    classifier.tokenizer =
+        std::make_shared<text::WordTokenizer>(text::WordTokenizer::train(train_texts));
+    config = build_config(o, "tiny", [](models::TransformerConfig& c) {
+      c.intermediate_size = 128;
+      c.max_position_embeddings = 32;
+      c.final_layer_norm = true;
+    });
+    config.vocab_size = classifier.tokenizer->vocab().size();
+    config.num_labels = 3;
+    config.validate();
+    run.create();
+    classifier.tokenizer->save(run.file("tokenizer"));
+    write_file_atomically(run.file("config.json"), config.to_json());
+    meta = {{"kind", "classifier"},
+            {"task", "majority"},
+            {"seed", seed},
+            {"options", training_options(o)}};
+  }
+  manual_seed(seed);
+  classifier.model = std::make_shared<models::TransformerForSequenceClassification>(config);
+  auto& model = *classifier.model;
+  models::init_weights(model, config.initializer_range);
+  nn::AdamW opt(model.parameters(), {.lr = o.lr > 0 ? o.lr : 1e-3});
+  const int64_t epochs = o.epochs > 0 ? o.epochs : o.resume ? meta.value("epochs", 5) : 5;
+  meta["epochs"] = epochs;
+  fmt::print(
+      "task majority: which of a, b, c occurs most in a sequence of a..h ({} train, {} valid); {} "
+      "parameters\n",
+      train_texts.size(), valid_texts.size(), model.num_parameters());
+
+  Trainer trainer(model, opt, nullptr,
+                  {.epochs = epochs,
+                   .time_budget = o.time_budget,
+                   .clip = o.clip,
+                   .run_dir = o.out,
+                   .resume = o.resume,
+                   .title = "majority: loss"});
+  trainer.run_info = meta;
+  const size_t batch_size = 32;
+  std::vector<size_t> order(train_texts.size());
+  trainer.batches = [&](int64_t epoch) {  // a fresh shuffle each epoch, from the seed
+    Generator g(seed * 1000 + static_cast<uint64_t>(epoch));
+    std::iota(order.begin(), order.end(), 0);
+    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[g.next_u32() % i]);
+    return static_cast<int64_t>((order.size() + batch_size - 1) / batch_size);
+  };
+  trainer.loss = [&](int64_t, int64_t b) {
+    std::vector<std::string> texts;
+    std::vector<int64_t> labels;
+    for (size_t k = b * batch_size; k < std::min(order.size(), (b + 1) * batch_size); ++k) {
+      texts.push_back(train_texts[order[k]]);
+      labels.push_back(train_labels[order[k]]);
+    }
+    auto [ids, mask] = classifier.batch(texts);
+    Tensor logits = model.forward(ids, mask);  // [B, num_labels]
+    return BatchLoss{
+        cross_entropy(logits, from_vector(labels, {static_cast<int64_t>(labels.size())})),
+        static_cast<int64_t>(labels.size())};
+  };
+  trainer.evaluate = [&](bool) {
+    NoGradGuard no_grad;
+    model.eval();
+    auto [ids, mask] = classifier.batch(valid_texts);
+    Tensor logits = model.forward(ids, mask);
+    const double loss =
+        cross_entropy(logits,
+                      from_vector(valid_labels, {static_cast<int64_t>(valid_labels.size())}))
+            .item<double>();
+    return Metrics{{"valid_loss", loss},
+                   {"accuracy", classifier.accuracy(valid_texts, valid_labels)}};
+  };
+  trainer.better = [](const Metrics& a, const Metrics& b) {
+    return a["accuracy"].get<double>() > b["accuracy"].get<double>();
+  };
+  const TrainResult r = trainer.fit();
+  fmt::print("saved {} (best validation accuracy {:.1f}%)\n", o.out, r.best.value("accuracy", 0.0));
+  return r.interrupted ? 130 : 0;
+}
+
+}  // namespace anatomy::training

@@ -1,0 +1,183 @@
+// Training a character-level decoder-only language model on a text file with the Trainer,
+// nanoGPT-style: random blocks of the first 90% of the text, validation loss on the last 10%.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "training/run_dir.hpp"
+#include "training/text_generator.hpp"
+#include "training/train_options.hpp"
+#include "training/trainer.hpp"
+
+namespace anatomy::training {
+
+namespace {
+
+// The training side of a preset; the model side is TransformerConfig::preset, whose
+// max_position_embeddings is the block size.
+struct LmRecipe {
+  std::string model_preset;
+  int64_t block, batch, iters, warmup;
+  double lr, min_lr, dropout;
+};
+
+// "nanogpt" is nanoGPT's shakespeare_char CPU recipe.
+LmRecipe lm_recipe(const std::string& name) {
+  if (name == "nanogpt" || name.empty()) return {"nanogpt", 64, 12, 2000, 100, 1e-3, 1e-4, 0.0};
+  if (name == "tiny") return {"tiny", 32, 16, 500, 50, 2e-3, 2e-4, 0.0};
+  if (name == "small") return {"gpt-small", 128, 16, 4000, 200, 1e-3, 1e-4, 0.1};
+  throw Error(fmt::format("unknown preset '{}' for --task lm (nanogpt, tiny or small)", name));
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(fmt::format("train: cannot open the text {}", path));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  if (ss.str().empty()) throw Error(fmt::format("train: the text {} is empty", path));
+  return ss.str();
+}
+
+// A batch of `batch` random windows: x = ids[i : i+T], y = ids[i+1 : i+T+1].
+std::pair<Tensor, Tensor> sample(const std::vector<int64_t>& ids, int64_t batch, int64_t T,
+                                 Generator& g) {
+  std::vector<int64_t> x, y;
+  const auto span = static_cast<uint64_t>(ids.size() - T - 1);
+  for (int64_t b = 0; b < batch; ++b) {
+    const auto i =
+        static_cast<int64_t>((static_cast<uint64_t>(g.next_u32()) << 32 | g.next_u32()) % span);
+    x.insert(x.end(), ids.begin() + i, ids.begin() + i + T);
+    y.insert(y.end(), ids.begin() + i + 1, ids.begin() + i + T + 1);
+  }
+  return {from_vector(x, {batch, T}), from_vector(y, {batch, T})};
+}
+
+Tensor lm_loss(models::TransformerForCausalLM& model, const Tensor& x, const Tensor& y) {
+  Tensor logits = model.forward(x);  // [B, T, V]
+  return cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}));
+}
+
+double estimate_loss(models::TransformerForCausalLM& model, const std::vector<int64_t>& ids,
+                     int64_t batch, int64_t T, int64_t iters) {
+  NoGradGuard no_grad;
+  model.eval();
+  Generator g(1234);  // the same windows every time, and the training generator untouched
+  double total = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    auto [x, y] = sample(ids, batch, T, g);
+    total += lm_loss(model, x, y).item<double>();
+  }
+  return total / static_cast<double>(iters);
+}
+
+}  // namespace
+
+int train_language_model(const TrainOptions& o) {
+  if (o.threads > 0) set_num_threads(o.threads);
+  RunDir run{o.out};
+  if (!o.resume && std::filesystem::exists(run.file("run.json")))
+    throw Error(fmt::format(
+        "{} already holds a training run; pass --resume to continue it, or choose another --out",
+        o.out));
+  nlohmann::json meta = o.resume ? run.read_run() : nlohmann::json::object();
+  if (o.resume && meta.value("kind", "") != "lm")
+    throw Error(
+        fmt::format("{} holds a {} run, not a language model", o.out, meta.value("kind", "?")));
+  const std::string text = read_text(o.text);  // before creating anything in the run folder
+  const std::string preset_name = o.resume           ? meta.value("preset", "nanogpt")
+                                  : o.preset.empty() ? "nanogpt"
+                                                     : o.preset;
+  const LmRecipe p = lm_recipe(preset_name);
+  std::unique_ptr<text::Tokenizer> tok;
+  models::TransformerConfig config;
+  if (o.resume) {
+    tok = text::load_tokenizer(run.file("tokenizer"));
+    config = run.read_config();
+  } else {
+    tok = std::make_unique<text::CharTokenizer>(text::CharTokenizer::train({text}));
+    TrainOptions sized = o;
+    sized.preset = o.config_file.empty() ? p.model_preset : "";
+    config = build_config(sized, p.model_preset, [&](models::TransformerConfig& c) {
+      c.max_position_embeddings = p.block;
+      c.hidden_dropout_prob = c.attention_probs_dropout_prob = p.dropout;
+      c.embedding_layer_norm = false;  // GPT's layout: no norm right after the embeddings
+      c.final_layer_norm = true;
+      c.bias = false;  // and nanoGPT's bias-free Linear and LayerNorm layers
+      c.tie_word_embeddings = true;
+    });
+    config.vocab_size = tok->vocab().size();
+    config.validate();
+    run.create();
+    tok->save(run.file("tokenizer"));
+    write_file_atomically(run.file("config.json"), config.to_json());
+  }
+  const int64_t block = config.max_position_embeddings;
+  const std::vector<int64_t> ids = tok->encode(text);
+  const auto n_train = static_cast<int64_t>(ids.size() * 9 / 10);
+  const std::vector<int64_t> train_ids(ids.begin(), ids.begin() + n_train),
+      val_ids(ids.begin() + n_train, ids.end());
+  if (static_cast<int64_t>(train_ids.size()) <= block + 1 ||
+      static_cast<int64_t>(val_ids.size()) <= block + 1)
+    throw Error(fmt::format("train: {} is too short for blocks of {} characters", o.text, block));
+  const uint64_t seed = o.resume ? meta["seed"].get<uint64_t>() : o.seed;
+  manual_seed(seed);
+  auto model_ptr = std::make_shared<models::TransformerForCausalLM>(config);
+  auto& model = *model_ptr;
+  models::init_weights(model, config.initializer_range, config.num_hidden_layers);
+  const int64_t iters = o.iters > 0 ? o.iters : o.resume ? meta.value("iters", p.iters) : p.iters;
+  const double lr = o.lr > 0 ? o.lr : p.lr;
+  nn::AdamW opt(model.parameters(), {.lr = lr, .beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.1});
+  opt.no_decay_for_vectors();  // biases and LayerNorm gains are not decayed (nanoGPT's rule)
+  // The floor keeps the preset's ratio to the peak (nanoGPT's min_lr = learning_rate / 10).
+  nn::WarmupDecaySchedule schedule(opt, lr, o.warmup > 0 ? o.warmup : p.warmup, iters,
+                                   nn::WarmupDecaySchedule::Decay::Cosine, lr * p.min_lr / p.lr);
+  if (!o.resume)
+    meta = {{"kind", "lm"},
+            {"seed", seed},
+            {"preset", preset_name},
+            {"text", o.text},
+            {"options", training_options(o)}};
+  meta["iters"] = iters;
+  fmt::print(
+      "character language model on {} ({} characters, vocabulary {}): {} parameters, {} layers, "
+      "{} heads, hidden {}, block {}, batch {}\n",
+      o.text, ids.size(), tok->vocab().size(), model.num_parameters(), config.num_hidden_layers,
+      config.num_attention_heads, config.hidden_size, block, p.batch);
+
+  // One "epoch" of `iters` random batches, evaluated 8 times on the way.
+  Trainer trainer(model, opt, &schedule,
+                  {.epochs = 1,
+                   .time_budget = o.time_budget,
+                   .clip = o.clip,
+                   .eval_every = std::max<int64_t>(iters / 8, 50),
+                   .curve_every = 10,
+                   .unit = "step",
+                   .run_dir = o.out,
+                   .resume = o.resume,
+                   .title = "character language model: loss"});
+  trainer.run_info = meta;
+  trainer.batches = [&](int64_t) { return iters; };
+  auto& g = default_generator();
+  trainer.loss = [&](int64_t, int64_t) {
+    auto [x, y] = sample(train_ids, p.batch, block, g);
+    return BatchLoss{lm_loss(model, x, y), p.batch * block};
+  };
+  // 50 fixed batches on the way, 200 at the end (the number the README reports).
+  trainer.evaluate = [&](bool final) {
+    return Metrics{{"valid_loss", estimate_loss(model, val_ids, p.batch, block, final ? 200 : 50)}};
+  };
+  const TrainResult r = trainer.fit();
+  if (r.interrupted) {
+    fmt::print("resume with: anatomy train --task lm --text {} --out {} --resume\n", o.text, o.out);
+    return 130;
+  }
+  TextGenerator generator{std::move(tok), model_ptr};
+  fmt::print("sample:\n{}\n",
+             generator.generate("\n", 200, {.temperature = 0.8f, .top_k = 40}).substr(1));
+  fmt::print("saved {}; loss curve in {}\n", o.out, run.file("loss.svg"));
+  return 0;
+}
+
+}  // namespace anatomy::training

@@ -1,0 +1,58 @@
+// The options of a training run, as `anatomy train` takes them, and the three kinds of run
+// built on the Trainer: translation (a toy task or a TSV corpus), a character language model,
+// and an encoder with a classification head.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "models/config.hpp"
+
+namespace anatomy::training {
+
+struct TrainOptions {
+  std::string task, corpus, text, out, preset;
+  std::string config_file;       // a config.json for the model (instead of --preset)
+  std::vector<std::string> set;  // config overrides, "hidden_size=256", applied last
+  int64_t epochs = 0;            // 0: the task's default
+  int64_t iters = 0;             // language model: optimizer steps (0: the preset's)
+  double time_budget = 0;        // seconds; 0: none
+  uint64_t seed = 0;
+  bool resume = false;
+  double lr = 0;           // peak learning rate; 0: the preset's
+  int64_t warmup = 0;      // 0: the preset's
+  int64_t max_tokens = 0;  // tokens per batch; 0: the preset's
+  std::string schedule;    // noam | linear | cosine; empty: the task's default
+  double label_smoothing = 0.1;
+  double clip = 1.0;
+  int64_t vocab_size = 0;  // BPE vocabulary per side; 0: the task's default
+  int64_t limit = 0;       // use only the first N training pairs (quick runs, tests)
+  int64_t max_chars = 0;   // drop corpus pairs longer than this
+  bool skip_malformed = false;
+  bool early_stop = true;  // stop once validation exact match is 100%
+  int threads = 0;
+};
+
+// The options that shape the optimization (learning rate, warmup, batch size, label smoothing,
+// clipping, the training-pair limit, early stopping), as run.json keeps them under "options". A
+// resumed run takes them from there, whatever its command line says, so that --resume continues
+// exactly.
+nlohmann::json training_options(const TrainOptions& o);
+void restore_training_options(TrainOptions& o, const nlohmann::json& saved);
+
+// The model's config: --config FILE or the named preset (`fallback` if none), then `layout`
+// (what the kind of run needs when no file is given), then every --set. Not yet validated.
+models::TransformerConfig build_config(
+    const TrainOptions& o, const std::string& fallback_preset,
+    const std::function<void(models::TransformerConfig&)>& layout);
+
+// Each returns the process exit code: 0, or 130 when stopped by Ctrl-C / SIGTERM.
+int train_translation(const TrainOptions& o);
+int train_language_model(const TrainOptions& o);
+int train_classifier(const TrainOptions& o);
+// Any of the three, chosen by o.task / o.corpus, with the run's saved options on --resume.
+int train(TrainOptions o);
+
+}  // namespace anatomy::training

@@ -1,0 +1,248 @@
+#include "training/trainer.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+
+#include "training/progress_bar.hpp"
+
+namespace anatomy::training {
+
+namespace {
+
+std::atomic<bool> stop_requested{false};
+void on_signal(int) { stop_requested = true; }
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Installs the Ctrl-C / SIGTERM handler for the duration of a fit() and restores the old one.
+struct SignalScope {
+  using Handler = void (*)(int);
+  Handler old_int, old_term;
+  SignalScope() {
+    stop_requested = false;
+    old_int = std::signal(SIGINT, on_signal);
+    old_term = std::signal(SIGTERM, on_signal);
+  }
+  ~SignalScope() {
+    std::signal(SIGINT, old_int);
+    std::signal(SIGTERM, old_term);
+  }
+};
+
+int64_t metadata_int(const std::map<std::string, std::string>& m, const std::string& key,
+                     const std::string& path) {
+  auto it = m.find(key);
+  int64_t v = -1;
+  try {
+    if (it != m.end()) v = std::stoll(it->second);
+  } catch (const std::exception&) {
+  }
+  if (v < 0)
+    throw Error(fmt::format("{}: the training state's '{}' must be an integer >= 0 (got '{}')",
+                            path, key, it == m.end() ? "nothing" : it->second));
+  return v;
+}
+
+}  // namespace
+
+bool interrupted() { return stop_requested; }
+
+Trainer::Trainer(nn::Module& model, nn::Optimizer& optimizer, nn::LRScheduler* schedule,
+                 TrainerOptions options)
+    : model_(model), optimizer_(optimizer), schedule_(schedule), o_(std::move(options)) {
+  better = [](const Metrics& now, const Metrics& best) {
+    return now.value("valid_loss", INFINITY) < best.value("valid_loss", INFINITY);
+  };
+}
+
+void Trainer::restore() {
+  RunDir run{o_.run_dir};
+  const std::string path = run.file("last/training.safetensors");
+  const auto ck = nn::load_checkpoint(path, model_, optimizer_, schedule_);
+  step_ = ck.step;
+  epoch_ = metadata_int(ck.metadata, "epoch", path);
+  batch_ = metadata_int(ck.metadata, "batch", path);
+  const auto meta = run.read_run();
+  best_ = meta.value("best", Metrics::object());
+  history_ = meta.value("history", nlohmann::json::array());
+  for (const auto& c : meta.value("curve", nlohmann::json::array()))
+    curve_.train.push_back({c[0].get<int64_t>(), c[1].get<double>(), c[2].get<double>()});
+  for (const auto& h : history_)
+    curve_.eval.push_back({h["step"].get<int64_t>(), h["valid_loss"].get<double>(),
+                           h.value("bleu", static_cast<double>(NAN))});
+  if (!o_.quiet)
+    fmt::print("resuming {} at {} {}, batch {} (step {})\n", o_.run_dir, o_.unit, epoch_ + 1,
+               batch_, step_);
+}
+
+void Trainer::save(bool is_best, int64_t epoch, int64_t batch) {
+  if (o_.run_dir.empty()) return;
+  RunDir run{o_.run_dir};
+  model_.save(run.file("last/model.safetensors"));
+  if (is_best) model_.save(run.file("best/model.safetensors"));
+  nn::save_checkpoint(run.file("last/training.safetensors"), model_, optimizer_, schedule_, step_,
+                      {{"epoch", std::to_string(epoch)}, {"batch", std::to_string(batch)}});
+  nlohmann::json meta = run_info;
+  nlohmann::json curve = nlohmann::json::array();
+  for (const auto& p : curve_.train) curve.push_back({p.step, p.train_loss, p.lr});
+  meta["curve"] = curve;
+  meta["history"] = history_;
+  meta["best"] = best_;
+  meta["step"] = step_;
+  run.write_run(meta);
+  curve_.write_csv(run.file("loss.csv"));
+  curve_.write_svg(run.file("loss.svg"), o_.title);
+}
+
+std::string Trainer::summary(const Metrics& m) const {
+  std::string s;
+  for (const auto& [key, value] : m.items()) {
+    if (!value.is_number()) continue;
+    const double v = value.get<double>();
+    if (key == "valid_loss")
+      s += fmt::format("  valid loss {:.4f}", v);
+    else if (key == "bleu")
+      s += fmt::format("  BLEU {:.2f}", v);
+    else if (key == "exact_match" || key == "accuracy")
+      s += fmt::format("  {} {:.1f}%", key == "accuracy" ? "accuracy" : "exact", v);
+    else
+      s += fmt::format("  {} {:.4g}", key, v);
+  }
+  return s;
+}
+
+TrainResult Trainer::fit() {
+  if (!batches || !loss) throw Error("Trainer: set batches and loss before fit()");
+  if (o_.epochs < 1) throw Error(fmt::format("Trainer: epochs must be >= 1 (got {})", o_.epochs));
+  const auto started = Clock::now();
+  const bool saving = !o_.run_dir.empty();
+  if (o_.resume) restore();
+  SignalScope signals;
+  TrainResult result;
+  model_.train();
+  double last_eval_seconds = 0;
+  bool saved_this_run = false, stop = false;
+  auto out_of_time = [&] {
+    return o_.time_budget > 0 && seconds_since(started) + last_eval_seconds > o_.time_budget;
+  };
+  // Evaluates, keeps the best, saves and prints one line; false once the run should stop.
+  double epoch_loss = 0, window_loss = 0;
+  int64_t epoch_tokens = 0, window = 0, tokens_seen = 0;
+  Clock::time_point epoch_start = Clock::now();
+  auto checkpoint = [&](bool complete, bool final, int64_t total_batches) {
+    const auto t0 = Clock::now();
+    Metrics m = evaluate ? evaluate(final) : Metrics::object();
+    model_.train();
+    last_eval_seconds = seconds_since(t0);
+    const bool is_best = evaluate && (best_.empty() || better(m, best_));
+    if (is_best) best_ = m;
+    const double train_loss =
+        epoch_tokens ? epoch_loss / static_cast<double>(epoch_tokens) : static_cast<double>(NAN);
+    if (evaluate) {
+      nlohmann::json h = {{o_.unit, o_.unit == "epoch" ? epoch_ + 1 : step_},
+                          {"step", step_},
+                          {"train_loss", epoch_tokens ? nlohmann::json(train_loss) : nullptr}};
+      for (const auto& [k, v] : m.items()) h[k] = v;
+      h["complete"] = complete;
+      h["seconds"] = seconds_since(started);
+      history_.push_back(h);
+      curve_.eval.push_back({step_, m.value("valid_loss", static_cast<double>(NAN)),
+                             m.value("bleu", static_cast<double>(NAN))});
+    }
+    // Where a resumed run starts: after a whole epoch, the next one's first batch.
+    if (complete)
+      save(is_best, epoch_ + 1, 0);
+    else
+      save(is_best, epoch_, batch_);
+    saved_this_run = saved_this_run || saving;
+    if (!o_.quiet) {
+      const std::string where =
+          o_.unit == "epoch"
+              ? fmt::format("epoch {}/{}{}", epoch_ + 1, o_.epochs, complete ? "" : " (partial)")
+              : fmt::format("step {}/{}", step_, total_batches);
+      fmt::print(
+          "{}  train loss {}{}  ({} tok/s, {}){}\n", where,
+          epoch_tokens ? fmt::format("{:.4f}", train_loss) : "-", summary(m),
+          human(static_cast<double>(tokens_seen) / std::max(1e-9, seconds_since(epoch_start))),
+          clock(seconds_since(started)), is_best ? "  best" : "");
+      std::fflush(stdout);
+    }
+    if (evaluate && should_stop && should_stop(m)) stop = true;
+  };
+
+  for (; epoch_ < o_.epochs && !stop; ++epoch_, batch_ = 0) {
+    const int64_t n = batches(epoch_);
+    ProgressBar bar(o_.unit == "epoch" ? fmt::format("epoch {}/{}", epoch_ + 1, o_.epochs)
+                                       : std::string("training"),
+                    n);
+    epoch_start = Clock::now();
+    epoch_loss = window_loss = 0;
+    epoch_tokens = window = tokens_seen = 0;
+    const int64_t first_batch = batch_;
+    while (batch_ < n) {
+      if (interrupted() || out_of_time()) {
+        result.interrupted = interrupted();
+        result.out_of_time = !result.interrupted;
+        stop = true;
+        break;
+      }
+      const BatchLoss b = loss(epoch_, batch_);
+      optimizer_.zero_grad();
+      b.loss.backward();
+      if (o_.clip > 0) nn::clip_grad_norm_(model_.parameters(), static_cast<float>(o_.clip));
+      optimizer_.step();
+      if (schedule_) schedule_->step();
+      ++step_;
+      ++batch_;
+      const double l = b.loss.item<double>();
+      epoch_loss += l * static_cast<double>(b.tokens);
+      epoch_tokens += b.tokens;
+      tokens_seen += b.tokens;
+      window_loss += l;
+      if (++window == o_.curve_every) {
+        curve_.train.push_back(
+            {step_, window_loss / static_cast<double>(o_.curve_every), optimizer_.lr()});
+        window = 0;
+        window_loss = 0;
+      }
+      if (!o_.quiet) {
+        const double elapsed = seconds_since(epoch_start);
+        const double per_batch = elapsed / static_cast<double>(batch_ - first_batch);
+        double eta = per_batch * static_cast<double>(n - batch_);
+        if (o_.time_budget > 0)
+          eta = std::min(eta, std::max(0.0, o_.time_budget - seconds_since(started)));
+        bar.update(batch_,
+                   fmt::format("loss {:.3f} lr {:.1e} {} tok/s ETA {}",
+                               epoch_loss / static_cast<double>(epoch_tokens), optimizer_.lr(),
+                               human(static_cast<double>(tokens_seen) / elapsed), clock(eta)));
+      }
+      if (o_.eval_every > 0 && step_ % o_.eval_every == 0 && batch_ < n) {
+        bar.clear();
+        checkpoint(false, false, n);
+      }
+    }
+    bar.clear();
+    if (batch_ == n) {
+      checkpoint(true, epoch_ + 1 == o_.epochs, n);
+      continue;
+    }
+    // Stopped inside the epoch: evaluate and save what was trained since the last save. A run
+    // stopped before its first step still saves once, so its folder is a usable checkpoint.
+    if (batch_ > first_batch || (!saved_this_run && !o_.resume)) checkpoint(false, true, n);
+  }
+  if (!o_.quiet && result.out_of_time)
+    fmt::print("time budget of {} reached\n", clock(o_.time_budget));
+  if (!o_.quiet && result.interrupted) fmt::print("interrupted: saved a checkpoint\n");
+  result.step = step_;
+  result.best = best_;
+  return result;
+}
+
+}  // namespace anatomy::training

@@ -1,0 +1,93 @@
+// Trainer: the one training loop. Every run (translation, language model, classifier, each
+// tutorial's) is a configuration of it: what a batch's loss is, how many batches an epoch has,
+// how to evaluate and which evaluation is best. The loop itself is the same everywhere:
+//
+//   for each epoch, for each batch:
+//     loss = loss(epoch, batch); zero_grad; backward; clip; optimizer.step; schedule.step
+//   evaluate at the end of each epoch (and every eval_every steps), keep the best, save
+//
+// With a run folder it also writes best/ and last/ weights, last/training.safetensors (model,
+// optimizer, schedule, random generator, position) and run.json, so `resume` continues bit for
+// bit; Ctrl-C and SIGTERM stop cleanly with everything saved, and a time budget stops in time.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "nn/nn.hpp"
+#include "training/loss_curve.hpp"
+#include "training/run_dir.hpp"
+
+namespace anatomy::training {
+
+using Metrics = nlohmann::ordered_json;  // {"valid_loss": 1.23, "bleu": 4.5, ...}
+
+struct BatchLoss {
+  Tensor loss;         // a scalar, to minimize
+  int64_t tokens = 1;  // its weight in the epoch's mean loss, and what tokens/s counts
+};
+
+struct TrainerOptions {
+  int64_t epochs = 1;          // passes over the data
+  double time_budget = 0;      // seconds for the whole run (0: none); the last evaluation fits in
+  double clip = 1.0;           // clip the gradient norm to this (0: no clipping)
+  int64_t eval_every = 0;      // also evaluate every N steps inside an epoch (0: only at its end)
+  int64_t curve_every = 20;    // a loss-curve point is the mean over this many steps
+  std::string unit = "epoch";  // what a log line counts: "epoch" (e/E) or "step" (s/S)
+  std::string run_dir;         // checkpoints, run.json and the loss curve; empty: none
+  bool resume = false;         // continue the run in run_dir
+  std::string title;           // the loss curve's title
+  bool quiet = false;          // no progress bar or log lines
+};
+
+struct TrainResult {
+  int64_t step = 0;
+  Metrics best;              // the best evaluation (empty if none ran)
+  bool interrupted = false;  // stopped by Ctrl-C / SIGTERM (exit code 130 for a command)
+  bool out_of_time = false;
+};
+
+class Trainer {
+ public:
+  Trainer(nn::Module& model, nn::Optimizer& optimizer, nn::LRScheduler* schedule,
+          TrainerOptions options);
+
+  // --- what a run plugs in ---
+  // How many batches epoch `epoch` has; called once at the start of each epoch (it may build
+  // and shuffle them). Required.
+  std::function<int64_t(int64_t epoch)> batches;
+  // The loss of one batch, the model in training mode. Required.
+  std::function<BatchLoss(int64_t epoch, int64_t batch)> loss;
+  // Validation metrics, with "valid_loss"; `final` is the last evaluation of the run. Optional.
+  std::function<Metrics(bool final)> evaluate;
+  // Whether `now` is better than `best` (default: lower valid_loss).
+  std::function<bool(const Metrics& now, const Metrics& best)> better;
+  // Stop after this evaluation (e.g. 100% validation accuracy). Optional.
+  std::function<bool(const Metrics&)> should_stop;
+  // run.json's own fields (kind, seed, data, options...): written with history, curve and best.
+  nlohmann::json run_info = nlohmann::json::object();
+
+  TrainResult fit();
+
+  int64_t step() const { return step_; }
+
+ private:
+  void restore();  // from run_dir's last checkpoint and run.json
+  void save(bool is_best, int64_t epoch, int64_t batch);  // the position a resume starts at
+  std::string summary(const Metrics& m) const;
+
+  nn::Module& model_;
+  nn::Optimizer& optimizer_;
+  nn::LRScheduler* schedule_;
+  TrainerOptions o_;
+  int64_t step_ = 0, epoch_ = 0, batch_ = 0;  // the position the next step starts from
+  Metrics best_;
+  nlohmann::json history_ = nlohmann::json::array();
+  LossCurve curve_;
+};
+
+// Set by Ctrl-C (SIGINT) or SIGTERM while a Trainer runs.
+bool interrupted();
+
+}  // namespace anatomy::training
