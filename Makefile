@@ -44,6 +44,7 @@ golden:
 	/usr/bin/python3 tests/parity/make_golden_models.py
 	/usr/bin/python3 tests/parity/make_golden_run.py
 	/usr/bin/python3 tests/parity/make_golden_train.py
+	/usr/bin/python3 tests/parity/make_golden_attention.py
 
 format:
 	git ls-files '*.cpp' '*.hpp' | xargs clang-format -i

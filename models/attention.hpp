@@ -27,6 +27,8 @@ class Attention : public nn::Module {
                     "incremental decoding",
                     type_name()));
   }
+  // Whether the cached forward above works (decoding falls back to recomputing without one).
+  virtual bool has_kv_cache() const { return false; }
   Tensor forward(const Tensor& hidden_state) override {
     return forward(hidden_state, hidden_state, Tensor());
   }

@@ -22,6 +22,7 @@ class FusedMultiHeadAttention : public Attention {
                  const Tensor& mask) override;
   Tensor forward(const Tensor& query_states, const Tensor& key_value_states, const Tensor& mask,
                  KVCache& cache, bool static_kv) override;
+  bool has_kv_cache() const override { return true; }
 
   int64_t num_heads, head_dim;
   float dropout_p;

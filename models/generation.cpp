@@ -25,6 +25,7 @@ Tensor last_position(const Tensor& logits) { return logits.select(1, logits.size
 std::vector<Generated> greedy_decode(Seq2SeqTransformer& model, const Tensor& source_ids,
                                      int64_t bos, int64_t eos, int64_t max_length, bool use_cache) {
   NoGradGuard no_grad;
+  use_cache = use_cache && model.decoder->has_kv_cache();
   const int64_t B = source_ids.size(0);
   auto [memory, source_mask] = model.encode(source_ids);
   std::vector<Generated> out(B);
@@ -156,9 +157,10 @@ Generated generate(TransformerForCausalLM& model, const std::vector<int64_t>& pr
   Generated out;
   DecoderCache cache;
   auto& gen = default_generator();
+  const bool use_cache = o.use_cache && model.decoder->has_kv_cache();
   for (int64_t step = 0; step < max_new_tokens; ++step) {
     Tensor logits;
-    if (o.use_cache && static_cast<int64_t>(seq.size()) <= max_pos) {
+    if (use_cache && static_cast<int64_t>(seq.size()) <= max_pos) {
       std::vector<int64_t> feed(seq.begin() + cache.length, seq.end());
       logits = model.forward(from_vector(feed, {1, static_cast<int64_t>(feed.size())}), &cache);
     } else {
@@ -202,7 +204,7 @@ Generated generate(TransformerForCausalLM& model, const std::vector<int64_t>& pr
     if (next == stop_id) break;
     seq.push_back(next);
     out.tokens.push_back(next);
-    if (o.use_cache && static_cast<int64_t>(seq.size()) > max_pos) cache = DecoderCache();
+    if (use_cache && static_cast<int64_t>(seq.size()) > max_pos) cache = DecoderCache();
   }
   return out;
 }

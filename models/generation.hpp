@@ -17,7 +17,8 @@ struct Generated {
   float score = 0.0f;           // sum of log-probabilities (beam search: length-normalized)
 };
 
-// Greedy translation of each source row (ids [B, S], padded with config.pad_token_id).
+// Greedy translation of each source row (ids [B, S], padded with config.pad_token_id). A model
+// whose attention has no KV cache (the book's layout) decodes without one.
 std::vector<Generated> greedy_decode(Seq2SeqTransformer& model, const Tensor& source_ids,
                                      int64_t bos_id, int64_t eos_id, int64_t max_length,
                                      bool use_cache = true);

@@ -8,7 +8,12 @@ namespace anatomy::models {
 namespace {
 
 void check_broadcast(const char* what, const Tensor& t, const Shape& scores) {
-  if (broadcast_shapes("scaled_dot_product_attention", t.shape(), scores) != scores)
+  bool fits = false;
+  try {
+    fits = broadcast_shapes("scaled_dot_product_attention", t.shape(), scores) == scores;
+  } catch (const Error&) {
+  }
+  if (!fits)
     throw Error(
         fmt::format("scaled_dot_product_attention: {} {} does not broadcast to the "
                     "scores {}",

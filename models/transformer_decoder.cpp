@@ -45,6 +45,16 @@ Tensor TransformerDecoder::forward(const Tensor& input_ids, const Tensor& memory
   return layer_norm ? layer_norm->forward(x) : x;
 }
 
+bool TransformerDecoder::has_kv_cache() const {
+  for (const auto& l : *layers) {
+    auto& layer = dynamic_cast<TransformerDecoderLayer&>(*l);
+    if (!layer.self_attention->has_kv_cache() ||
+        (layer.cross_attention && !layer.cross_attention->has_kv_cache()))
+      return false;
+  }
+  return true;
+}
+
 std::vector<Tensor> TransformerDecoder::self_attentions() const {
   std::vector<Tensor> out;
   for (const auto& l : *layers)

@@ -19,6 +19,8 @@ class TransformerDecoder : public nn::Module {
   Tensor forward(const Tensor& input_ids) override {
     return forward(input_ids, Tensor(), Tensor());
   }
+  // Whether every attention module can decode with a KV cache (the fused layout can).
+  bool has_kv_cache() const;
   std::vector<Tensor> self_attentions() const;
   std::vector<Tensor> cross_attentions() const;
 

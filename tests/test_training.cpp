@@ -238,3 +238,41 @@ TEST_CASE("language model: trains on a text, generates, and resumes after Ctrl-C
   CHECK(r.output.find("resuming") != std::string::npos);
   CHECK(bytes(whole + "/last/model.safetensors") == bytes(cut + "/last/model.safetensors"));
 }
+
+// The architecture from a config.json and --set, without C++; a bad field stops before anything
+// is created.
+TEST_CASE("train --config FILE and --set change the model; bad fields are refused up front") {
+  const std::string dir = fresh_dir("config_set"), bad = fresh_dir("config_bad");
+  const std::string config = dir + "_config.json";
+  std::ofstream(config) << R"({"hidden_size": 48, "num_attention_heads": 3, "num_hidden_layers": 1,
+    "intermediate_size": 96, "pre_layer_norm": false, "layer_norm_eps": 1e-5})";
+  auto r = run("train --task copy --epochs 1 --config " + config +
+               " --set position_embedding_type=sinusoidal --set attention_type=book --out " + dir +
+               " --limit 300");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  std::ifstream f(dir + "/config.json");
+  const auto saved = nlohmann::json::parse(f);
+  CHECK(saved["hidden_size"] == 48);
+  CHECK(saved["num_hidden_layers"] == 1);
+  CHECK(saved["pre_layer_norm"] == false);
+  CHECK(saved["position_embedding_type"] == "sinusoidal");
+  CHECK(saved["attention_type"] == "book");
+  CHECK(r.output.find("hidden 48, 3 heads, 1+1 layers") != std::string::npos);
+  // The book's layout has no KV cache: greedy decoding recomputes instead.
+  auto t = run("translate --checkpoint " + dir + " \"a b c\"");
+  CHECK_MESSAGE(t.code == 0, t.output);
+  auto e1 = run("train --task copy --set hidden_size=big --out " + bad);
+  CHECK(e1.code != 0);
+  CHECK_MESSAGE(e1.output.find("hidden_size must be an integer") != std::string::npos, e1.output);
+  auto e2 = run("train --task copy --set norm_type=rms_nrom --out " + bad);
+  CHECK(e2.code != 0);
+  CHECK_MESSAGE(e2.output.find("norm_type must be one of: layer_norm") != std::string::npos,
+                e2.output);
+  auto e3 = run("train --task copy --preset tiny --config " + config + " --out " + bad);
+  CHECK(e3.code != 0);
+  CHECK_FALSE(std::filesystem::exists(bad));
+  auto list = run("config");
+  CHECK(list.output.find("norm_type") != std::string::npos);
+  auto preset = run("config --preset nanogpt");
+  CHECK(nlohmann::json::parse(preset.output)["num_hidden_layers"] == 4);
+}
