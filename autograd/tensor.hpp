@@ -36,7 +36,7 @@ struct Error : std::runtime_error {
 };
 
 struct Storage;  // the xtensor buffer, see storage.hpp
-struct Node;     // a recorded op, see autograd.hpp
+struct Node;     // a recorded op, see engine.hpp
 
 struct TensorImpl {
   std::shared_ptr<Storage> storage;

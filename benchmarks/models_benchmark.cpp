@@ -33,12 +33,8 @@ int main(int argc, char** argv) {
   set_num_threads(threads);
   manual_seed(0);
 
-  TransformerConfig w1;
+  auto w1 = TransformerConfig::preset("small");  // hidden 128, 4 heads, 2 + 2 layers, FFN 512
   w1.vocab_size = 1000;
-  w1.hidden_size = 128;
-  w1.num_attention_heads = 4;
-  w1.num_hidden_layers = 2;
-  w1.intermediate_size = 512;
   w1.max_position_embeddings = 64;
   Seq2SeqTransformer model(w1);
   model.train();

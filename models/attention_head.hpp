@@ -13,7 +13,7 @@ class AttentionHead : public nn::Module {
   // dropout_p: dropout on the attention weights in training (0 in the book's version);
   // bias: whether the q, k, v projections have biases (the book's do).
   AttentionHead(int64_t embed_dim, int64_t head_dim, float dropout_p = 0.0f, bool bias = true);
-  // [B, Tq, E], [B, Tk, E], mask broadcasting to [B, Tq, Tk] -> [B, Tq, head_dim]
+  // [B, Tq, E], [B, Tk, E], mask broadcasting to [B, Tq, Tk] -> [B, Tq, D]
   Tensor forward(const Tensor& query_states, const Tensor& key_value_states,
                  const Tensor& mask = Tensor());
   Tensor forward(const Tensor& hidden_state) override {

@@ -10,7 +10,7 @@ namespace anatomy::models {
 class FeedForward : public nn::Module {
  public:
   explicit FeedForward(const TransformerConfig& config);
-  Tensor forward(const Tensor& x) override;  // [B, T, hidden] -> [B, T, hidden]
+  Tensor forward(const Tensor& x) override;  // [B, T, E] -> [B, T, E]
 
   std::shared_ptr<nn::Linear> linear_1, linear_2;
   std::shared_ptr<nn::Module> gelu;  // the config's hidden_act (GELU in the book)

@@ -30,7 +30,7 @@ std::vector<Generated> greedy_decode(Seq2SeqTransformer& model, const Tensor& so
   auto [memory, source_mask] = model.encode(source_ids);
   std::vector<Generated> out(B);
   std::vector<bool> done(B, false);
-  std::vector<int64_t> sequence(B, bos);  // [B, t] row-major, grown each step
+  std::vector<int64_t> sequence(B, bos);  // [t, B] step-major: each step appends B tokens
   int64_t t = 1;
   DecoderCache cache;
   for (int64_t step = 0; step < max_length; ++step) {
@@ -120,7 +120,8 @@ Generated beam_search(Seq2SeqTransformer& model, const Tensor& source_ids, int64
       rows.push_back(b);
       tokens.push_back(v);
     }
-    // Stop when no live beam can beat the best finished one.
+    // Stop once beam_size hypotheses have ended (then the best is chosen among them and the
+    // open beams by length-normalized score).
     if (static_cast<int64_t>(finished.size()) >= beam_size) break;
     beams = next;
     if (beams.empty()) break;

@@ -13,7 +13,7 @@ namespace anatomy::models {
 
 struct Generated {
   std::vector<int64_t> tokens;  // without the start token; ends before the end token
-  std::vector<Tensor> logits;   // [vocab] per step (greedy only), for inspection and tests
+  std::vector<Tensor> logits;   // [V] per step (greedy only), for inspection and tests
   float score = 0.0f;           // sum of log-probabilities (beam search: length-normalized)
 };
 

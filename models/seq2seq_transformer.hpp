@@ -15,7 +15,7 @@ class Seq2SeqTransformer : public nn::Module {
   explicit Seq2SeqTransformer(const TransformerConfig& config);
   // Source ids [B, S] -> (memory [B, S, E], source key mask [B, 1, S]); pad tokens are masked.
   std::pair<Tensor, Tensor> encode(const Tensor& source_ids);
-  // Target ids [B, T] -> logits [B, T, target_vocab].
+  // Target ids [B, T] -> logits [B, T, V] (V: the target vocabulary).
   Tensor decode(const Tensor& target_ids, const Tensor& memory, const Tensor& source_mask,
                 DecoderCache* cache = nullptr);
   Tensor forward(const Tensor& source_ids, const Tensor& target_ids);

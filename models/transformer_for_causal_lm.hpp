@@ -9,7 +9,7 @@ namespace anatomy::models {
 class TransformerForCausalLM : public nn::Module {
  public:
   explicit TransformerForCausalLM(const TransformerConfig& config);
-  // ids [B, T] -> logits [B, T, vocab]
+  // ids [B, T] -> logits [B, T, V]
   Tensor forward(const Tensor& input_ids, DecoderCache* cache);
   Tensor forward(const Tensor& input_ids) override { return forward(input_ids, nullptr); }
 

@@ -13,15 +13,11 @@ std::string bert_config_path() {
 }
 
 TransformerConfig small(bool fused = true) {
-  TransformerConfig c;
-  c.vocab_size = 30;
-  c.hidden_size = 16;
-  c.num_attention_heads = 4;
-  c.num_hidden_layers = 2;
-  c.intermediate_size = 32;
-  c.max_position_embeddings = 24;
+  auto c = TransformerConfig::from_json(R"({
+    "vocab_size": 30, "hidden_size": 16, "num_attention_heads": 4, "num_hidden_layers": 2,
+    "intermediate_size": 32, "max_position_embeddings": 24, "target_vocab_size": 20})",
+                                        "small");
   c.attention_type = fused ? "fused" : "book";
-  c.target_vocab_size = 20;
   return c;
 }
 

@@ -18,15 +18,12 @@ const std::map<std::string, Tensor>& golden() {
 }
 
 TransformerConfig small(bool fused) {
-  TransformerConfig c;
-  c.vocab_size = 50;
-  c.hidden_size = 32;
-  c.num_attention_heads = 4;
-  c.num_hidden_layers = 2;
-  c.intermediate_size = 64;
-  c.max_position_embeddings = 16;
-  c.layer_norm_eps = 1e-12;
-  c.num_labels = 3;
+  // make_golden_models.py's config.
+  auto c = TransformerConfig::from_json(R"({
+    "vocab_size": 50, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2,
+    "intermediate_size": 64, "max_position_embeddings": 16, "layer_norm_eps": 1e-12,
+    "num_labels": 3})",
+                                        "make_golden_models.py's config");
   c.attention_type = fused ? "fused" : "book";
   return c;
 }

@@ -17,17 +17,13 @@ TEST_CASE("training parity: 40 AdamW steps of a GPT-layout LM equal PyTorch's") 
   const int64_t steps = batches.size(0), T = batches.size(2) - 1;
   for (bool fused : {false, true}) {
     SUBCASE(fused ? "fused attention" : "the book's attention") {
-      TransformerConfig c;
-      c.vocab_size = 20;
-      c.hidden_size = 32;
-      c.num_attention_heads = 4;
-      c.num_hidden_layers = 2;
-      c.intermediate_size = 64;
-      c.max_position_embeddings = 16;
-      c.hidden_dropout_prob = c.attention_probs_dropout_prob = 0.0;
-      c.layer_norm_eps = 1e-5;
-      c.tie_word_embeddings = c.final_layer_norm = true;
-      c.embedding_layer_norm = c.bias = false;
+      // nanoGPT's layout (the nanogpt preset) at the size of make_golden_train.py's model.
+      auto c = TransformerConfig::from_json(R"({
+        "vocab_size": 20, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2,
+        "intermediate_size": 64, "max_position_embeddings": 16, "hidden_dropout_prob": 0.0,
+        "attention_probs_dropout_prob": 0.0, "layer_norm_eps": 1e-5, "tie_word_embeddings": true,
+        "final_layer_norm": true, "embedding_layer_norm": false, "bias": false})",
+                                            "make_golden_train.py's config");
       c.attention_type = fused ? "fused" : "book";
       TransformerForCausalLM model(c);
       nn::StateDict init = with_prefix(g, "init.");

@@ -37,6 +37,22 @@ nlohmann::json RunDir::read_run() const {
   }
 }
 
+nlohmann::json RunDir::read_run(const std::string& kind) const {
+  auto run = read_run();
+  if (run.value("kind", "") != kind)
+    throw Error(fmt::format("{} holds a {} run, not a {} run", path, run.value("kind", "?"), kind));
+  return run;
+}
+
+nlohmann::json RunDir::start(bool resume, const std::string& kind) const {
+  if (resume) return read_run(kind);
+  if (fs::exists(file("run.json")))
+    throw Error(fmt::format(
+        "{} already holds a training run; pass --resume to continue it, or choose another --out",
+        path));
+  return nlohmann::json::object();
+}
+
 void RunDir::write_run(const nlohmann::json& run) const {
   write_file_atomically(file("run.json"), run.dump(2) + "\n");
 }

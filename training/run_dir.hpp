@@ -23,7 +23,12 @@ struct RunDir {
 
   // Creates the folder (and best/, last/) or explains why it cannot.
   void create() const;
-  nlohmann::json read_run() const;                  // run.json, or an error naming the folder
+  nlohmann::json read_run() const;  // run.json, or an error naming the folder
+  // run.json of a run of this kind (translation, lm, classifier), or an error saying what it holds.
+  nlohmann::json read_run(const std::string& kind) const;
+  // Where a training run starts: a new run needs a folder without one (the empty JSON object is
+  // returned); a resumed one, a run of this kind (its run.json is returned).
+  nlohmann::json start(bool resume, const std::string& kind) const;
   void write_run(const nlohmann::json& run) const;  // atomically
   models::TransformerConfig read_config() const;
   // The weights to use: best/ if present, else last/.

@@ -9,9 +9,7 @@ namespace anatomy::training {
 
 TextClassifier TextClassifier::load(const std::string& dir) {
   RunDir run{dir};
-  const auto meta = run.read_run();
-  if (meta.value("kind", "") != "classifier")
-    throw Error(fmt::format("{} holds a {} model, not a classifier", dir, meta.value("kind", "?")));
+  run.read_run("classifier");
   TextClassifier c;
   c.tokenizer = text::load_tokenizer(run.file("tokenizer"));
   c.model = std::make_shared<models::TransformerForSequenceClassification>(run.read_config());

@@ -8,10 +8,7 @@ namespace anatomy::training {
 
 TextGenerator TextGenerator::load(const std::string& dir) {
   RunDir run{dir};
-  const auto meta = run.read_run();
-  if (meta.value("kind", "") != "lm")
-    throw Error(
-        fmt::format("{} holds a {} model, not a language model", dir, meta.value("kind", "?")));
+  run.read_run("lm");
   TextGenerator g;
   g.tokenizer = text::load_tokenizer(run.file("tokenizer"));
   g.model = std::make_shared<models::TransformerForCausalLM>(run.read_config());

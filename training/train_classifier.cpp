@@ -3,7 +3,6 @@
 // TransformerForSequenceClassification: the first token's hidden state -> classifier.
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <numeric>
 
 #include "data/data.hpp"
@@ -17,13 +16,7 @@ namespace anatomy::training {
 int train_classifier(const TrainOptions& o) {
   if (o.threads > 0) set_num_threads(o.threads);
   RunDir run{o.out};
-  if (!o.resume && std::filesystem::exists(run.file("run.json")))
-    throw Error(fmt::format(
-        "{} already holds a training run; pass --resume to continue it, or choose another --out",
-        o.out));
-  nlohmann::json meta = o.resume ? run.read_run() : nlohmann::json::object();
-  if (o.resume && meta.value("kind", "") != "classifier")
-    throw Error(fmt::format("{} holds a {} run, not a classifier", o.out, meta.value("kind", "?")));
+  nlohmann::json meta = run.start(o.resume, "classifier");
   const uint64_t seed = o.resume ? meta["seed"].get<uint64_t>() : o.seed;
   auto all = data::majority_examples(12000, seed);
   std::vector<std::string> train_texts, valid_texts;

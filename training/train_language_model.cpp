@@ -2,7 +2,6 @@
 // nanoGPT-style: random blocks of the first 90% of the text, validation loss on the last 10%.
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -77,14 +76,7 @@ double estimate_loss(models::TransformerForCausalLM& model, const std::vector<in
 int train_language_model(const TrainOptions& o) {
   if (o.threads > 0) set_num_threads(o.threads);
   RunDir run{o.out};
-  if (!o.resume && std::filesystem::exists(run.file("run.json")))
-    throw Error(fmt::format(
-        "{} already holds a training run; pass --resume to continue it, or choose another --out",
-        o.out));
-  nlohmann::json meta = o.resume ? run.read_run() : nlohmann::json::object();
-  if (o.resume && meta.value("kind", "") != "lm")
-    throw Error(
-        fmt::format("{} holds a {} run, not a language model", o.out, meta.value("kind", "?")));
+  nlohmann::json meta = run.start(o.resume, "lm");
   const std::string text = read_text(o.text);  // before creating anything in the run folder
   const std::string preset_name = o.resume           ? meta.value("preset", "nanogpt")
                                   : o.preset.empty() ? "nanogpt"

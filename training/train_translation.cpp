@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <filesystem>
 
 #include "data/data.hpp"
 #include "training/run_dir.hpp"
@@ -93,17 +92,11 @@ Metrics validate(Translator& tr, const Encoded& valid, int64_t max_tokens) {
 int train_translation(const TrainOptions& o) {
   if (o.threads > 0) set_num_threads(o.threads);
   RunDir run{o.out};
-  if (!o.resume && std::filesystem::exists(run.file("run.json")))
-    throw Error(
-        fmt::format("{} already holds a training run; pass --resume to continue it, or choose "
-                    "another --out",
-                    o.out));
-  nlohmann::json meta;
+  nlohmann::json meta = run.start(o.resume, "translation");
   if (o.resume) {
-    meta = run.read_run();
     const std::string was = meta["data"].value("task", "") + meta["data"].value("corpus", "");
     const std::string now = o.task + o.corpus;
-    if (meta.value("kind", "") != "translation" || was != now)
+    if (was != now)
       throw Error(
           fmt::format("{} was trained on '{}', not '{}'; resume with the same --task or --corpus",
                       o.out, was, now));

@@ -163,10 +163,12 @@ TrainResult Trainer::fit() {
       save(is_best, epoch_, batch_);
     saved_this_run = saved_this_run || saving;
     if (!o_.quiet) {
-      const std::string where =
-          o_.unit == "epoch"
-              ? fmt::format("epoch {}/{}{}", epoch_ + 1, o_.epochs, complete ? "" : " (partial)")
-              : fmt::format("step {}/{}", step_, total_batches);
+      const std::string where = o_.unit == "epoch"
+                                    ? fmt::format("epoch {}/{}{}", epoch_ + 1, o_.epochs,
+                                                  complete ? ""
+                                                  : final  ? " (partial)"
+                                                           : fmt::format(", step {}", step_))
+                                    : fmt::format("step {}/{}", step_, total_batches);
       fmt::print(
           "{}  train loss {}{}  ({} tok/s, {}){}\n", where,
           epoch_tokens ? fmt::format("{:.4f}", train_loss) : "-", summary(m),

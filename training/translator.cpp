@@ -11,10 +11,7 @@ namespace anatomy::training {
 
 Translator Translator::load(const std::string& dir) {
   RunDir run{dir};
-  const auto meta = run.read_run();
-  if (meta.value("kind", "") != "translation")
-    throw Error(
-        fmt::format("{} holds a {} model, not a translation model", dir, meta.value("kind", "?")));
+  run.read_run("translation");
   Translator t;
   t.config = run.read_config();
   t.source = text::load_tokenizer(run.file("source_tokenizer"));

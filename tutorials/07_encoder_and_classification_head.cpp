@@ -2,10 +2,9 @@
 // embeddings and 12 encoder layers; TransformerForSequenceClassification takes the first
 // token's final hidden state, applies dropout and a Linear layer to num_labels logits. Then a
 // short training run shows the head (and everything under it) learning a toy task.
-#include <chrono>
-
 #include "chapter.hpp"
 #include "data/data.hpp"
+#include "training/training.hpp"
 
 using namespace anatomy;
 
@@ -49,61 +48,51 @@ int main(int argc, char** argv) {
       train(examples.begin() + 500, examples.end());
   std::vector<std::string> texts;
   for (const auto& e : train) texts.push_back(e.text);
-  auto tok = text::WordTokenizer::train(texts);
-  models::TransformerConfig small;
-  small.vocab_size = tok.vocab().size();
-  small.hidden_size = 64;
-  small.num_attention_heads = 4;
-  small.num_hidden_layers = 2;
+  // TextClassifier (training/text_classifier.hpp) pairs a tokenizer with the model: it puts a
+  // [BOS] token first (the [CLS] slot the head reads) and pads batches with their masks.
+  training::TextClassifier classifier;
+  classifier.tokenizer = std::make_shared<text::WordTokenizer>(text::WordTokenizer::train(texts));
+  auto small = models::TransformerConfig::preset("tiny");
+  small.vocab_size = classifier.tokenizer->vocab().size();
   small.intermediate_size = 128;
   small.max_position_embeddings = 32;
   small.num_labels = 3;
   small.final_layer_norm = true;
-  models::TransformerForSequenceClassification model(small);
+  classifier.model = std::make_shared<models::TransformerForSequenceClassification>(small);
+  auto& model = *classifier.model;
   models::init_weights(model);
-  nn::AdamW opt(model.parameters(), {.lr = 1e-3});
-  auto batch = [&](const std::vector<data::LabeledText>& set, size_t start, size_t n) {
-    std::vector<std::vector<int64_t>> rows;
-    std::vector<int64_t> labels;
-    for (size_t i = start; i < std::min(set.size(), start + n); ++i) {
-      auto ids = tok.encode(set[i].text);
-      ids.insert(ids.begin(), tok.vocab().id("[BOS]"));  // position 0: the [CLS] slot
-      rows.push_back(ids);
-      labels.push_back(set[i].label);
-    }
-    Tensor x = data::pad_batch(rows);
-    return std::tuple{x, ne(x.to(kFloat32), full({}, 0.0f)),
-                      from_vector(labels, {static_cast<int64_t>(labels.size())})};
-  };
-  auto accuracy = [&] {
-    NoGradGuard ng;
-    model.eval();
-    auto [x, mask, y] = batch(valid, 0, valid.size());
-    const auto pred = argmax(model.forward(x, mask), -1).to_int_vector(), truth = y.to_int_vector();
-    int64_t right = 0;
-    for (size_t i = 0; i < pred.size(); ++i) right += pred[i] == truth[i];
-    model.train();
-    return 100.0 * static_cast<double>(right) / static_cast<double>(pred.size());
-  };
-  const double before = accuracy();
+  std::vector<std::string> valid_texts;
+  std::vector<int64_t> valid_labels;
+  for (const auto& e : valid) valid_texts.push_back(e.text), valid_labels.push_back(e.label);
+  const double before = classifier.accuracy(valid_texts, valid_labels);
   fmt::print("accuracy before training: {:.1f}% (chance: about 33%)\n", before);
   set_grad_enabled(true);
-  const int epochs = t.fast() ? 2 : 4;
-  for (int epoch = 0; epoch < epochs; ++epoch) {
-    double loss_sum = 0;
-    int steps = 0;
-    for (size_t start = 0; start < train.size(); start += 32, ++steps) {
-      auto [x, mask, y] = batch(train, start, 32);
-      Tensor loss = cross_entropy(model.forward(x, mask), y);
-      opt.zero_grad();
-      loss.backward();
-      opt.step();
-      loss_sum += loss.item();
-    }
-    fmt::print("epoch {}: loss {:.3f}, validation accuracy {:.1f}%\n", epoch + 1, loss_sum / steps,
-               accuracy());
-  }
-  const double after = accuracy();
-  t.check(after > before + 15.0 && after > 55.0, "training lifts accuracy well above chance");
+
+  // The Trainer (training/trainer.hpp) runs the loop every run here uses: loss, backward,
+  // clipping, the optimizer step; an evaluation after each epoch.
+  nn::AdamW opt(model.parameters(), {.lr = 1e-3});
+  training::Trainer trainer(model, opt, nullptr, {.epochs = t.fast() ? 2 : 4, .clip = 0});
+  const int64_t batch_size = 32;
+  trainer.batches = [&](int64_t) {
+    return static_cast<int64_t>((train.size() + batch_size - 1) / batch_size);
+  };
+  trainer.loss = [&](int64_t, int64_t b) {
+    std::vector<std::string> texts_b;
+    std::vector<int64_t> labels;
+    for (size_t i = b * batch_size; i < std::min(train.size(), size_t((b + 1) * batch_size)); ++i)
+      texts_b.push_back(train[i].text), labels.push_back(train[i].label);
+    auto [ids, mask] = classifier.batch(texts_b);
+    Tensor logits = model.forward(ids, mask);  // [B, 3]
+    return training::BatchLoss{
+        cross_entropy(logits, from_vector(labels, {static_cast<int64_t>(labels.size())})),
+        ids.numel()};
+  };
+  trainer.evaluate = [&](bool) {
+    return training::Metrics{{"accuracy", classifier.accuracy(valid_texts, valid_labels)}};
+  };
+  const auto result = trainer.fit();
+  const double after = classifier.accuracy(valid_texts, valid_labels);
+  t.check(after > before + 15.0 && after > 55.0 && result.step > 0,
+          "training lifts accuracy well above chance");
   return t.finish();
 }

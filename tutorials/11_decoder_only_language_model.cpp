@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "chapter.hpp"
+#include "training/training.hpp"
 
 using namespace anatomy;
 
@@ -34,12 +35,8 @@ int main(int argc, char** argv) {
   fmt::print("{} characters, {} distinct\n", ids.size(), tok.vocab().size() - 4);
 
   t.section("TransformerForCausalLM: decoder layers without cross-attention + lm_head");
-  models::TransformerConfig config;
+  auto config = models::TransformerConfig::preset("tiny");  // hidden 64, 4 heads, 2 layers
   config.vocab_size = tok.vocab().size();
-  config.hidden_size = 64;
-  config.num_attention_heads = 4;
-  config.num_hidden_layers = 2;
-  config.intermediate_size = 256;
   config.max_position_embeddings = 32;
   config.hidden_dropout_prob = config.attention_probs_dropout_prob = 0.0;
   config.final_layer_norm = true;
@@ -51,29 +48,26 @@ int main(int argc, char** argv) {
   t.section("Training: predict every next character");
   const int64_t T = 32, B = 16, steps = t.fast() ? 150 : 600;
   nn::AdamW opt(model.parameters(), {.lr = 3e-3, .beta2 = 0.99, .weight_decay = 0.1});
+  // One pass of `steps` random windows, a log line every fifth of the way.
+  training::Trainer trainer(model, opt, nullptr,
+                            {.clip = 0, .eval_every = steps / 5, .unit = "step"});
   Generator g(1);
-  auto batch = [&] {
+  std::vector<double> losses;
+  trainer.batches = [&](int64_t) { return steps; };
+  trainer.loss = [&](int64_t, int64_t) {
     std::vector<int64_t> x, y;
     for (int64_t b = 0; b < B; ++b) {
       const int64_t i = g.next_u32() % (ids.size() - T - 1);
       x.insert(x.end(), ids.begin() + i, ids.begin() + i + T);
       y.insert(y.end(), ids.begin() + i + 1, ids.begin() + i + T + 1);
     }
-    return std::pair{from_vector(x, {B, T}), from_vector(y, {B, T})};
+    Tensor logits = model.forward(from_vector(x, {B, T}));  // [B, T, V]
+    Tensor loss = cross_entropy(logits.reshape({-1, config.vocab_size}), from_vector(y, {B * T}));
+    losses.push_back(loss.item());
+    return training::BatchLoss{loss, B * T};
   };
-  double first = 0, last = 0;
-  for (int64_t step = 0; step < steps; ++step) {
-    auto [x, y] = batch();
-    Tensor loss = cross_entropy(model.forward(x).reshape({-1, config.vocab_size}), y.reshape({-1}));
-    opt.zero_grad();
-    loss.backward();
-    opt.step();
-    if (step == 0) first = loss.item();
-    last = loss.item();
-    if ((step + 1) % (steps / 5) == 0)
-      fmt::print("step {:4}  loss {:.3f}\n", step + 1, loss.item());
-  }
-  t.check(last < first * 0.75, "the loss fell from about log(vocabulary)");
+  trainer.fit();
+  t.check(losses.back() < losses.front() * 0.75, "the loss fell from about log(vocabulary)");
 
   t.section("Generating, one character at a time (with the KV cache)");
   model.eval();

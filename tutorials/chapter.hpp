@@ -44,10 +44,13 @@ inline text::BertTokenizer bert_tokenizer(const Tutorial& t, bool& real) {
   return text::BertTokenizer(text::Vocabulary(tokens));
 }
 
-// bert-base-uncased's config.json (kept in models/configs/).
+// bert-base-uncased's config.json (kept in models/configs/), with the book's attention classes
+// (MultiHeadAttention made of AttentionHeads) rather than the fused layout models train with.
 inline models::TransformerConfig bert_config() {
-  return models::TransformerConfig::from_json_file(std::string(ANATOMY_SOURCE_DIR) +
-                                                   "/models/configs/bert-base-uncased.json");
+  auto config = models::TransformerConfig::from_json_file(std::string(ANATOMY_SOURCE_DIR) +
+                                                          "/models/configs/bert-base-uncased.json");
+  config.attention_type = "book";
+  return config;
 }
 
 }  // namespace anatomy::tutorial

@@ -4,12 +4,8 @@
 
 int main() {
   using namespace anatomy;
-  models::TransformerConfig config;
+  auto config = models::TransformerConfig::preset("tiny");
   config.vocab_size = 50;
-  config.hidden_size = 16;
-  config.num_attention_heads = 2;
-  config.num_hidden_layers = 1;
-  config.intermediate_size = 32;
   config.max_position_embeddings = 8;
   models::TransformerForSequenceClassification model(config);
   nn::AdamW opt(model.parameters(), {.lr = 1e-2});
