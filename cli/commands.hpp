@@ -14,6 +14,7 @@ using Runner = std::function<int()>;
 Runner add_run_command(CLI::App& app);
 Runner add_train_command(CLI::App& app);
 Runner add_config_command(CLI::App& app);
+Runner add_export_command(CLI::App& app);
 Runner add_translate_command(CLI::App& app);
 Runner add_evaluate_command(CLI::App& app);
 Runner add_bleu_command(CLI::App& app);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "training/export.hpp"
 #include "training/train_options.hpp"
 
 namespace anatomy::cli {
@@ -53,6 +54,24 @@ Runner add_train_command(CLI::App& app) {
                 "keep training after 100% validation exact match");
   cmd->add_option("--threads", o->threads, "threads (default: all cores)");
   return [o] { return training::train(*o); };
+}
+
+// anatomy export: a run folder as a PyTorch package that continues it with torch.distributed.
+Runner add_export_command(CLI::App& app) {
+  struct Options {
+    std::string checkpoint, to;
+  };
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand(
+      "export",
+      "Write a run as a PyTorch package (model.py, train.py for torchrun, weights, data)");
+  cmd->add_option("--checkpoint", o->checkpoint, "a run folder from anatomy train")->required();
+  cmd->add_option("--to", o->to, "the folder to write (new or empty)")->required();
+  return [o] {
+    training::export_to_pytorch(o->checkpoint, o->to);
+    fmt::print("wrote {}: see {}/README.md\n", o->to, o->to);
+    return 0;
+  };
 }
 
 // anatomy config: every TransformerConfig field, or a preset's config.json.

@@ -13,7 +13,7 @@ TextClassifier TextClassifier::load(const std::string& dir) {
   TextClassifier c;
   c.tokenizer = text::load_tokenizer(run.file("tokenizer"));
   c.model = std::make_shared<models::TransformerForSequenceClassification>(run.read_config());
-  c.model->load(run.weights());
+  models::load_weights(*c.model, run.weights(), run.read_config());
   c.model->eval();
   return c;
 }

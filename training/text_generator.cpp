@@ -12,7 +12,7 @@ TextGenerator TextGenerator::load(const std::string& dir) {
   TextGenerator g;
   g.tokenizer = text::load_tokenizer(run.file("tokenizer"));
   g.model = std::make_shared<models::TransformerForCausalLM>(run.read_config());
-  g.model->load(run.weights());
+  models::load_weights(*g.model, run.weights(), run.read_config());
   g.model->eval();
   return g;
 }

@@ -132,6 +132,23 @@ int train_language_model(const TrainOptions& o) {
             {"text", o.text},
             {"options", training_options(o)}};
   meta["iters"] = iters;
+  // Everything the loop below does, spelled out for `anatomy export` (PyTorch continues it).
+  meta["recipe"] = {{"block", block},
+                    {"batch", p.batch},
+                    {"label_smoothing", 0.0},
+                    {"clip", o.clip},
+                    {"optimizer",
+                     {{"lr", lr},
+                      {"beta1", 0.9},
+                      {"beta2", 0.99},
+                      {"eps", 1e-8},
+                      {"weight_decay", 0.1},
+                      {"decay_vectors", false}}},
+                    {"schedule",
+                     {{"name", "cosine"},
+                      {"warmup", o.warmup > 0 ? o.warmup : p.warmup},
+                      {"total_steps", iters},
+                      {"min_lr", lr * p.min_lr / p.lr}}}};
   fmt::print(
       "character language model on {} ({} characters, vocabulary {}): {} parameters, {} layers, "
       "{} heads, hidden {}, block {}, batch {}\n",

@@ -9,6 +9,7 @@
 #include "training/run_dir.hpp"
 #include "training/train_options.hpp"
 #include "training/trainer.hpp"
+#include "training/translation_data.hpp"
 #include "training/translator.hpp"
 
 namespace anatomy::training {
@@ -37,25 +38,6 @@ std::unique_ptr<text::Tokenizer> train_tokenizer(const std::string& kind,
   if (kind == "bpe")
     return std::make_unique<text::BpeTokenizer>(text::BpeTokenizer::train(texts, vocab_size));
   throw Error(fmt::format("unknown tokenizer kind '{}'", kind));
-}
-
-struct Encoded {
-  std::vector<std::vector<int64_t>> src, tgt;
-  std::vector<std::string> sources, references;
-};
-
-Encoded encode(const std::vector<data::Pair>& pairs, const text::Tokenizer& s,
-               const text::Tokenizer& t) {
-  Encoded e;
-  for (const auto& p : pairs) {
-    auto a = s.encode(p.source), b = t.encode(p.target);
-    if (a.empty()) a.push_back(s.vocab().id("[UNK]"));
-    e.src.push_back(std::move(a));
-    e.tgt.push_back(std::move(b));
-    e.sources.push_back(p.source);
-    e.references.push_back(p.target);
-  }
-  return e;
 }
 
 Tensor batch_loss(models::Seq2SeqTransformer& model, const data::Batch& b, float smoothing,
@@ -103,36 +85,15 @@ int train_translation(const TrainOptions& o) {
   }
 
   // --- data (read before anything is created in the run folder) ---
-  data::Splits splits;
-  std::string src_kind = "bpe", tgt_kind = "bpe";
-  int64_t vocab_size = o.vocab_size > 0 ? o.vocab_size : 8000;
   const uint64_t seed = o.resume ? meta["seed"].get<uint64_t>() : o.seed;
-  std::string description;
-  if (!o.task.empty()) {
-    auto task = data::make_task(o.task, seed);
-    splits = std::move(task.splits);
-    src_kind = task.source_tokenizer;
-    tgt_kind = task.target_tokenizer;
-    if (o.vocab_size == 0) vocab_size = 200;
-    description = fmt::format("task {}: {}", o.task, task.description);
-  } else {
-    // A resumed run reads the corpus as it was first read, whatever this command line says.
-    const data::CorpusOptions read{
-        .max_chars = o.resume ? meta["data"].value("max_chars", int64_t{0}) : o.max_chars,
-        .skip_malformed =
-            o.resume ? meta["data"].value("skip_malformed", false) : o.skip_malformed};
-    auto corpus = data::read_tsv(o.corpus, read);
-    const auto n = static_cast<int64_t>(corpus.pairs.size());
-    splits = data::split_corpus(std::move(corpus.pairs), seed, o.corpus);
-    description = fmt::format(
-        "corpus {}: {} pairs{}{}", o.corpus, n,
-        corpus.skipped_malformed
-            ? fmt::format(", {} malformed lines skipped", corpus.skipped_malformed)
-            : "",
-        corpus.skipped_long ? fmt::format(", {} long pairs dropped", corpus.skipped_long) : "");
-  }
-  if (o.limit > 0 && static_cast<int64_t>(splits.train.size()) > o.limit)
-    splits.train.resize(o.limit);
+  // A resumed run reads the corpus as it was first read, whatever this command line says.
+  const data::CorpusOptions read{
+      .max_chars = o.resume ? meta["data"].value("max_chars", int64_t{0}) : o.max_chars,
+      .skip_malformed = o.resume ? meta["data"].value("skip_malformed", false) : o.skip_malformed};
+  TranslationData d = read_translation_data(o.task, o.corpus, seed, read, o.limit);
+  const int64_t vocab_size = o.vocab_size > 0 ? o.vocab_size : d.is_task ? 200 : 8000;
+  auto& splits = d.splits;
+  const std::string description = d.description;
   fmt::print("{}\n  train {} / valid {} / test {} pairs\n", description, splits.train.size(),
              splits.valid.size(), splits.test.size());
 
@@ -152,8 +113,8 @@ int train_translation(const TrainOptions& o) {
   } else {
     std::vector<std::string> s, t;
     for (const auto& pr : splits.train) s.push_back(pr.source), t.push_back(pr.target);
-    src_tok = train_tokenizer(src_kind, s, vocab_size);
-    tgt_tok = train_tokenizer(tgt_kind, t, vocab_size);
+    src_tok = train_tokenizer(d.source_tokenizer, s, vocab_size);
+    tgt_tok = train_tokenizer(d.target_tokenizer, t, vocab_size);
   }
   Encoded train = encode(splits.train, *src_tok, *tgt_tok),
           valid = encode(splits.valid, *src_tok, *tgt_tok);
@@ -185,18 +146,9 @@ int train_translation(const TrainOptions& o) {
     write_file_atomically(run.file("config.json"), config.to_json());
   }
   // Pairs that do not fit the model's positions cannot be trained on.
-  Encoded fit;
-  for (size_t i = 0; i < train.src.size(); ++i)
-    if (static_cast<int64_t>(std::max(train.src[i].size(), train.tgt[i].size() + 1)) <=
-        config.max_position_embeddings) {
-      fit.src.push_back(train.src[i]);
-      fit.tgt.push_back(train.tgt[i]);
-    }
-  if (fit.src.size() < train.src.size())
-    fmt::print("  {} training pairs longer than {} tokens dropped\n",
-               train.src.size() - fit.src.size(), config.max_position_embeddings);
-  train.src = std::move(fit.src);
-  train.tgt = std::move(fit.tgt);
+  if (const size_t dropped = drop_too_long(train, config.max_position_embeddings))
+    fmt::print("  {} training pairs longer than {} tokens dropped\n", dropped,
+               config.max_position_embeddings);
 
   // --- model and optimizer ---
   manual_seed(seed);
@@ -237,7 +189,7 @@ int train_translation(const TrainOptions& o) {
   if (schedule_name == "noam")
     schedule = std::make_unique<nn::NoamSchedule>(
         opt, config.hidden_size, warmup,
-        peak * std::sqrt(static_cast<double>(config.hidden_size * warmup)));
+        peak * std::sqrt(static_cast<double>(config.hidden_size * warmup)));  // its peak: `peak`
   else if (schedule_name == "linear" || schedule_name == "cosine")
     schedule = std::make_unique<nn::WarmupDecaySchedule>(
         opt, peak, warmup, std::max(warmup, steps_per_epoch * epochs),
@@ -258,6 +210,27 @@ int train_translation(const TrainOptions& o) {
             {"description", description},
             {"options", training_options(o)}};
   meta["epochs"] = epochs;
+  // Everything the loop below does, spelled out for `anatomy export` (PyTorch continues it).
+  const double noam_factor = peak * std::sqrt(static_cast<double>(config.hidden_size * warmup));
+  meta["recipe"] = {{"max_tokens", max_tokens},
+                    {"label_smoothing", o.label_smoothing},
+                    {"clip", o.clip},
+                    {"bos", tr.bos},
+                    {"eos", tr.eos},
+                    {"optimizer",
+                     {{"lr", peak},
+                      {"beta1", 0.9},
+                      {"beta2", 0.98},
+                      {"eps", 1e-9},
+                      {"weight_decay", 0.01},
+                      {"decay_vectors", true}}},
+                    {"schedule",
+                     {{"name", schedule_name},
+                      {"warmup", warmup},
+                      {"total_steps", std::max(warmup, steps_per_epoch * epochs)},
+                      {"min_lr", 0.0},
+                      {"d_model", config.hidden_size},
+                      {"factor", noam_factor}}}};
   fmt::print("model: {} parameters (hidden {}, {} heads, {}+{} layers); vocab {} -> {}\n",
              model.num_parameters(), config.hidden_size, config.num_attention_heads,
              config.num_hidden_layers, config.decoder_layers(), config.vocab_size,

@@ -67,8 +67,14 @@ void Trainer::restore() {
   const std::string path = run.file("last/training.safetensors");
   const auto ck = nn::load_checkpoint(path, model_, optimizer_, schedule_);
   step_ = ck.step;
-  epoch_ = metadata_int(ck.metadata, "epoch", path);
-  batch_ = metadata_int(ck.metadata, "batch", path);
+  if (!ck.metadata.count("epoch") && !ck.metadata.count("batch")) {
+    // Language-model checkpoints from before the Trainer hold only the step: one epoch of
+    // `iters` batches, so the step is the batch.
+    epoch_ = 0, batch_ = step_;
+  } else {
+    epoch_ = metadata_int(ck.metadata, "epoch", path);
+    batch_ = metadata_int(ck.metadata, "batch", path);
+  }
   const auto meta = run.read_run();
   best_ = meta.value("best", Metrics::object());
   history_ = meta.value("history", nlohmann::json::array());
@@ -177,6 +183,9 @@ TrainResult Trainer::fit() {
       std::fflush(stdout);
     }
     if (evaluate && should_stop && should_stop(m)) stop = true;
+    // The next line's train loss is the mean since this one.
+    epoch_loss = 0, epoch_tokens = 0, tokens_seen = 0;
+    epoch_start = Clock::now();
   };
 
   for (; epoch_ < o_.epochs && !stop; ++epoch_, batch_ = 0) {
@@ -188,6 +197,7 @@ TrainResult Trainer::fit() {
     epoch_loss = window_loss = 0;
     epoch_tokens = window = tokens_seen = 0;
     const int64_t first_batch = batch_;
+    const auto loop_start = Clock::now();  // for the ETA (epoch_start restarts at each log line)
     while (batch_ < n) {
       if (interrupted() || out_of_time()) {
         result.interrupted = interrupted();
@@ -215,15 +225,17 @@ TrainResult Trainer::fit() {
         window_loss = 0;
       }
       if (!o_.quiet) {
-        const double elapsed = seconds_since(epoch_start);
-        const double per_batch = elapsed / static_cast<double>(batch_ - first_batch);
+        const double per_batch =
+            seconds_since(loop_start) / static_cast<double>(batch_ - first_batch);
         double eta = per_batch * static_cast<double>(n - batch_);
         if (o_.time_budget > 0)
           eta = std::min(eta, std::max(0.0, o_.time_budget - seconds_since(started)));
         bar.update(batch_,
                    fmt::format("loss {:.3f} lr {:.1e} {} tok/s ETA {}",
                                epoch_loss / static_cast<double>(epoch_tokens), optimizer_.lr(),
-                               human(static_cast<double>(tokens_seen) / elapsed), clock(eta)));
+                               human(static_cast<double>(tokens_seen) /
+                                     std::max(1e-9, seconds_since(epoch_start))),
+                               clock(eta)));
       }
       if (o_.eval_every > 0 && step_ % o_.eval_every == 0 && batch_ < n) {
         bar.clear();

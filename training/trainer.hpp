@@ -4,7 +4,8 @@
 //
 //   for each epoch, for each batch:
 //     loss = loss(epoch, batch); zero_grad; backward; clip; optimizer.step; schedule.step
-//   evaluate at the end of each epoch (and every eval_every steps), keep the best, save
+//   evaluate at the end of each epoch (and every eval_every steps), keep the best, save, and
+//   print one line: the train loss (mean since the previous line), the metrics, tokens/s
 //
 // With a run folder it also writes best/ and last/ weights, last/training.safetensors (model,
 // optimizer, schedule, random generator, position) and run.json, so `resume` continues bit for

@@ -2,6 +2,7 @@
 // folders, and the inference API over them (Translator, TextGenerator, TextClassifier).
 #pragma once
 
+#include "training/export.hpp"
 #include "training/loss_curve.hpp"
 #include "training/progress_bar.hpp"
 #include "training/run_dir.hpp"

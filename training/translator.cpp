@@ -23,7 +23,8 @@ Translator Translator::load(const std::string& dir) {
                     dir, t.source->vocab().size(), t.target->vocab().size(), t.config.vocab_size,
                     t.config.target_vocab()));
   t.model = std::make_shared<models::Seq2SeqTransformer>(t.config);
-  t.model->load(run.weights());
+  // Either attention layout: a folder written by PyTorch (anatomy export) holds the book's.
+  models::load_weights(*t.model, run.weights(), t.config);
   t.model->eval();
   t.bos = t.target->vocab().id("[BOS]");
   t.eos = t.target->vocab().id("[EOS]");

@@ -1,0 +1,142 @@
+// anatomy export end to end with Debian's python3-torch: the exported model.py gives the logits
+// `anatomy run` gives; train.py under torch.distributed (2 processes, gloo) continues training
+// with the loss still falling and identical replicas; the folder it writes comes back to
+// `anatomy translate` with the tokens PyTorch's greedy decoding gives.
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "helpers.hpp"
+#include "tokenizers/tokenizers.hpp"
+
+using namespace anatomy;
+
+namespace {
+
+struct Result {
+  int code;
+  std::string output;
+};
+
+Result sh(const std::string& command) {
+  static int n = 0;
+  const std::string log = (std::filesystem::temp_directory_path() /
+                           fmt::format("anatomy_export_{}_{}.log", getpid(), n++))
+                              .string();
+  const int status = std::system((command + " > " + log + " 2>&1").c_str());
+  std::ifstream f(log);
+  return {WEXITSTATUS(status), std::string(std::istreambuf_iterator<char>(f), {})};
+}
+
+std::string fresh(const std::string& name) {
+  const auto d = std::filesystem::temp_directory_path() / ("anatomy_export_" + name);
+  std::filesystem::remove_all(d);
+  return d.string();
+}
+
+const std::string kPython = "/usr/bin/python3";
+
+}  // namespace
+
+TEST_CASE("export: PyTorch gets the same model, continues it with DDP, and it comes back") {
+  if (sh(kPython + " -c 'import torch'").code != 0) {
+    MESSAGE("skipped: Debian's python3-torch is not installed (cmake/install-deps.sh torch)");
+    return;
+  }
+  const std::string A = ANATOMY_CLI;
+  const std::string run = fresh("run"), pkg = fresh("pkg"), back = fresh("back");
+  auto t = sh(A + " train --task copy --preset tiny --epochs 1 --schedule noam --threads 1 --out " +
+              run);
+  REQUIRE_MESSAGE(t.code == 0, t.output);
+  auto e = sh(A + " export --checkpoint " + run + " --to " + pkg);
+  REQUIRE_MESSAGE(e.code == 0, e.output);
+  for (const char* f : {"model.py", "train.py", "safetensors_io.py", "model.safetensors",
+                        "optimizer.safetensors", "data.safetensors", "export.json", "config.json",
+                        "run.json", "source_tokenizer.json", "README.md"})
+    CHECK_MESSAGE(std::filesystem::exists(pkg + "/" + f), f);
+  CHECK(sh(A + " export --checkpoint " + run + " --to " + pkg).output.find("not empty") !=
+        std::string::npos);
+
+  // 1. The same logits from PyTorch's model.py as from `anatomy run` on the exported weights.
+  auto r = sh(A + " run --config " + pkg + "/config.json --weights " + pkg +
+              "/model.safetensors --model seq2seq --input-ids 5,9,7,12 --decoder-input-ids 2,12,7 "
+              "--output " +
+              pkg + "/anatomy_out.safetensors");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const std::string logits_py = pkg + "/logits.py";
+  std::ofstream(logits_py) << "import sys, torch\nsys.path.insert(0, '" << pkg << "')\n"
+                           << R"(import model as book, safetensors_io as io
+c = book.load_config(sys.argv[1] + '/config.json')
+net = book.build(c, 'translation')
+net.load_state_dict(io.load(sys.argv[1] + '/model.safetensors')[0])
+net.eval()
+with torch.no_grad():
+    logits = net(torch.tensor([[5, 9, 7, 12]]), torch.tensor([[2, 12, 7]]))
+io.save(sys.argv[1] + '/torch_out.safetensors', {'logits': logits})
+)";
+  auto p = sh(kPython + " " + logits_py + " " + pkg);
+  REQUIRE_MESSAGE(p.code == 0, p.output);
+  const Tensor ours = load_safetensors(pkg + "/anatomy_out.safetensors").tensors.at("logits");
+  const Tensor theirs = load_safetensors(pkg + "/torch_out.safetensors").tensors.at("logits");
+  CHECK_CLOSE(theirs, ours, 1e-4, 1e-4);
+
+  // 2. Two processes (gloo) continue the run: the loss keeps falling, the replicas agree.
+  auto d =
+      sh(kPython +
+         " -m torch.distributed.run --nproc_per_node 2 --master_port 29517 --redirects 1 --tee 1 " +
+         pkg + "/train.py --steps 40 --out " + back);
+  REQUIRE_MESSAGE(d.code == 0, d.output);
+  std::ifstream meta_file(back + "/run.json");
+  const auto meta = nlohmann::json::parse(meta_file);
+  const auto& c = meta["continued_in_pytorch"];
+  CHECK(c["processes"] == 2);
+  const auto losses = c["losses"].get<std::vector<double>>();
+  REQUIRE(losses.size() == 40);
+  double first = 0, last = 0;
+  for (int i = 0; i < 10; ++i) first += losses[i], last += losses[30 + i];
+  CHECK_MESSAGE(last < first * 0.9, d.output);
+  const auto sums = c["replica_checksums"].get<std::vector<double>>();
+  REQUIRE(sums.size() == 2);
+  CHECK(sums[0] == sums[1]);
+  // The step and AdamW's state went on from where anatomy stopped.
+  std::ifstream pkg_meta(pkg + "/run.json");
+  CHECK(meta["step"].get<int64_t>() == nlohmann::json::parse(pkg_meta)["step"].get<int64_t>() + 40);
+
+  // 3. The folder PyTorch wrote comes back: anatomy translates as PyTorch's greedy decoding does.
+  const std::vector<std::string> inputs = {"a b c d e", "t s r q", "k a f c h j"};
+  auto source = text::load_tokenizer(back + "/source_tokenizer");
+  auto target = text::load_tokenizer(back + "/target_tokenizer");
+  const std::string decode_py = back + "/decode.py";
+  std::ofstream(decode_py) << "import sys, torch\nsys.path.insert(0, '" << pkg << "')\n"
+                           << "info = __import__('json').load(open('" << pkg << "/export.json'))\n"
+                           << R"(import model as book, safetensors_io as io
+c = book.load_config(sys.argv[1] + '/config.json')
+net = book.build(c, 'translation')
+net.load_state_dict(io.load(sys.argv[1] + '/best/model.safetensors')[0])
+net.eval()
+for row in sys.argv[2:]:
+    ids = [int(x) for x in row.split(',')]
+    limit = min(2 * len(ids) + 10, c.max_position_embeddings - 1)
+    out = book.greedy_decode(net, torch.tensor([ids]), info['bos'], info['eos'], limit)[0]
+    print(' '.join(str(t) for t in out))
+)";
+  std::string args;
+  for (const auto& in : inputs) args += fmt::format(" {}", fmt::join(source->encode(in), ","));
+  auto py = sh(kPython + " " + decode_py + " " + back + args);
+  REQUIRE_MESSAGE(py.code == 0, py.output);
+  std::string expected;
+  std::istringstream lines(py.output);
+  for (std::string line; std::getline(lines, line);) {
+    std::vector<int64_t> ids;
+    std::istringstream words(line);
+    for (int64_t id; words >> id;) ids.push_back(id);
+    expected += target->decode(ids) + "\n";
+  }
+  std::string quoted;
+  for (const auto& in : inputs) quoted += " \"" + in + "\"";
+  auto ours_out = sh(A + " translate --checkpoint " + back + quoted);
+  REQUIRE_MESSAGE(ours_out.code == 0, ours_out.output);
+  CHECK(ours_out.output == expected);
+  CHECK(std::count(expected.begin(), expected.end(), '\n') == 3);
+}

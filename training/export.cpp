@@ -1,0 +1,148 @@
+#include "training/export.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "models/models.hpp"
+#include "training/run_dir.hpp"
+#include "training/translation_data.hpp"
+
+namespace anatomy::training {
+
+// The Python files of training/export/, embedded as strings by training/CMakeLists.txt.
+extern const char* const kExportModelPy;
+extern const char* const kExportTrainPy;
+extern const char* const kExportSafetensorsPy;
+extern const char* const kExportReadme;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Flat ids and their row offsets: [ids of row 0, ids of row 1, ...], [0, n0, n0 + n1, ...].
+void add_rows(nn::StateDict& out, const std::string& name,
+              const std::vector<std::vector<int64_t>>& rows) {
+  std::vector<int64_t> flat, offsets{0};
+  for (const auto& r : rows) {
+    flat.insert(flat.end(), r.begin(), r.end());
+    offsets.push_back(static_cast<int64_t>(flat.size()));
+  }
+  out[name + "_ids"] = from_vector(flat, {static_cast<int64_t>(flat.size())});
+  out[name + "_offsets"] = from_vector(offsets, {static_cast<int64_t>(offsets.size())});
+}
+
+}  // namespace
+
+void export_to_pytorch(const std::string& run_dir, const std::string& to) {
+  RunDir run{run_dir};
+  const auto meta = run.read_run();
+  const std::string kind = meta.value("kind", "");
+  if (kind != "translation" && kind != "lm")
+    throw Error(fmt::format("export: {} holds a {} run; translation and lm runs can be exported",
+                            run_dir, kind.empty() ? "?" : kind));
+  if (!meta.contains("recipe"))
+    throw Error(
+        fmt::format("export: {}'s run.json has no 'recipe' (it was trained by an older "
+                    "anatomy); train it again to export it",
+                    run_dir));
+  const auto config = run.read_config();
+  for (const auto& [field, value, supported] :
+       {std::tuple{"norm_type", config.norm_type, "layer_norm"},
+        std::tuple{"ffn_type", config.ffn_type, "feed_forward"},
+        std::tuple{"position_embedding_type", config.position_embedding_type,
+                   "absolute or sinusoidal"}})
+    if (std::string(supported).find(value) == std::string::npos)
+      throw Error(fmt::format("export: {} '{}' has no twin in the exported model.py (it has {})",
+                              field, value, supported));
+  if (fs::exists(to) && !fs::is_empty(to))
+    throw Error(fmt::format("export: {} exists and is not empty; choose another --to", to));
+  const std::string training_state = run.file("last/training.safetensors");
+  if (!fs::exists(training_state))
+    throw Error(
+        fmt::format("export: {} has no last/training.safetensors to continue from", run_dir));
+
+  // --- the model and optimizer, by the book's names ---
+  std::shared_ptr<nn::Module> model;
+  if (kind == "translation")
+    model = std::make_shared<models::Seq2SeqTransformer>(config);
+  else
+    model = std::make_shared<models::TransformerForCausalLM>(config);
+  auto file = load_safetensors(training_state);
+  nn::StateDict weights, exp_avg, exp_avg_sq;
+  for (const auto& [k, t] : file.tensors)
+    if (k.starts_with("model.")) weights[k.substr(6)] = t;
+  model->load_state_dict(weights);
+  // The optimizer's state is indexed like model->parameters(): name it like them, then convert
+  // the fused attention rows exactly as the weights are.
+  const auto named = model->named_parameters();
+  for (size_t i = 0; i < named.size(); ++i) {
+    const std::string prefix = fmt::format("optimizer.state.{}.", i);
+    if (file.tensors.count(prefix + "exp_avg")) {
+      exp_avg[named[i].first] = file.tensors.at(prefix + "exp_avg");
+      exp_avg_sq[named[i].first] = file.tensors.at(prefix + "exp_avg_sq");
+    }
+  }
+  const int64_t H = config.num_attention_heads;
+  nn::StateDict optimizer;
+  for (const auto& [k, t] : models::to_book_layout(exp_avg, H)) optimizer["exp_avg." + k] = t;
+  for (const auto& [k, t] : models::to_book_layout(exp_avg_sq, H)) optimizer["exp_avg_sq." + k] = t;
+  optimizer["step"] = file.tensors.at("optimizer.step");
+
+  // --- the training data as ids ---
+  nn::StateDict data;
+  if (kind == "translation") {
+    const auto& d = meta["data"];
+    const auto td = read_translation_data(d.value("task", ""), d.value("corpus", ""),
+                                          meta["seed"].get<uint64_t>(),
+                                          {.max_chars = d.value("max_chars", int64_t{0}),
+                                           .skip_malformed = d.value("skip_malformed", false)},
+                                          meta["options"].value("limit", int64_t{0}));
+    auto source = text::load_tokenizer(run.file("source_tokenizer"));
+    auto target = text::load_tokenizer(run.file("target_tokenizer"));
+    Encoded train = encode(td.splits.train, *source, *target);
+    drop_too_long(train, config.max_position_embeddings);
+    add_rows(data, "source", train.src);
+    add_rows(data, "target", train.tgt);
+  } else {
+    const std::string path = meta["text"].get<std::string>();
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw Error(fmt::format("export: cannot open the run's text {}", path));
+    const std::string text((std::istreambuf_iterator<char>(f)), {});
+    const auto ids = text::load_tokenizer(run.file("tokenizer"))->encode(text);
+    const std::vector<int64_t> train(ids.begin(),
+                                     ids.begin() + static_cast<int64_t>(ids.size() * 9 / 10));
+    data["ids"] = from_vector(train, {static_cast<int64_t>(train.size())});
+  }
+
+  // --- what the loop does ---
+  nlohmann::json info = meta["recipe"];
+  info["kind"] = kind;
+  info["seed"] = meta["seed"];
+  info["epoch"] = std::stoll(file.metadata.count("epoch") ? file.metadata.at("epoch") : "0");
+  info["schedule"]["step"] = file.tensors.count("scheduler.step")
+                                 ? file.tensors.at("scheduler.step").item<int64_t>()
+                                 : file.tensors.at("step").item<int64_t>();
+
+  // --- write ---
+  std::error_code ec;
+  fs::create_directories(to, ec);
+  if (ec) throw Error(fmt::format("export: cannot create {} ({})", to, ec.message()));
+  const auto out = [&](const std::string& name) { return (fs::path(to) / name).string(); };
+  write_file_atomically(out("model.py"), kExportModelPy);
+  write_file_atomically(out("train.py"), kExportTrainPy);
+  write_file_atomically(out("safetensors_io.py"), kExportSafetensorsPy);
+  write_file_atomically(out("README.md"), kExportReadme);
+  write_file_atomically(out("export.json"), info.dump(2) + "\n");
+  save_safetensors(out("model.safetensors"), models::to_book_layout(model->state_dict(), H));
+  save_safetensors(out("optimizer.safetensors"), optimizer);
+  save_safetensors(out("data.safetensors"), data);
+  for (const auto& entry : fs::directory_iterator(run_dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name == "config.json" || name == "run.json" || name.find("tokenizer") != std::string::npos)
+      fs::copy_file(entry.path(), out(name), fs::copy_options::overwrite_existing);
+  }
+}
+
+}  // namespace anatomy::training

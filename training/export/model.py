@@ -1,0 +1,301 @@
+"""The chapter's Transformer in PyTorch, written the book's way (NLP with Transformers, ch. 3) and
+extended as anatomy extends it: masks and cross-attention in the attention modules, pre- or
+post-layer norm, learned or sinusoidal positions, bias-free layers, tied embeddings, and the
+decoder the book leaves as homework. Parameter names are anatomy's (the book's, per-head
+attention), so a state_dict moves between the two by name.
+
+Written by `anatomy export`; config.json beside it says which options the run uses.
+"""
+import json
+import math
+from types import SimpleNamespace
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+# anatomy's TransformerConfig defaults (models/config.hpp), for keys a config.json leaves out.
+DEFAULTS = dict(vocab_size=30522, hidden_size=768, num_attention_heads=12, num_hidden_layers=12,
+                intermediate_size=3072, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+                max_position_embeddings=512, layer_norm_eps=1e-12, num_labels=3, hidden_act="gelu",
+                pad_token_id=0, position_embedding_type="absolute", tie_word_embeddings=False,
+                initializer_range=0.02, norm_type="layer_norm", ffn_type="feed_forward",
+                attention_type="fused", pre_layer_norm=True, final_layer_norm=False,
+                embedding_layer_norm=True, num_decoder_layers=0, target_vocab_size=0,
+                share_embeddings=False, bias=True)
+
+
+def load_config(path):
+    with open(path) as f:
+        c = SimpleNamespace(**{**DEFAULTS, **json.load(f)})
+    for key, supported in (("norm_type", ["layer_norm"]), ("ffn_type", ["feed_forward"]),
+                           ("position_embedding_type", ["absolute", "sinusoidal"])):
+        if getattr(c, key) not in supported:
+            raise ValueError(f"{path}: {key} '{getattr(c, key)}' has no PyTorch twin here "
+                             f"(supported: {', '.join(supported)})")
+    return c
+
+
+def scaled_dot_product_attention(query, key, value, mask=None, dropout=None):
+    dim_k = query.size(-1)
+    scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(dim_k)
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, float("-inf"))
+    weights = F.softmax(scores, dim=-1)
+    if mask is not None:  # a query whose every key is masked attends to nothing
+        weights = weights.nan_to_num(0.0)
+    if dropout is not None:
+        weights = dropout(weights)
+    return torch.matmul(weights, value), weights
+
+
+def layer_norm(config):
+    """nn.LayerNorm, without its bias when config.bias is off (torch 1.13 has no bias=False)."""
+    norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+    if not config.bias:
+        del norm.bias
+        norm.register_parameter("bias", None)
+    return norm
+
+
+class AttentionHead(nn.Module):
+    def __init__(self, embed_dim, head_dim, dropout_p=0.0, bias=True):
+        super().__init__()
+        self.q = nn.Linear(embed_dim, head_dim, bias=bias)
+        self.k = nn.Linear(embed_dim, head_dim, bias=bias)
+        self.v = nn.Linear(embed_dim, head_dim, bias=bias)
+        self.dropout = nn.Dropout(dropout_p)
+
+    def forward(self, query_states, key_value_states, mask=None):
+        out, self.last_attention = scaled_dot_product_attention(
+            self.q(query_states), self.k(key_value_states), self.v(key_value_states), mask,
+            self.dropout)
+        return out
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        embed_dim = config.hidden_size
+        head_dim = embed_dim // config.num_attention_heads
+        self.heads = nn.ModuleList([
+            AttentionHead(embed_dim, head_dim, config.attention_probs_dropout_prob, config.bias)
+            for _ in range(config.num_attention_heads)])
+        self.output_linear = nn.Linear(embed_dim, embed_dim, bias=config.bias)
+
+    def forward(self, query_states, key_value_states, mask=None):
+        x = torch.cat([h(query_states, key_value_states, mask) for h in self.heads], dim=-1)
+        return self.output_linear(x)
+
+
+class FeedForward(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.linear_1 = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.bias)
+        self.linear_2 = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.bias)
+        self.gelu = {"gelu": nn.GELU(), "gelu_new": nn.GELU(approximate="tanh"),
+                     "relu": nn.ReLU()}[config.hidden_act]
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, x):
+        return self.dropout(self.linear_2(self.gelu(self.linear_1(x))))
+
+
+def sinusoidal_positions(max_len, d):
+    pe = torch.zeros(max_len, d)
+    position = torch.arange(0, max_len, dtype=torch.float64).unsqueeze(1)
+    div_term = torch.pow(10000.0, torch.arange(0, d, 2, dtype=torch.float64) / d)
+    pe[:, 0::2] = torch.sin(position / div_term).float()
+    pe[:, 1::2] = torch.cos(position / div_term).float()
+    return pe
+
+
+class Embeddings(nn.Module):
+    def __init__(self, config, vocab_size=None):
+        super().__init__()
+        self.token_embeddings = nn.Embedding(vocab_size or config.vocab_size, config.hidden_size)
+        self.sinusoidal = config.position_embedding_type == "sinusoidal"
+        if self.sinusoidal:
+            self.register_buffer("pe", sinusoidal_positions(config.max_position_embeddings,
+                                                            config.hidden_size), persistent=False)
+        else:
+            self.position_embeddings = nn.Embedding(config.max_position_embeddings,
+                                                    config.hidden_size)
+        # GPT's layout has no norm after the embeddings
+        self.layer_norm = layer_norm(config) if config.embedding_layer_norm else nn.Identity()
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids):
+        seq_length = input_ids.size(1)
+        position_ids = torch.arange(seq_length, dtype=torch.long,
+                                    device=input_ids.device).unsqueeze(0)
+        if self.sinusoidal:
+            positions = self.pe[:seq_length].unsqueeze(0)
+        else:
+            positions = self.position_embeddings(position_ids)
+        return self.dropout(self.layer_norm(self.token_embeddings(input_ids) + positions))
+
+
+class TransformerEncoderLayer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.pre = config.pre_layer_norm
+        self.layer_norm_1 = layer_norm(config)
+        self.layer_norm_2 = layer_norm(config)
+        self.attention = MultiHeadAttention(config)
+        self.feed_forward = FeedForward(config)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, x, mask=None):
+        if self.pre:  # the book's layer
+            hidden_state = self.layer_norm_1(x)
+            x = x + self.dropout(self.attention(hidden_state, hidden_state, mask))
+            return x + self.feed_forward(self.layer_norm_2(x))
+        x = self.layer_norm_1(x + self.dropout(self.attention(x, x, mask)))
+        return self.layer_norm_2(x + self.feed_forward(x))
+
+
+class TransformerEncoder(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.embeddings = Embeddings(config)
+        self.layers = nn.ModuleList([TransformerEncoderLayer(config)
+                                     for _ in range(config.num_hidden_layers)])
+        if config.final_layer_norm:
+            self.layer_norm = layer_norm(config)
+
+    def forward(self, x, attention_mask=None):
+        mask = None if attention_mask is None else attention_mask.float().unsqueeze(1)  # [B, 1, T]
+        x = self.embeddings(x)
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.layer_norm(x) if hasattr(self, "layer_norm") else x
+
+
+class TransformerForSequenceClassification(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.encoder = TransformerEncoder(config)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+
+    def forward(self, x, attention_mask=None):
+        x = self.encoder(x, attention_mask)[:, 0, :]  # the hidden state of the first token
+        return self.classifier(self.dropout(x))
+
+
+# --- the decoder: the book's homework, in the book's style ---
+
+class TransformerDecoderLayer(nn.Module):
+    def __init__(self, config, cross_attention=True):
+        super().__init__()
+        self.pre = config.pre_layer_norm
+        self.layer_norm_1 = layer_norm(config)
+        self.self_attention = MultiHeadAttention(config)
+        self.layer_norm_2 = layer_norm(config)
+        self.cross = cross_attention
+        if cross_attention:
+            self.cross_attention = MultiHeadAttention(config)
+            self.layer_norm_3 = layer_norm(config)
+        self.feed_forward = FeedForward(config)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, x, memory=None, self_mask=None, memory_mask=None):
+        ff_norm = self.layer_norm_3 if self.cross else self.layer_norm_2
+        if self.pre:
+            h = self.layer_norm_1(x)
+            x = x + self.dropout(self.self_attention(h, h, self_mask))
+            if self.cross:
+                h = self.layer_norm_2(x)
+                x = x + self.dropout(self.cross_attention(h, memory, memory_mask))
+            return x + self.feed_forward(ff_norm(x))
+        x = self.layer_norm_1(x + self.dropout(self.self_attention(x, x, self_mask)))
+        if self.cross:
+            x = self.layer_norm_2(x + self.dropout(self.cross_attention(x, memory, memory_mask)))
+        return ff_norm(x + self.feed_forward(x))
+
+
+class TransformerDecoder(nn.Module):
+    def __init__(self, config, vocab_size, cross_attention=True):
+        super().__init__()
+        self.embeddings = Embeddings(config, vocab_size)
+        layers = config.num_decoder_layers or config.num_hidden_layers
+        self.layers = nn.ModuleList([TransformerDecoderLayer(config, cross_attention)
+                                     for _ in range(layers)])
+        if config.final_layer_norm:
+            self.layer_norm = layer_norm(config)
+
+    def forward(self, input_ids, memory=None, memory_mask=None):
+        seq_len = input_ids.size(1)
+        mask = torch.tril(torch.ones(seq_len, seq_len, device=input_ids.device))  # causal
+        x = self.embeddings(input_ids)
+        for layer in self.layers:
+            x = layer(x, memory, mask, memory_mask)
+        return self.layer_norm(x) if hasattr(self, "layer_norm") else x
+
+
+class TransformerForCausalLM(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.decoder = TransformerDecoder(config, config.vocab_size, cross_attention=False)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        if config.tie_word_embeddings:
+            self.lm_head.weight = self.decoder.embeddings.token_embeddings.weight
+
+    def forward(self, input_ids):  # [B, T] -> [B, T, V]
+        return self.lm_head(self.decoder(input_ids))
+
+
+class Seq2SeqTransformer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.pad = config.pad_token_id
+        target_vocab = config.target_vocab_size or config.vocab_size
+        self.encoder = TransformerEncoder(config)
+        self.decoder = TransformerDecoder(config, target_vocab, cross_attention=True)
+        self.generator = nn.Linear(config.hidden_size, target_vocab)
+        if config.share_embeddings:
+            self.decoder.embeddings.token_embeddings.weight = \
+                self.encoder.embeddings.token_embeddings.weight
+        if config.tie_word_embeddings:
+            self.generator.weight = self.decoder.embeddings.token_embeddings.weight
+
+    def encode(self, source_ids):
+        source_mask = (source_ids != self.pad).long()
+        return self.encoder(source_ids, source_mask), source_mask.float().unsqueeze(1)
+
+    def forward(self, source_ids, target_ids):  # [B, S], [B, T] -> [B, T, V]
+        memory, mask = self.encode(source_ids)
+        return self.generator(self.decoder(target_ids, memory, mask))
+
+
+@torch.no_grad()
+def greedy_decode(model, source_ids, bos, eos, max_length):
+    """Greedy translation of each row of source_ids [B, S]: token lists without BOS and EOS."""
+    memory, mask = model.encode(source_ids)
+    B = source_ids.size(0)
+    ys = torch.full((B, 1), bos, dtype=torch.long)
+    done = torch.zeros(B, dtype=torch.bool)
+    out = [[] for _ in range(B)]
+    for _ in range(max_length):
+        logits = model.generator(model.decoder(ys, memory, mask))[:, -1]
+        next_ids = logits.argmax(-1)
+        for b in range(B):
+            if not done[b]:
+                if next_ids[b].item() == eos:
+                    done[b] = True
+                else:
+                    out[b].append(next_ids[b].item())
+        if done.all():
+            break
+        ys = torch.cat([ys, torch.where(done, torch.full_like(next_ids, eos), next_ids)[:, None]], 1)
+    return out
+
+
+def build(config, kind):
+    """The model a run of this kind trains: "translation" or "lm"."""
+    if kind == "translation":
+        return Seq2SeqTransformer(config)
+    if kind == "lm":
+        return TransformerForCausalLM(config)
+    raise ValueError(f"no PyTorch model for runs of kind '{kind}'")
