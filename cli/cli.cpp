@@ -2,10 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+
 #include "autograd/autograd.hpp"
 #include "cli/commands.hpp"
 
 int anatomy::cli::main(int argc, char** argv) {
+  // Line by line into a log or a pipe too (`anatomy train ... | tee log`), not in 4 kB blocks.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   CLI::App app{"anatomy: a Transformer built from scratch, to learn how it works"};
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, anatomy::cli::Runner>> commands;

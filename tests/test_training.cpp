@@ -276,3 +276,40 @@ TEST_CASE("train --config FILE and --set change the model; bad fields are refuse
   auto preset = run("config --preset nanogpt");
   CHECK(nlohmann::json::parse(preset.output)["num_hidden_layers"] == 4);
 }
+
+// One training per run folder: a second one, or a --resume while the first runs, is refused
+// with the holder's pid; a loss that becomes NaN stops the run before it reaches the weights,
+// and the folder keeps its last good checkpoint.
+TEST_CASE("a run folder takes one training at a time; a NaN loss stops the run cleanly") {
+  const std::string dir = fresh_dir("locked");
+  const std::string log = dir + "_first.log";
+  // The first training runs in the background for a few seconds, then gets Ctrl-C.
+  std::system(("timeout -s INT 12 " + std::string(ANATOMY_CLI) +
+               " train --task toylang --epochs 50 " + "--preset tiny --out " + dir + " > " + log +
+               " 2>&1 &")
+                  .c_str());
+  for (int i = 0; i < 100 && !std::filesystem::exists(dir + "/.lock"); ++i) usleep(100000);
+  usleep(500000);
+  auto second = run("train --task toylang --epochs 1 --preset tiny --out " + dir);
+  CHECK(second.code != 0);
+  CHECK_MESSAGE(second.output.find("in use by another training (pid ") != std::string::npos,
+                second.output);
+  for (int i = 0; i < 200 && !std::filesystem::exists(dir + "/run.json"); ++i) usleep(100000);
+  auto resume = run("train --task toylang --resume --out " + dir);
+  CHECK(resume.code != 0);
+  CHECK_MESSAGE(resume.output.find("in use by another training") != std::string::npos,
+                resume.output);
+  std::system("sleep 13");  // the first one is done (and its lock gone with it)
+  auto after = run("train --task toylang --epochs 1 --resume --out " + dir);
+  CHECK_MESSAGE(after.code == 0, after.output);
+
+  const std::string nan_dir = fresh_dir("nan");
+  auto diverged = run("train --task copy --epochs 2 --lr 1e30 --out " + nan_dir + " " + kQuick);
+  CHECK(diverged.code != 0);
+  CHECK_MESSAGE(diverged.output.find("the loss became") != std::string::npos, diverged.output);
+  // Whatever was saved before is finite, and nothing non-finite was called the best.
+  if (std::filesystem::exists(nan_dir + "/last/model.safetensors")) {
+    for (const auto& [name, t] : load_safetensors(nan_dir + "/last/model.safetensors").tensors)
+      CHECK_MESSAGE(std::isfinite(t.abs().max().item()), name);
+  }
+}

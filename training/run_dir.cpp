@@ -2,6 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,7 +18,36 @@ namespace anatomy::training {
 
 namespace fs = std::filesystem;
 
-void RunDir::create() const {
+RunLock& RunLock::operator=(RunLock&& o) noexcept {
+  std::swap(fd_, o.fd_);
+  return *this;
+}
+
+RunLock::~RunLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
+}
+
+RunLock RunDir::lock() const {
+  const std::string path = file(".lock");
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(fmt::format("cannot open {} ({})", path, std::strerror(errno)));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char pid[32] = {};
+    const auto n = ::pread(fd, pid, sizeof(pid) - 1, 0);
+    ::close(fd);
+    throw Error(
+        fmt::format("{} is in use by another training (pid {}); wait for it to finish, "
+                    "or choose another --out",
+                    this->path, n > 0 ? std::string(pid, static_cast<size_t>(n)) : "?"));
+  }
+  const std::string me = std::to_string(::getpid());
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) < 0) {
+    // The pid is only for the message of a second training; the lock holds without it.
+  }
+  return RunLock(fd);
+}
+
+RunLock RunDir::create() const {
   std::error_code ec;
   fs::create_directories(file("best"), ec);
   if (!ec) fs::create_directories(file("last"), ec);
@@ -21,6 +56,13 @@ void RunDir::create() const {
   const std::string probe = file(".write-test");
   if (!std::ofstream(probe)) throw Error(fmt::format("the output folder {} is not writable", path));
   fs::remove(probe, ec);
+  RunLock held = lock();
+  // Another training may have started here between our check and our lock.
+  if (fs::exists(file("run.json")))
+    throw Error(fmt::format(
+        "{} already holds a training run; pass --resume to continue it, or choose another --out",
+        path));
+  return held;
 }
 
 nlohmann::json RunDir::read_run() const {

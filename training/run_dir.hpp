@@ -17,12 +17,30 @@
 
 namespace anatomy::training {
 
+// An exclusive lock on a run folder (flock on DIR/.lock, released when this object goes or the
+// process ends, however it ends): one training per folder.
+class RunLock {
+ public:
+  explicit RunLock(int fd = -1) : fd_(fd) {}
+  RunLock(RunLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  RunLock& operator=(RunLock&& o) noexcept;
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+  ~RunLock();
+
+ private:
+  int fd_;
+};
+
 struct RunDir {
   std::string path;
   std::string file(const std::string& name) const { return path + "/" + name; }
 
-  // Creates the folder (and best/, last/) or explains why it cannot.
-  void create() const;
+  // Creates the folder (and best/, last/) or explains why it cannot, and locks it.
+  [[nodiscard]] RunLock create() const;
+  // Locks an existing folder (to resume it); refused, with the holder's pid, while another
+  // training holds it.
+  [[nodiscard]] RunLock lock() const;
   nlohmann::json read_run() const;  // run.json, or an error naming the folder
   // run.json of a run of this kind (translation, lm, classifier), or an error saying what it holds.
   nlohmann::json read_run(const std::string& kind) const;

@@ -17,6 +17,7 @@ int train_classifier(const TrainOptions& o) {
   if (o.threads > 0) set_num_threads(o.threads);
   RunDir run{o.out};
   nlohmann::json meta = run.start(o.resume, "classifier");
+  RunLock lock = o.resume ? run.lock() : RunLock();  // a new run locks when it creates the folder
   const uint64_t seed = o.resume ? meta["seed"].get<uint64_t>() : o.seed;
   auto all = data::majority_examples(12000, seed);
   std::vector<std::string> train_texts, valid_texts;
@@ -45,7 +46,7 @@ int train_classifier(const TrainOptions& o) {
     config.vocab_size = classifier.tokenizer->vocab().size();
     config.num_labels = 3;
     config.validate();
-    run.create();
+    lock = run.create();
     classifier.tokenizer->save(run.file("tokenizer"));
     write_file_atomically(run.file("config.json"), config.to_json());
     meta = {{"kind", "classifier"},

@@ -77,7 +77,8 @@ int train_language_model(const TrainOptions& o) {
   if (o.threads > 0) set_num_threads(o.threads);
   RunDir run{o.out};
   nlohmann::json meta = run.start(o.resume, "lm");
-  const std::string text = read_text(o.text);  // before creating anything in the run folder
+  RunLock lock = o.resume ? run.lock() : RunLock();  // a new run locks when it creates the folder
+  const std::string text = read_text(o.text);        // before creating anything in the run folder
   const std::string preset_name = o.resume           ? meta.value("preset", "nanogpt")
                                   : o.preset.empty() ? "nanogpt"
                                                      : o.preset;
@@ -101,7 +102,7 @@ int train_language_model(const TrainOptions& o) {
     });
     config.vocab_size = tok->vocab().size();
     config.validate();
-    run.create();
+    lock = run.create();
     tok->save(run.file("tokenizer"));
     write_file_atomically(run.file("config.json"), config.to_json());
   }

@@ -75,6 +75,7 @@ int train_translation(const TrainOptions& o) {
   if (o.threads > 0) set_num_threads(o.threads);
   RunDir run{o.out};
   nlohmann::json meta = run.start(o.resume, "translation");
+  RunLock lock = o.resume ? run.lock() : RunLock();  // a new run locks when it creates the folder
   if (o.resume) {
     const std::string was = meta["data"].value("task", "") + meta["data"].value("corpus", "");
     const std::string now = o.task + o.corpus;
@@ -140,7 +141,7 @@ int train_translation(const TrainOptions& o) {
     config.target_vocab_size = tgt_tok->vocab().size();
     config.pad_token_id = 0;
     config.validate();
-    run.create();
+    lock = run.create();
     src_tok->save(run.file("source_tokenizer"));
     tgt_tok->save(run.file("target_tokenizer"));
     write_file_atomically(run.file("config.json"), config.to_json());

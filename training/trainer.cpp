@@ -83,9 +83,11 @@ void Trainer::restore() {
   for (const auto& h : history_)
     curve_.eval.push_back({h["step"].get<int64_t>(), h["valid_loss"].get<double>(),
                            h.value("bleu", static_cast<double>(NAN))});
-  if (!o_.quiet)
-    fmt::print("resuming {} at {} {}, batch {} (step {})\n", o_.run_dir, o_.unit, epoch_ + 1,
-               batch_, step_);
+  if (!o_.quiet && o_.unit == "epoch")
+    fmt::print("resuming {} at epoch {}, batch {} (step {})\n", o_.run_dir, epoch_ + 1, batch_,
+               step_);
+  else if (!o_.quiet)
+    fmt::print("resuming {} at step {}\n", o_.run_dir, step_);
 }
 
 void Trainer::save(bool is_best, int64_t epoch, int64_t batch) {
@@ -138,7 +140,7 @@ TrainResult Trainer::fit() {
   auto out_of_time = [&] {
     return o_.time_budget > 0 && seconds_since(started) + last_eval_seconds > o_.time_budget;
   };
-  // Evaluates, keeps the best, saves and prints one line; false once the run should stop.
+  // Evaluates, keeps the best, saves and prints one line; sets `stop` when should_stop says so.
   double epoch_loss = 0, window_loss = 0;
   int64_t epoch_tokens = 0, window = 0, tokens_seen = 0;
   Clock::time_point epoch_start = Clock::now();
@@ -147,7 +149,10 @@ TrainResult Trainer::fit() {
     Metrics m = evaluate ? evaluate(final) : Metrics::object();
     model_.train();
     last_eval_seconds = seconds_since(t0);
-    const bool is_best = evaluate && (best_.empty() || better(m, best_));
+    bool finite = true;  // a model whose metrics are NaN or infinite is never the best one
+    for (const auto& [k, v] : m.items())
+      finite = finite && (!v.is_number() || std::isfinite(v.get<double>()));
+    const bool is_best = evaluate && finite && (best_.empty() || better(m, best_));
     if (is_best) best_ = m;
     const double train_loss =
         epoch_tokens ? epoch_loss / static_cast<double>(epoch_tokens) : static_cast<double>(NAN);
@@ -206,6 +211,20 @@ TrainResult Trainer::fit() {
         break;
       }
       const BatchLoss b = loss(epoch_, batch_);
+      const double l = b.loss.item<double>();
+      if (!std::isfinite(l)) {  // before backward: the weights and the last checkpoint stay finite
+        const bool has_checkpoint = saved_this_run || o_.resume;
+        throw Error(fmt::format(
+            "Trainer: the loss became {} at step {} ({} {}, batch {}); stopped before it reached "
+            "the weights{}. A lower learning rate (--lr) or clipping (--clip) usually helps",
+            std::isnan(l) ? "NaN"
+            : l > 0       ? "inf"
+                          : "-inf",
+            step_ + 1, o_.unit == "epoch" ? "epoch" : "pass", epoch_ + 1, batch_,
+            !saving          ? ""
+            : has_checkpoint ? fmt::format("; {} keeps its last checkpoint", o_.run_dir)
+                             : fmt::format("; {} holds no checkpoint yet", o_.run_dir)));
+      }
       optimizer_.zero_grad();
       b.loss.backward();
       if (o_.clip > 0) nn::clip_grad_norm_(model_.parameters(), static_cast<float>(o_.clip));
@@ -213,7 +232,6 @@ TrainResult Trainer::fit() {
       if (schedule_) schedule_->step();
       ++step_;
       ++batch_;
-      const double l = b.loss.item<double>();
       epoch_loss += l * static_cast<double>(b.tokens);
       epoch_tokens += b.tokens;
       tokens_seen += b.tokens;
