@@ -1,5 +1,7 @@
 #include "autograd/safetensors.hpp"
 
+#include "autograd/json_limits.hpp"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -68,7 +70,8 @@ SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& s
                     where, n, bytes.size()));
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<int64_t>(n));
+    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<int64_t>(n),
+                                   json_depth_limit(where + ": the header"));
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("{}: the header is not valid JSON ({})", where, e.what()));
   }
@@ -135,10 +138,20 @@ SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& s
                       name, begin, end, data_size));
       continue;
     }
-    if (end - begin != numel_of(shape) * size) {
+    // The byte count of the shape, checked at each product: a crafted shape such as
+    // [2^40, 2^40] must be refused, not overflow int64 (undefined behaviour).
+    int64_t bytes_needed = size;
+    bool overflow = false;
+    for (int64_t d : shape)
+      overflow = overflow || __builtin_mul_overflow(bytes_needed, d, &bytes_needed);
+    if (overflow) {
+      problems.push_back(fmt::format("'{}': shape {} of {} is larger than any file can hold", name,
+                                     shape.str(), dtype));
+      continue;
+    }
+    if (end - begin != bytes_needed) {
       problems.push_back(fmt::format("'{}': shape {} of {} needs {} bytes but data_offsets span {}",
-                                     name, shape.str(), dtype, numel_of(shape) * size,
-                                     end - begin));
+                                     name, shape.str(), dtype, bytes_needed, end - begin));
       continue;
     }
     spans.push_back({begin, end, name});

@@ -2,15 +2,35 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include "autograd/autograd.hpp"
 #include "cli/commands.hpp"
 
+CLI::Validator anatomy::cli::in_range(double min, double max) {
+  const std::string range = fmt::format("[{:g}, {:g}]", min, max);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        double v = 0;
+        size_t used = 0;
+        try {
+          v = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != text.size() || !std::isfinite(v) || v < min || v > max)
+          return fmt::format("must be a number in {} (got '{}')", range, text);
+        return "";
+      },
+      "in " + range);
+}
+
 int anatomy::cli::main(int argc, char** argv) {
   // Line by line into a log or a pipe too (`anatomy train ... | tee log`), not in 4 kB blocks.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   CLI::App app{"anatomy: a Transformer built from scratch, to learn how it works"};
+  app.set_version_flag("--version", "anatomy " ANATOMY_VERSION);
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, anatomy::cli::Runner>> commands;
   auto add = [&](anatomy::cli::Runner (*adder)(CLI::App&)) {

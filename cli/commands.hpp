@@ -22,6 +22,10 @@ Runner add_tokenize_command(CLI::App& app);
 Runner add_generate_command(CLI::App& app);
 Runner add_attention_command(CLI::App& app);
 
+// A numeric option's range, checked when the option is given: a value outside it, NaN or
+// infinity is refused with the range, never replaced by a default.
+CLI::Validator in_range(double min, double max);
+
 // "1,2,3" -> {1, 2, 3}; throws anatomy::Error naming the flag on anything else.
 std::vector<int64_t> parse_ids(const std::string& flag, const std::string& text);
 

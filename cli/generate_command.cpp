@@ -17,10 +17,14 @@ Runner add_generate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "Continue a prompt with a trained language model");
   cmd->add_option("--checkpoint", o->checkpoint, "a run folder from anatomy train --task lm")
       ->required();
-  cmd->add_option("--temperature", o->temperature, "0: greedy; higher: more random");
-  cmd->add_option("--top-k", o->top_k, "sample among the k most likely (0: all)");
-  cmd->add_option("--top-p", o->top_p, "nucleus sampling: the smallest set with this mass");
-  cmd->add_option("--max-new-tokens", o->max_new_tokens, "how much to generate");
+  cmd->add_option("--temperature", o->temperature, "0: greedy; higher: more random")
+      ->check(in_range(0, 100));
+  cmd->add_option("--top-k", o->top_k, "sample among the k most likely (0: all)")
+      ->check(in_range(0, 1e6));
+  cmd->add_option("--top-p", o->top_p, "nucleus sampling: the smallest set with this mass")
+      ->check(in_range(1e-6, 1));
+  cmd->add_option("--max-new-tokens", o->max_new_tokens, "how much to generate")
+      ->check(in_range(1, 1e6));
   cmd->add_option("--seed", o->seed, "random seed");
   cmd->add_option("prompt", o->prompt, "the text to continue")->required();
   return [o] {

@@ -31,29 +31,43 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--set", o->set,
                   "override a config field, e.g. --set hidden_size=256 --set norm_type=rms_norm "
                   "(anatomy config lists them)");
-  cmd->add_option("--epochs", o->epochs, "epochs (translation, classification)");
-  cmd->add_option("--iters", o->iters, "optimizer steps (lm)");
+  cmd->add_option("--epochs", o->epochs, "epochs (translation, classification)")
+      ->check(in_range(1, 1e6));
+  cmd->add_option("--iters", o->iters, "optimizer steps (lm)")->check(in_range(1, 1e9));
   cmd->add_option("--time-budget", o->time_budget,
-                  "stop after this many seconds, best checkpoint saved");
+                  "stop after this many seconds, best checkpoint saved")
+      ->check(in_range(1, 1e7));
   cmd->add_option("--seed", o->seed, "random seed (data splits, initialization, dropout)");
   cmd->add_flag("--resume", o->resume, "continue the run in --out exactly where it stopped");
-  cmd->add_option("--lr", o->lr, "peak learning rate (default: the preset's)");
-  cmd->add_option("--warmup", o->warmup, "warmup steps (default: the preset's)");
-  cmd->add_option("--max-tokens", o->max_tokens, "tokens per batch, padding included");
+  cmd->add_option("--lr", o->lr, "peak learning rate (default: the preset's)")
+      ->check(in_range(1e-9, 10));
+  cmd->add_option("--warmup", o->warmup, "warmup steps (default: the preset's)")
+      ->check(in_range(1, 1e9));
+  cmd->add_option("--max-tokens", o->max_tokens, "tokens per batch, padding included")
+      ->check(in_range(8, 1e7));
   cmd->add_option(
       "--schedule", o->schedule,
       "learning rate: noam (the paper's warmup), linear or cosine (warmup, then decay to 0 "
       "at the last epoch)");
-  cmd->add_option("--label-smoothing", o->label_smoothing, "label smoothing (default 0.1)");
-  cmd->add_option("--clip", o->clip, "gradient norm clipping (default 1.0)");
-  cmd->add_option("--vocab-size", o->vocab_size, "BPE vocabulary size per side");
-  cmd->add_option("--limit", o->limit, "use only the first N training pairs");
-  cmd->add_option("--max-chars", o->max_chars, "drop corpus pairs longer than this many bytes");
+  cmd->add_option("--label-smoothing", o->label_smoothing, "label smoothing (default 0.1)")
+      ->check(in_range(0, 0.99));
+  cmd->add_option("--clip", o->clip, "gradient norm clipping (default 1.0)")
+      ->check(in_range(0, 1e6));
+  cmd->add_option("--vocab-size", o->vocab_size, "BPE vocabulary size per side")
+      ->check(in_range(16, 1e6));
+  cmd->add_option("--limit", o->limit, "use only the first N training pairs")
+      ->check(in_range(1, 1e9));
+  cmd->add_option("--max-chars", o->max_chars, "drop corpus pairs longer than this many bytes")
+      ->check(in_range(1, 1e9));
   cmd->add_flag("--skip-malformed", o->skip_malformed, "skip (and count) malformed corpus lines");
-  cmd->add_flag("!--no-early-stop", o->early_stop,
+  auto no_early_stop = std::make_shared<bool>(false);
+  cmd->add_flag("--no-early-stop", *no_early_stop,
                 "keep training after 100% validation exact match");
-  cmd->add_option("--threads", o->threads, "threads (default: all cores)");
-  return [o] { return training::train(*o); };
+  cmd->add_option("--threads", o->threads, "threads (default: all cores)")->check(in_range(1, 256));
+  return [o, no_early_stop] {
+    if (*no_early_stop) o->early_stop = false;
+    return training::train(*o);
+  };
 }
 
 // anatomy export: a run folder as a PyTorch package that continues it with torch.distributed.

@@ -1,6 +1,10 @@
 // anatomy translate: translate texts with a trained model (greedy, or beam search with --beam).
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 
@@ -18,6 +22,23 @@ std::vector<std::string> read_lines(std::istream& in) {
   return lines;
 }
 
+namespace {
+
+// A sentence the model mostly cannot read (a cased input to a lower-cased vocabulary, another
+// language) translates to nonsense: say so on stderr, so the output stays clean.
+void warn_unknown(const training::Translator& tr, const std::string& text) {
+  const auto ids = tr.source->encode(text);
+  const int64_t unk = tr.source->vocab().id("[UNK]");
+  const auto unknown = std::count(ids.begin(), ids.end(), unk);
+  if (!ids.empty() && unknown * 2 > static_cast<int64_t>(ids.size()))
+    fmt::print(stderr,
+               "warning: {} of the {} tokens of \"{}\" are unknown to this model's vocabulary "
+               "(another casing or language than it was trained on?)\n",
+               unknown, ids.size(), text.size() > 40 ? text.substr(0, 40) + "..." : text);
+}
+
+}  // namespace
+
 Runner add_translate_command(CLI::App& app) {
   struct Options {
     std::string checkpoint, file;
@@ -31,9 +52,11 @@ Runner add_translate_command(CLI::App& app) {
   cmd->add_option("--checkpoint", o->checkpoint, "a run folder from anatomy train")->required();
   cmd->add_option("--beam", o->beam, "beam size (1: greedy)")->check(CLI::PositiveNumber);
   cmd->add_option("--length-penalty", o->length_penalty,
-                  "beam search length normalization exponent");
+                  "beam search length normalization exponent")
+      ->check(in_range(0, 10));
   cmd->add_option("--max-length", o->max_length,
-                  "longest output in tokens (default: 2 x input + 10)");
+                  "longest output in tokens (default: 2 x input + 10)")
+      ->check(in_range(1, 1e5));
   cmd->add_option("--file", o->file, "translate each line of this file");
   cmd->add_option("texts", o->texts, "texts to translate");
   return [o] {
@@ -43,9 +66,18 @@ Runner add_translate_command(CLI::App& app) {
       std::ifstream f(o->file);
       if (!f) throw Error(fmt::format("translate: cannot open {}", o->file));
       texts = read_lines(f);
+    } else if (texts.empty() && isatty(fileno(stdin))) {
+      // At a terminal: one sentence at a time, as it is typed.
+      fmt::print(stderr, "Type a sentence and press Enter (Ctrl-D to end).\n> ");
+      for (std::string line; std::getline(std::cin, line); fmt::print(stderr, "> ")) {
+        warn_unknown(tr, line);
+        fmt::print("{}\n", tr.translate({line}, o->beam, o->length_penalty, o->max_length)[0]);
+      }
+      return 0;
     } else if (texts.empty()) {
       texts = read_lines(std::cin);
     }
+    for (const auto& t : texts) warn_unknown(tr, t);
     for (const auto& line : tr.translate(texts, o->beam, o->length_penalty, o->max_length))
       fmt::print("{}\n", line);
     return 0;

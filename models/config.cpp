@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "autograd/json_limits.hpp"
 #include "autograd/tensor.hpp"
 #include "models/registry.hpp"
 
@@ -66,7 +67,7 @@ void read_json(std::string& field, const nlohmann::json& v, const std::string& w
 // Text as JSON would read it (256, 0.1, true), or else as a plain string (rms_norm).
 nlohmann::json parse_value(const std::string& text) {
   try {
-    return nlohmann::json::parse(text);
+    return nlohmann::json::parse(text, json_depth_limit("--set"));
   } catch (const nlohmann::json::exception&) {
     return text;
   }
@@ -132,7 +133,7 @@ void TransformerConfig::validate() const {
 TransformerConfig TransformerConfig::from_json(const std::string& text, const std::string& source) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text);
+    j = nlohmann::json::parse(text, json_depth_limit("config: " + source));
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("config: {} is not valid JSON ({})", source, e.what()));
   }

@@ -46,6 +46,7 @@ TEST_CASE("export: PyTorch gets the same model, continues it with DDP, and it co
   }
   const std::string A = ANATOMY_CLI;
   const std::string run = fresh("run"), pkg = fresh("pkg"), back = fresh("back");
+  std::filesystem::remove_all(back + "_logs");
   auto t = sh(A + " train --task copy --preset tiny --epochs 1 --schedule noam --threads 1 --out " +
               run);
   REQUIRE_MESSAGE(t.code == 0, t.output);
@@ -85,7 +86,7 @@ io.save(sys.argv[1] + '/torch_out.safetensors', {'logits': logits})
   auto d =
       sh(kPython +
          " -m torch.distributed.run --nproc_per_node 2 --master_port 29517 --redirects 1 --tee 1 " +
-         pkg + "/train.py --steps 40 --out " + back);
+         "--log_dir " + back + "_logs " + pkg + "/train.py --steps 40 --out " + back);
   REQUIRE_MESSAGE(d.code == 0, d.output);
   std::ifstream meta_file(back + "/run.json");
   const auto meta = nlohmann::json::parse(meta_file);

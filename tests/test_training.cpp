@@ -141,6 +141,13 @@ TEST_CASE("training and translating: bad input gets a clear message and a non-ze
   for (int i = 0; i < 200; ++i) long_input += "a ";
   expect(run("translate --checkpoint " + done + " \"" + long_input + "\""),
          "this model reads at most");
+  // Input the model cannot read is translated, with a warning on stderr.
+  auto unknown = run("translate --checkpoint " + done + " \"X Y Z\"");
+  CHECK(unknown.code == 0);
+  CHECK_MESSAGE(
+      unknown.output.find("3 of the 3 tokens of \"X Y Z\" are unknown") != std::string::npos,
+      unknown.output);
+  CHECK(run("--version").output == "anatomy 0.1.0\n");
 }
 
 TEST_CASE("bleu and tokenize commands") {

@@ -110,7 +110,18 @@ BpeTokenizer BpeTokenizer::train(const std::vector<std::string>& texts, int64_t 
 std::vector<std::string> BpeTokenizer::encode_piece(const std::string& piece) const {
   auto hit = cache_.find(piece);
   if (hit != cache_.end()) return hit->second;
-  std::vector<std::string> s = symbols_of(piece);
+  std::vector<std::string> all = symbols_of(piece);
+  if (all.size() > kMaxPieceSymbols) {
+    std::vector<std::string> out;
+    for (size_t start = 0; start < all.size(); start += kMaxPieceSymbols) {
+      std::string chunk;
+      for (size_t i = start; i < std::min(all.size(), start + kMaxPieceSymbols); ++i)
+        chunk += all[i];
+      for (auto& t : encode_piece(chunk)) out.push_back(std::move(t));
+    }
+    return out;
+  }
+  std::vector<std::string> s = std::move(all);
   // Apply the lowest-ranked (earliest learned) merge present, until none applies.
   while (s.size() > 1) {
     int64_t best = -1;

@@ -31,6 +31,10 @@ class BpeTokenizer : public Tokenizer {
 
  private:
   std::vector<std::string> encode_piece(const std::string& piece) const;
+  // Merging costs O(n²) in a piece's length: a piece longer than this many symbols (a URL, a
+  // base64 blob, an 80,000-character "word") is merged in chunks of it, so encoding stays
+  // linear in the text.
+  static constexpr size_t kMaxPieceSymbols = 128;
   std::map<std::pair<std::string, std::string>, int64_t> rank_;
   mutable std::map<std::string, std::vector<std::string>> cache_;
 };

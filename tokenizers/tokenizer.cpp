@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "autograd/json_limits.hpp"
 #include "autograd/safetensors.hpp"
 #include "autograd/tensor.hpp"
 #include "tokenizers/bert_tokenizer.hpp"
@@ -49,10 +50,13 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
   ss << f.rdbuf();
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(ss.str());
+    j = nlohmann::json::parse(ss.str(), json_depth_limit("load_tokenizer: " + path + ".json"));
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("load_tokenizer: {}.json is not valid JSON ({})", path, e.what()));
   }
+  if (!j.is_object())
+    throw Error(fmt::format("load_tokenizer: {}.json must hold a JSON object (got {})", path,
+                            j.type_name()));
   const std::string kind = j.value("kind", "");
   Vocabulary vocab = Vocabulary::load(path + ".vocab.txt", j.value("vocab_escaped", false));
   if (kind == "char") return std::make_unique<CharTokenizer>(std::move(vocab));

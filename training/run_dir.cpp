@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "autograd/json_limits.hpp"
 #include "autograd/safetensors.hpp"
 
 namespace anatomy::training {
@@ -39,6 +40,18 @@ RunLock RunDir::lock() const {
         fmt::format("{} is in use by another training (pid {}); wait for it to finish, "
                     "or choose another --out",
                     this->path, n > 0 ? std::string(pid, static_cast<size_t>(n)) : "?"));
+  }
+  // Holding the lock, no other training writes here: a *.tmp<pid> file left by one that was
+  // killed inside a save (write_file_atomically) is garbage.
+  for (const std::string sub : {"", "best", "last"}) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(file(sub), ec)) {
+      const std::string name = entry.path().filename().string();
+      const auto at = name.rfind(".tmp");
+      if (at != std::string::npos && at + 4 < name.size() &&
+          name.find_first_not_of("0123456789", at + 4) == std::string::npos)
+        fs::remove(entry.path(), ec);
+    }
   }
   const std::string me = std::to_string(::getpid());
   if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) < 0) {
@@ -72,11 +85,16 @@ nlohmann::json RunDir::read_run() const {
         fmt::format("{} is not a training run folder (no run.json); train one with "
                     "anatomy train --out {}",
                     path, path));
+  nlohmann::json run;
   try {
-    return nlohmann::json::parse(f);
+    run = nlohmann::json::parse(f, json_depth_limit(file("run.json")));
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("{}: run.json is not valid JSON ({})", path, e.what()));
   }
+  if (!run.is_object())
+    throw Error(
+        fmt::format("{}: run.json must hold a JSON object (got {})", path, run.type_name()));
+  return run;
 }
 
 nlohmann::json RunDir::read_run(const std::string& kind) const {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <filesystem>
 
 #include "training/progress_bar.hpp"
 
@@ -65,6 +66,13 @@ Trainer::Trainer(nn::Module& model, nn::Optimizer& optimizer, nn::LRScheduler* s
 void Trainer::restore() {
   RunDir run{o_.run_dir};
   const std::string path = run.file("last/training.safetensors");
+  if (!std::filesystem::exists(path)) {
+    // Stopped before its first checkpoint: the model is as the run's seed made it, so the run
+    // starts again from the beginning.
+    if (!o_.quiet)
+      fmt::print("{} has no checkpoint yet: starting from the beginning\n", o_.run_dir);
+    return;
+  }
   const auto ck = nn::load_checkpoint(path, model_, optimizer_, schedule_);
   step_ = ck.step;
   if (!ck.metadata.count("epoch") && !ck.metadata.count("batch")) {
@@ -97,6 +105,12 @@ void Trainer::save(bool is_best, int64_t epoch, int64_t batch) {
   if (is_best) model_.save(run.file("best/model.safetensors"));
   nn::save_checkpoint(run.file("last/training.safetensors"), model_, optimizer_, schedule_, step_,
                       {{"epoch", std::to_string(epoch)}, {"batch", std::to_string(batch)}});
+  write_run_json();
+  curve_.write_csv(run.file("loss.csv"));
+  curve_.write_svg(run.file("loss.svg"), o_.title);
+}
+
+void Trainer::write_run_json() const {
   nlohmann::json meta = run_info;
   nlohmann::json curve = nlohmann::json::array();
   for (const auto& p : curve_.train) curve.push_back({p.step, p.train_loss, p.lr});
@@ -104,9 +118,7 @@ void Trainer::save(bool is_best, int64_t epoch, int64_t batch) {
   meta["history"] = history_;
   meta["best"] = best_;
   meta["step"] = step_;
-  run.write_run(meta);
-  curve_.write_csv(run.file("loss.csv"));
-  curve_.write_svg(run.file("loss.svg"), o_.title);
+  RunDir{o_.run_dir}.write_run(meta);
 }
 
 std::string Trainer::summary(const Metrics& m) const {
@@ -131,7 +143,10 @@ TrainResult Trainer::fit() {
   if (o_.epochs < 1) throw Error(fmt::format("Trainer: epochs must be >= 1 (got {})", o_.epochs));
   const auto started = Clock::now();
   const bool saving = !o_.run_dir.empty();
-  if (o_.resume) restore();
+  if (o_.resume)
+    restore();
+  else if (saving)
+    write_run_json();  // the folder is a run from the start: --resume works before any save
   SignalScope signals;
   TrainResult result;
   model_.train();

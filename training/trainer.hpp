@@ -75,7 +75,9 @@ class Trainer {
 
  private:
   void restore();  // from run_dir's last checkpoint and run.json
-  void save(bool is_best, int64_t epoch, int64_t batch);  // the position a resume starts at
+  void save(bool is_best, int64_t epoch, int64_t batch);
+  void write_run_json()
+      const;  // run_info plus history, curve, best and step  // the position a resume starts at
   std::string summary(const Metrics& m) const;
 
   nn::Module& model_;

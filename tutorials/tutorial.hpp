@@ -4,10 +4,15 @@
 //   --step       pause after each section until Enter is pressed
 //   --out DIR    where pictures (DOT, SVG, HTML) go; default ./tutorial_output
 //   --fast       shorter training runs (what the test suite uses)
+//   --vocab PATH bert-base-uncased's vocab.txt (tutorials that tokenize the book's sentence)
+//   --text PATH  a text to learn from (tutorial 11)
+// Every tutorial accepts all of them, so one loop can run them all with the same flags.
 #pragma once
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -21,6 +26,8 @@ class Tutorial {
   // `extra` lists further flags a tutorial accepts (each takes one value).
   Tutorial(int argc, char** argv, const std::string& title, const std::string& intro,
            std::vector<std::string> extra = {}) {
+    for (const char* common : {"--vocab", "--text"})
+      if (std::find(extra.begin(), extra.end(), common) == extra.end()) extra.push_back(common);
     for (int i = 1; i < argc; ++i) {
       const std::string arg = argv[i];
       if (arg == "--step") {
@@ -40,6 +47,7 @@ class Tutorial {
         std::exit(2);
       }
     }
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a log or `| tee` sees each line as it comes
     fmt::print("{}\n{}\n\n{}\n", title, std::string(title.size(), '='), intro);
   }
 
@@ -84,7 +92,13 @@ class Tutorial {
   static void usage(const char* prog, const std::vector<std::string>& extra) {
     fmt::print("usage: {} [--step] [--fast] [--out DIR]", prog);
     for (const auto& e : extra) fmt::print(" [{} VALUE]", e);
-    fmt::print("\n");
+    fmt::print(
+        "\n\n  --step        pause after each section until Enter is pressed\n"
+        "  --fast        shorter training runs (what the test suite runs)\n"
+        "  --out DIR     where pictures go (default ./tutorial_output)\n"
+        "  --vocab PATH  bert-base-uncased's vocab.txt (default: ../shared/data beside the "
+        "repository)\n"
+        "  --text PATH   a UTF-8 text to learn from (tutorial 11; default: Tiny Shakespeare)\n");
   }
   bool step_ = false;
   bool fast_ = false;

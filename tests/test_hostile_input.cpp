@@ -1,0 +1,212 @@
+// Bad input, as a hostile but fair user would give it: every case exits non-zero (or throws)
+// with a message that names the file or option, and none crashes. Deeply nested JSON used to
+// overflow the stack (destroying or printing it recurses once per level); numeric options used
+// to be replaced by defaults or used as given (--clip -1 reversed the gradient).
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "helpers.hpp"
+#include "models/models.hpp"
+#include "tokenizers/tokenizers.hpp"
+
+using namespace anatomy;
+using testing::check_error;
+
+namespace {
+
+std::string nested(int depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+std::string scratch(const std::string& name) {
+  const auto d = std::filesystem::temp_directory_path() / ("anatomy_hostile_" + name);
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d.string();
+}
+
+struct Result {
+  int code;
+  std::string output;
+};
+
+Result anatomy_cli(const std::string& args) {
+  static int n = 0;
+  const std::string log = (std::filesystem::temp_directory_path() /
+                           fmt::format("anatomy_hostile_{}_{}.log", getpid(), n++))
+                              .string();
+  const int status =
+      std::system((std::string(ANATOMY_CLI) + " " + args + " > " + log + " 2>&1").c_str());
+  std::ifstream f(log);
+  std::string out(std::istreambuf_iterator<char>(f), {});
+  std::filesystem::remove(log);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+}
+
+}  // namespace
+
+TEST_CASE("JSON nested 100,000 levels deep is refused, not a stack overflow") {
+  const std::string deep = nested(100000);
+  check_error(
+      [&] { models::TransformerConfig::from_json(R"({"vocab_size": )" + deep + "}", "c.json"); },
+      {"c.json", "nested deeper than 64 levels"});
+  models::TransformerConfig c;
+  check_error([&] { c.set("hidden_size=" + deep); }, {"--set", "nested deeper"});
+  // A safetensors file whose header is deeply nested.
+  const std::string dir = scratch("json");
+  {
+    const std::string header = R"({"x": )" + deep + "}";
+    const uint64_t n = header.size();
+    std::ofstream f(dir + "/deep.safetensors", std::ios::binary);
+    f.write(reinterpret_cast<const char*>(&n), 8);
+    f << header;
+  }
+  check_error([&] { load_safetensors(dir + "/deep.safetensors"); },
+              {"deep.safetensors", "nested deeper"});
+  // A tokenizer file that is deep, and one that is valid JSON but not an object.
+  std::ofstream(dir + "/deep_tok.json") << deep;
+  std::ofstream(dir + "/deep_tok.vocab.txt") << "[PAD]\n[UNK]\n";
+  check_error([&] { text::load_tokenizer(dir + "/deep_tok"); }, {"deep_tok.json", "nested deeper"});
+  std::ofstream(dir + "/array_tok.json") << "[1, 2]";
+  std::ofstream(dir + "/array_tok.vocab.txt") << "[PAD]\n[UNK]\n";
+  check_error([&] { text::load_tokenizer(dir + "/array_tok"); },
+              {"array_tok.json", "must hold a JSON object", "array"});
+  // Through the program: a run folder whose run.json is deep or not an object.
+  std::filesystem::create_directories(dir + "/run");
+  std::ofstream(dir + "/run/run.json") << deep;
+  auto r = anatomy_cli("translate --checkpoint " + dir + "/run \"a b\"");
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.output.find("nested deeper") != std::string::npos, r.output);
+  std::ofstream(dir + "/run/run.json") << "[]";
+  r = anatomy_cli("translate --checkpoint " + dir + "/run \"a b\"");
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.output.find("run.json must hold a JSON object") != std::string::npos, r.output);
+}
+
+TEST_CASE("numeric options out of range are refused with their range, before any work") {
+  const std::string out = scratch("options") + "/run";
+  std::filesystem::remove_all(out);
+  struct Case {
+    std::string args, option;
+  };
+  const std::vector<Case> cases = {
+      {"train --task copy --clip -1", "--clip"},
+      {"train --task copy --epochs 0", "--epochs"},
+      {"train --task copy --time-budget -5", "--time-budget"},
+      {"train --task copy --lr -1", "--lr"},
+      {"train --task copy --lr nan", "--lr"},
+      {"train --task copy --lr inf", "--lr"},
+      {"train --task copy --threads 0", "--threads"},
+      {"train --task copy --label-smoothing 1.5", "--label-smoothing"},
+      {"train --task copy --max-tokens 0", "--max-tokens"},
+      {"train --task copy --warmup 0", "--warmup"},
+      {"train --task copy --vocab-size 3", "--vocab-size"},
+      {"train --task copy --limit 0", "--limit"},
+      {"train --task copy --max-chars 0", "--max-chars"},
+      {"train --task lm --iters 0", "--iters"},
+      {"translate --checkpoint x --max-length 0 y", "--max-length"},
+      {"translate --checkpoint x --length-penalty nan y", "--length-penalty"},
+      {"generate --checkpoint x --temperature nan y", "--temperature"},
+      {"generate --checkpoint x --temperature -1 y", "--temperature"},
+      {"generate --checkpoint x --top-p 0 y", "--top-p"},
+      {"generate --checkpoint x --top-p 1.5 y", "--top-p"},
+      {"generate --checkpoint x --top-k -3 y", "--top-k"},
+      {"generate --checkpoint x --max-new-tokens 0 y", "--max-new-tokens"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.args);
+    auto r = anatomy_cli(c.args + (c.args.starts_with("train") ? " --out " + out : ""));
+    CHECK(r.code != 0);
+    CHECK(r.code < 128);  // an exit, not a signal
+    CHECK_MESSAGE(r.output.find(c.option) != std::string::npos, r.output);
+    CHECK_MESSAGE(r.output.find("must be a number in [") != std::string::npos, r.output);
+  }
+  CHECK_FALSE(std::filesystem::exists(out));
+}
+
+TEST_CASE("a run folder's stale temporary files (a save killed halfway) are removed on resume") {
+  const std::string dir = scratch("stale") + "/run";
+  auto r = anatomy_cli("train --task copy --epochs 1 --preset tiny --limit 300 --out " + dir);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  std::ofstream(dir + "/last/model.safetensors.tmp4242") << "half a file";
+  std::ofstream(dir + "/run.json.tmp17") << "{";
+  std::ofstream(dir + "/notes.tmp.txt") << "not ours";
+  r = anatomy_cli("train --task copy --epochs 2 --resume --out " + dir);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK_FALSE(std::filesystem::exists(dir + "/last/model.safetensors.tmp4242"));
+  CHECK_FALSE(std::filesystem::exists(dir + "/run.json.tmp17"));
+  CHECK(std::filesystem::exists(dir + "/notes.tmp.txt"));
+}
+
+TEST_CASE("a safetensors shape whose size overflows int64 is refused by name") {
+  const std::string dir = scratch("overflow");
+  const std::string header =
+      R"({"w": {"dtype": "F32", "shape": [1099511627776, 1099511627776, 16], "data_offsets": [0, 0]}})";
+  const uint64_t n = header.size();
+  std::ofstream f(dir + "/huge.safetensors", std::ios::binary);
+  f.write(reinterpret_cast<const char*>(&n), 8);
+  f << header;
+  f.close();
+  check_error([&] { load_safetensors(dir + "/huge.safetensors"); },
+              {"huge.safetensors", "'w'", "larger than any file can hold"});
+}
+
+TEST_CASE("BPE encodes a pathological 200,000-character word in linear time, losslessly") {
+  auto bpe = text::BpeTokenizer::train({"the cat sat on the mat", "abab abab abba"}, 60);
+  std::string word;
+  for (int i = 0; i < 100000; ++i) word += "ab";
+  const auto start = std::chrono::steady_clock::now();
+  const auto ids = bpe.encode("the " + word + " cat");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Quadratic merging took minutes at this length; chunked it takes well under a second (the
+  // bound is loose: sanitizers and a loaded machine are slow, not quadratic).
+  CHECK_MESSAGE(seconds < 20.0, seconds);
+  CHECK(bpe.decode(ids) == "the " + word + " cat");
+}
+
+TEST_CASE("bad configs, folders and checkpoint metadata are refused by name") {
+  const std::string dir = scratch("folders");
+  struct Case {
+    std::string args, fragment;
+  };
+  const std::vector<Case> cases = {
+      {"train --task copy --set hidden_size=-5 --out " + dir + "/a",
+       "hidden_size must be positive"},
+      {"train --task copy --set num_attention_heads=5 --out " + dir + "/a",
+       "hidden_size (64) must be divisible by num_attention_heads (5)"},
+      {"train --task copy --config /nonexistent.json --out " + dir + "/a", "cannot open"},
+      {"train --task copy --resume --out " + dir + "/none", "not a training run folder"},
+      {"export --checkpoint " + dir + "/none --to " + dir + "/x", "not a training run folder"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.args);
+    auto r = anatomy_cli(c.args);
+    CHECK(r.code == 1);
+    CHECK_MESSAGE(r.output.find(c.fragment) != std::string::npos, r.output);
+  }
+  CHECK_FALSE(std::filesystem::exists(dir + "/a"));
+  // A translation run is not a language model, and its checkpoint's position must make sense.
+  const std::string run = dir + "/copy";
+  auto t = anatomy_cli("train --task copy --epochs 1 --preset tiny --limit 300 --out " + run);
+  REQUIRE_MESSAGE(t.code == 0, t.output);
+  auto g = anatomy_cli("generate --checkpoint " + run + " \"a b\"");
+  CHECK(g.code == 1);
+  CHECK_MESSAGE(g.output.find("holds a translation run, not a lm run") != std::string::npos,
+                g.output);
+  const std::string state = run + "/last/training.safetensors";
+  auto file = load_safetensors(state);
+  file.metadata["batch"] = "-3";
+  save_safetensors(state, file.tensors, file.metadata);
+  auto r = anatomy_cli("train --task copy --epochs 2 --resume --out " + run);
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.output.find("'batch' must be an integer >= 0 (got '-3')") != std::string::npos,
+                r.output);
+  file.metadata["batch"] = "0";
+  file.metadata["epoch"] = "many";
+  save_safetensors(state, file.tensors, file.metadata);
+  r = anatomy_cli("train --task copy --epochs 2 --resume --out " + run);
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.output.find("'epoch' must be an integer >= 0 (got 'many')") != std::string::npos,
+                r.output);
+}
