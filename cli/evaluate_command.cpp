@@ -29,14 +29,15 @@ Runner add_evaluate_command(CLI::App& app) {
     if (!o->corpus.empty()) {
       pairs = data::read_tsv(o->corpus).pairs;
     } else {
-      const auto meta = training::RunDir{o->checkpoint}.read_run();
-      const auto seed = meta["seed"].get<uint64_t>();
-      const auto& d = meta["data"];
+      const training::RunDir run{o->checkpoint};
+      const auto meta = run.read_run();
+      const auto seed = run.field<uint64_t>(meta, "seed");
+      const auto d = run.field<nlohmann::json>(meta, "data");
       if (d.contains("task")) {
-        pairs = data::make_task(d["task"].get<std::string>(), seed).splits.split(o->split);
+        pairs = data::make_task(run.field<std::string>(d, "task"), seed).splits.split(o->split);
       } else {
         // Read and split exactly as training did.
-        const std::string path = d["corpus"].get<std::string>();
+        const std::string path = run.field<std::string>(d, "corpus");
         auto corpus = data::read_tsv(path, {.max_chars = d.value("max_chars", int64_t{0}),
                                             .skip_malformed = d.value("skip_malformed", false)});
         pairs = data::split_corpus(std::move(corpus.pairs), seed, path).split(o->split);

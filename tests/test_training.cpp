@@ -320,3 +320,27 @@ TEST_CASE("a run folder takes one training at a time; a NaN loss stops the run c
       CHECK_MESSAGE(std::isfinite(t.abs().max().item()), name);
   }
 }
+
+// kill -9 at moments spread over a run, saves included (a tiny run saves every second): each
+// time, the folder is one that translate and --resume accept.
+TEST_CASE("kill -9 at any moment leaves a folder that translate and --resume accept") {
+  const std::string dir = fresh_dir("killed");
+  const std::string train = std::string(ANATOMY_CLI) +
+                            " train --task copy --preset tiny --limit 400 "
+                            "--epochs 30 --no-early-stop --threads 1 --out " +
+                            dir;
+  int resumed = 0;
+  for (const double delay : {0.05, 0.3, 0.9, 1.7, 2.6, 3.4}) {
+    CAPTURE(delay);
+    const std::string flag = std::filesystem::exists(dir + "/run.json") ? " --resume" : "";
+    std::system(
+        fmt::format("timeout -s KILL {} {}{} > /dev/null 2>&1", delay, train, flag).c_str());
+    if (!std::filesystem::exists(dir + "/run.json")) continue;  // killed before it began
+    auto t = run("translate --checkpoint " + dir + " \"a b c\"");
+    CHECK_MESSAGE(t.code == 0, t.output);
+    auto r = run("train --task copy --epochs 1 --resume --threads 1 --out " + dir);
+    CHECK_MESSAGE(r.code == 0, r.output);
+    resumed += r.code == 0;
+  }
+  CHECK(resumed >= 4);
+}

@@ -93,12 +93,12 @@ void export_to_pytorch(const std::string& run_dir, const std::string& to) {
   // --- the training data as ids ---
   nn::StateDict data;
   if (kind == "translation") {
-    const auto& d = meta["data"];
-    const auto td = read_translation_data(d.value("task", ""), d.value("corpus", ""),
-                                          meta["seed"].get<uint64_t>(),
-                                          {.max_chars = d.value("max_chars", int64_t{0}),
-                                           .skip_malformed = d.value("skip_malformed", false)},
-                                          meta["options"].value("limit", int64_t{0}));
+    const auto d = run.field<nlohmann::json>(meta, "data");
+    const auto td = read_translation_data(
+        d.value("task", ""), d.value("corpus", ""), run.field<uint64_t>(meta, "seed"),
+        {.max_chars = d.value("max_chars", int64_t{0}),
+         .skip_malformed = d.value("skip_malformed", false)},
+        meta.value("options", nlohmann::json::object()).value("limit", int64_t{0}));
     auto source = text::load_tokenizer(run.file("source_tokenizer"));
     auto target = text::load_tokenizer(run.file("target_tokenizer"));
     Encoded train = encode(td.splits.train, *source, *target);
@@ -106,7 +106,7 @@ void export_to_pytorch(const std::string& run_dir, const std::string& to) {
     add_rows(data, "source", train.src);
     add_rows(data, "target", train.tgt);
   } else {
-    const std::string path = meta["text"].get<std::string>();
+    const std::string path = run.field<std::string>(meta, "text");
     std::ifstream f(path, std::ios::binary);
     if (!f) throw Error(fmt::format("export: cannot open the run's text {}", path));
     const std::string text((std::istreambuf_iterator<char>(f)), {});
@@ -117,7 +117,7 @@ void export_to_pytorch(const std::string& run_dir, const std::string& to) {
   }
 
   // --- what the loop does ---
-  nlohmann::json info = meta["recipe"];
+  nlohmann::json info = run.field<nlohmann::json>(meta, "recipe");
   info["kind"] = kind;
   info["seed"] = meta["seed"];
   info["epoch"] = std::stoll(file.metadata.count("epoch") ? file.metadata.at("epoch") : "0");

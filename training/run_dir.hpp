@@ -10,9 +10,12 @@
 //   loss.csv, loss.svg         the loss curve
 #pragma once
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "autograd/tensor.hpp"
 #include "models/config.hpp"
 
 namespace anatomy::training {
@@ -49,6 +52,29 @@ struct RunDir {
   nlohmann::json start(bool resume, const std::string& kind) const;
   void write_run(const nlohmann::json& run) const;  // atomically
   models::TransformerConfig read_config() const;
+  // A field of run.json with its type checked: an error naming the folder and the field, never
+  // a raw JSON error (or, on a const object, undefined behaviour) for a missing or wrong value.
+  template <typename T>
+  T field(const nlohmann::json& run, const std::string& key) const {
+    auto it = run.find(key);
+    if (it != run.end()) {
+      if constexpr (std::is_same_v<T, nlohmann::json>) {
+        if (it->is_object()) return *it;
+      } else if constexpr (std::is_same_v<T, std::string>) {
+        if (it->is_string()) return it->template get<std::string>();
+      } else if constexpr (std::is_unsigned_v<T>) {
+        if (it->is_number_unsigned()) return it->template get<T>();
+      } else {
+        if (it->is_number()) return it->template get<T>();
+      }
+    }
+    throw Error(fmt::format("{}: run.json's '{}' is {} (expected {})", path, key,
+                            it == run.end() ? "missing" : it->dump(),
+                            std::is_same_v<T, nlohmann::json> ? "an object"
+                            : std::is_same_v<T, std::string>  ? "a string"
+                            : std::is_unsigned_v<T>           ? "a number >= 0"
+                                                              : "a number"));
+  }
   // The weights to use: best/ if present, else last/.
   std::string weights() const;
 };

@@ -18,7 +18,7 @@ int train_classifier(const TrainOptions& o) {
   RunDir run{o.out};
   nlohmann::json meta = run.start(o.resume, "classifier");
   RunLock lock = o.resume ? run.lock() : RunLock();  // a new run locks when it creates the folder
-  const uint64_t seed = o.resume ? meta["seed"].get<uint64_t>() : o.seed;
+  const uint64_t seed = o.resume ? run.field<uint64_t>(meta, "seed") : o.seed;
   auto all = data::majority_examples(12000, seed);
   std::vector<std::string> train_texts, valid_texts;
   std::vector<int64_t> train_labels, valid_labels;

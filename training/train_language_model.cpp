@@ -114,7 +114,7 @@ int train_language_model(const TrainOptions& o) {
   if (static_cast<int64_t>(train_ids.size()) <= block + 1 ||
       static_cast<int64_t>(val_ids.size()) <= block + 1)
     throw Error(fmt::format("train: {} is too short for blocks of {} characters", o.text, block));
-  const uint64_t seed = o.resume ? meta["seed"].get<uint64_t>() : o.seed;
+  const uint64_t seed = o.resume ? run.field<uint64_t>(meta, "seed") : o.seed;
   manual_seed(seed);
   auto model_ptr = std::make_shared<models::TransformerForCausalLM>(config);
   auto& model = *model_ptr;

@@ -77,7 +77,8 @@ int train_translation(const TrainOptions& o) {
   nlohmann::json meta = run.start(o.resume, "translation");
   RunLock lock = o.resume ? run.lock() : RunLock();  // a new run locks when it creates the folder
   if (o.resume) {
-    const std::string was = meta["data"].value("task", "") + meta["data"].value("corpus", "");
+    const auto d = run.field<nlohmann::json>(meta, "data");
+    const std::string was = d.value("task", "") + d.value("corpus", "");
     const std::string now = o.task + o.corpus;
     if (was != now)
       throw Error(
@@ -86,11 +87,12 @@ int train_translation(const TrainOptions& o) {
   }
 
   // --- data (read before anything is created in the run folder) ---
-  const uint64_t seed = o.resume ? meta["seed"].get<uint64_t>() : o.seed;
+  const uint64_t seed = o.resume ? run.field<uint64_t>(meta, "seed") : o.seed;
   // A resumed run reads the corpus as it was first read, whatever this command line says.
   const data::CorpusOptions read{
       .max_chars = o.resume ? meta["data"].value("max_chars", int64_t{0}) : o.max_chars,
-      .skip_malformed = o.resume ? meta["data"].value("skip_malformed", false) : o.skip_malformed};
+      .skip_malformed = o.resume ? meta["data"].value("skip_malformed", false)
+                                 : o.skip_malformed};  // checked above
   TranslationData d = read_translation_data(o.task, o.corpus, seed, read, o.limit);
   const int64_t vocab_size = o.vocab_size > 0 ? o.vocab_size : d.is_task ? 200 : 8000;
   auto& splits = d.splits;

@@ -85,12 +85,29 @@ void Trainer::restore() {
   }
   const auto meta = run.read_run();
   best_ = meta.value("best", Metrics::object());
+  if (best_.is_null()) best_ = Metrics::object();  // no evaluation yet
   history_ = meta.value("history", nlohmann::json::array());
-  for (const auto& c : meta.value("curve", nlohmann::json::array()))
+  const auto curve = meta.value("curve", nlohmann::json::array());
+  if (!best_.is_object() || !history_.is_array() || !curve.is_array())
+    throw Error(
+        fmt::format("{}: run.json's best, history and curve must be an object and two "
+                    "arrays",
+                    o_.run_dir));
+  for (const auto& c : curve) {
+    if (!c.is_array() || c.size() != 3 || !c[0].is_number() || !c[1].is_number() ||
+        !c[2].is_number())
+      throw Error(fmt::format("{}: run.json's curve holds {} (expected [step, loss, lr])",
+                              o_.run_dir, c.dump()));
     curve_.train.push_back({c[0].get<int64_t>(), c[1].get<double>(), c[2].get<double>()});
-  for (const auto& h : history_)
-    curve_.eval.push_back({h["step"].get<int64_t>(), h["valid_loss"].get<double>(),
+  }
+  for (const auto& h : history_) {
+    if (!h.is_object())
+      throw Error(fmt::format("{}: run.json's history holds {} (expected an object)", o_.run_dir,
+                              h.dump()));
+    curve_.eval.push_back({h.value("step", int64_t{0}),
+                           h.value("valid_loss", static_cast<double>(NAN)),
                            h.value("bleu", static_cast<double>(NAN))});
+  }
   if (!o_.quiet && o_.unit == "epoch")
     fmt::print("resuming {} at epoch {}, batch {} (step {})\n", o_.run_dir, epoch_ + 1, batch_,
                step_);
@@ -146,12 +163,12 @@ TrainResult Trainer::fit() {
   if (o_.resume)
     restore();
   else if (saving)
-    write_run_json();  // the folder is a run from the start: --resume works before any save
+    save(false, epoch_, batch_);  // a run from the start: resume and translate work at once
   SignalScope signals;
   TrainResult result;
   model_.train();
   double last_eval_seconds = 0;
-  bool saved_this_run = false, stop = false;
+  bool stop = false;
   auto out_of_time = [&] {
     return o_.time_budget > 0 && seconds_since(started) + last_eval_seconds > o_.time_budget;
   };
@@ -187,7 +204,6 @@ TrainResult Trainer::fit() {
       save(is_best, epoch_ + 1, 0);
     else
       save(is_best, epoch_, batch_);
-    saved_this_run = saved_this_run || saving;
     if (!o_.quiet) {
       const std::string where = o_.unit == "epoch"
                                     ? fmt::format("epoch {}/{}{}", epoch_ + 1, o_.epochs,
@@ -228,7 +244,6 @@ TrainResult Trainer::fit() {
       const BatchLoss b = loss(epoch_, batch_);
       const double l = b.loss.item<double>();
       if (!std::isfinite(l)) {  // before backward: the weights and the last checkpoint stay finite
-        const bool has_checkpoint = saved_this_run || o_.resume;
         throw Error(fmt::format(
             "Trainer: the loss became {} at step {} ({} {}, batch {}); stopped before it reached "
             "the weights{}. A lower learning rate (--lr) or clipping (--clip) usually helps",
@@ -236,9 +251,7 @@ TrainResult Trainer::fit() {
             : l > 0       ? "inf"
                           : "-inf",
             step_ + 1, o_.unit == "epoch" ? "epoch" : "pass", epoch_ + 1, batch_,
-            !saving          ? ""
-            : has_checkpoint ? fmt::format("; {} keeps its last checkpoint", o_.run_dir)
-                             : fmt::format("; {} holds no checkpoint yet", o_.run_dir)));
+            saving ? fmt::format("; {} keeps its last checkpoint", o_.run_dir) : ""));
       }
       optimizer_.zero_grad();
       b.loss.backward();
@@ -280,9 +293,8 @@ TrainResult Trainer::fit() {
       checkpoint(true, epoch_ + 1 == o_.epochs, n);
       continue;
     }
-    // Stopped inside the epoch: evaluate and save what was trained since the last save. A run
-    // stopped before its first step still saves once, so its folder is a usable checkpoint.
-    if (batch_ > first_batch || (!saved_this_run && !o_.resume)) checkpoint(false, true, n);
+    // Stopped inside the epoch: evaluate and save what was trained since the last save.
+    if (batch_ > first_batch) checkpoint(false, true, n);
   }
   if (!o_.quiet && result.out_of_time)
     fmt::print("time budget of {} reached\n", clock(o_.time_budget));

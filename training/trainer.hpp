@@ -85,7 +85,7 @@ class Trainer {
   nn::LRScheduler* schedule_;
   TrainerOptions o_;
   int64_t step_ = 0, epoch_ = 0, batch_ = 0;  // the position the next step starts from
-  Metrics best_;
+  Metrics best_ = Metrics::object();
   nlohmann::json history_ = nlohmann::json::array();
   LossCurve curve_;
 };
