@@ -1,6 +1,7 @@
 // Everything of the autograd layer in one include.
 #pragma once
 
+#include "autograd/anomaly.hpp"
 #include "autograd/engine.hpp"
 #include "autograd/function.hpp"
 #include "autograd/gemm.hpp"

@@ -4,6 +4,7 @@
 
 #include <unordered_set>
 
+#include "autograd/anomaly.hpp"
 #include "autograd/ops.hpp"
 
 namespace anatomy {
@@ -31,6 +32,10 @@ Node::~Node() {
 }
 
 Tensor record(Tensor output, std::string name, std::vector<Tensor> inputs, BackwardFn backward) {
+  if (is_anomaly_enabled())
+    detail::check_anomaly(
+        output, fmt::format("the output of {} ({})", name.substr(0, name.rfind("Backward")), name),
+        inputs, {});
   if (!grad_enabled) return output;
   bool any = false;
   for (const auto& in : inputs) any = any || (in.defined() && in.requires_grad());
@@ -131,6 +136,10 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       const Edge& e = node->edges[i];
       const Tensor& gi = grads[i];
       if (!e.live() || !gi.defined()) continue;
+      if (is_anomaly_enabled())
+        detail::check_anomaly(
+            gi, fmt::format("the gradient that {} computed for its input {}", node->name, i), {},
+            {node});
       if (gi.shape() != e.shape)
         throw Error(
             fmt::format("backward: {} returned a gradient of shape {} for input {} of "

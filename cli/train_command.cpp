@@ -40,7 +40,7 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "random seed (data splits, initialization, dropout)");
   cmd->add_flag("--resume", o->resume, "continue the run in --out exactly where it stopped");
   cmd->add_option("--lr", o->lr, "peak learning rate (default: the preset's)")
-      ->check(in_range(1e-9, 10));
+      ->check(in_range(1e-12, 1e30));
   cmd->add_option("--warmup", o->warmup, "warmup steps (default: the preset's)")
       ->check(in_range(1, 1e9));
   cmd->add_option("--max-tokens", o->max_tokens, "tokens per batch, padding included")
@@ -63,6 +63,8 @@ Runner add_train_command(CLI::App& app) {
   auto no_early_stop = std::make_shared<bool>(false);
   cmd->add_flag("--no-early-stop", *no_early_stop,
                 "keep training after 100% validation exact match");
+  cmd->add_flag("--detect-anomaly", o->detect_anomaly,
+                "check every op's output and gradient for NaN/Inf and name the first (slow)");
   cmd->add_option("--threads", o->threads, "threads (default: all cores)")->check(in_range(1, 256));
   return [o, no_early_stop] {
     if (*no_early_stop) o->early_stop = false;

@@ -54,12 +54,18 @@ AttentionOutput scaled_dot_product_attention(const Tensor& query, const Tensor& 
     scores =
         scores.masked_fill(eq(o.mask.to(kFloat32), 0.0f), -std::numeric_limits<float>::infinity());
   }
-  Tensor weights = softmax(scores, -1);
+  Tensor dead;  // rows whose every score is -inf: they attend to nothing
   if (o.mask.defined() || o.bias.defined()) {
-    // A row whose every score is -inf is NaN after softmax; it attends to nothing: zeros.
-    Tensor dead = eq(amax(scores.detach(), {-1}, true), -std::numeric_limits<float>::infinity());
-    if (dead.sum().item() > 0) weights = weights.masked_fill(dead, 0.0f);
+    dead = eq(amax(scores.detach(), {-1}, true), -std::numeric_limits<float>::infinity());
+    if (dead.sum().item() > 0)
+      // softmax of all -inf is NaN, and so would be its gradient: give those rows finite scores
+      // (no gradient flows back through masked_fill's filled places), then zero their weights.
+      scores = scores.masked_fill(dead, 0.0f);
+    else
+      dead = Tensor();
   }
+  Tensor weights = softmax(scores, -1);
+  if (dead.defined()) weights = weights.masked_fill(dead, 0.0f);
   if (o.training && o.dropout_p > 0.0f) weights = dropout(weights, o.dropout_p, true);
   // (..., Tq, Tk) x (..., Tk, Dv) -> (..., Tq, Dv)
   return {matmul(weights, value), weights};

@@ -210,3 +210,47 @@ TEST_CASE("bad configs, folders and checkpoint metadata are refused by name") {
   CHECK_MESSAGE(r.output.find("'epoch' must be an integer >= 0 (got 'many')") != std::string::npos,
                 r.output);
 }
+
+TEST_CASE("DetectAnomaly names the op, forward or backward, and the nearest parameter") {
+  // Off: NaN passes silently, as in PyTorch without detect_anomaly.
+  Tensor x = tensor({-1.0f, 4.0f}).requires_grad_();
+  CHECK(std::isnan(sqrt(x).to_vector()[0]));
+  {
+    DetectAnomaly guard;
+    check_error([&] { sqrt(x); },
+                {"detect_anomaly", "the output of Sqrt (SqrtBackward0)", "NaN", "element 0"});
+    // Forward fine (sqrt(0) = 0), backward not: d sqrt(x)/dx = 1 / (2 sqrt(x)) is Inf at 0.
+    Tensor z = tensor({0.0f, 4.0f}).requires_grad_();
+    Tensor y = sqrt(z).sum();
+    check_error([&] { y.backward(); },
+                {"the gradient that SqrtBackward0 computed for its input 0", "Inf"});
+  }
+  // With a model's names: the parameter that feeds the bad op.
+  nn::Sequential net;
+  net.push_back(std::make_shared<nn::Linear>(3, 4));
+  net.push_back(std::make_shared<nn::ReLU>());
+  net.push_back(std::make_shared<nn::Linear>(4, 2));
+  {
+    NoGradGuard no_grad;
+    net.at<nn::Linear>(2)->weight.select(0, 1).fill_(INFINITY);
+  }
+  DetectAnomaly guard(net.named_parameters());
+  check_error(
+      [&] {
+        net.forward(ones({1, 3}));
+      },
+      {"detect_anomaly", "the output of Addmm (AddmmBackward0)",
+       "the nearest parameter feeding it is 2.weight"});
+}
+
+TEST_CASE("train --detect-anomaly names where a diverging run first made NaN or Inf") {
+  const std::string dir = scratch("anomaly") + "/run";
+  auto r = anatomy_cli(
+      "train --task copy --epochs 1 --preset tiny --limit 300 --lr 1e30 "
+      "--detect-anomaly --out " +
+      dir);
+  CHECK(r.code == 1);
+  CHECK_MESSAGE(r.output.find("detect_anomaly: ") != std::string::npos, r.output);
+  CHECK_MESSAGE(r.output.find("the nearest parameter feeding it is ") != std::string::npos,
+                r.output);
+}

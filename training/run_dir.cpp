@@ -106,10 +106,12 @@ nlohmann::json RunDir::read_run(const std::string& kind) const {
 
 nlohmann::json RunDir::start(bool resume, const std::string& kind) const {
   if (resume) return read_run(kind);
-  if (fs::exists(file("run.json")))
+  if (fs::exists(file("run.json"))) {
+    if (fs::exists(file(".lock"))) RunLock running = lock();  // "in use by pid N", if it is
     throw Error(fmt::format(
         "{} already holds a training run; pass --resume to continue it, or choose another --out",
         path));
+  }
   return nlohmann::json::object();
 }
 

@@ -72,7 +72,8 @@ int train_classifier(const TrainOptions& o) {
                    .clip = o.clip,
                    .run_dir = o.out,
                    .resume = o.resume,
-                   .title = "majority: loss"});
+                   .title = "majority: loss",
+                   .detect_anomaly = o.detect_anomaly});
   trainer.run_info = meta;
   const size_t batch_size = 32;
   std::vector<size_t> order(train_texts.size());

@@ -166,7 +166,8 @@ int train_language_model(const TrainOptions& o) {
                    .unit = "step",
                    .run_dir = o.out,
                    .resume = o.resume,
-                   .title = "character language model: loss"});
+                   .title = "character language model: loss",
+                   .detect_anomaly = o.detect_anomaly});
   trainer.run_info = meta;
   trainer.batches = [&](int64_t) { return iters; };
   auto& g = default_generator();

@@ -33,6 +33,7 @@ struct TrainOptions {
   bool skip_malformed = false;
   bool early_stop = true;  // stop once validation exact match is 100%
   int threads = 0;
+  bool detect_anomaly = false;  // name the op (and parameter) that first makes NaN or Inf
 };
 
 // The options that shape the optimization (learning rate, warmup, batch size, label smoothing,

@@ -246,7 +246,8 @@ int train_translation(const TrainOptions& o) {
                    .clip = o.clip,
                    .run_dir = o.out,
                    .resume = o.resume,
-                   .title = fmt::format("{}: loss", o.task.empty() ? o.corpus : o.task)});
+                   .title = fmt::format("{}: loss", o.task.empty() ? o.corpus : o.task),
+                   .detect_anomaly = o.detect_anomaly});
   trainer.run_info = meta;
   std::vector<data::Batch> batches;
   trainer.batches = [&](int64_t epoch) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <csignal>
 #include <filesystem>
+#include <optional>
 
 #include "training/progress_bar.hpp"
 
@@ -165,6 +166,8 @@ TrainResult Trainer::fit() {
   else if (saving)
     save(false, epoch_, batch_);  // a run from the start: resume and translate work at once
   SignalScope signals;
+  std::optional<DetectAnomaly> anomaly;
+  if (o_.detect_anomaly) anomaly.emplace(model_.named_parameters());
   TrainResult result;
   model_.train();
   double last_eval_seconds = 0;

@@ -30,16 +30,17 @@ struct BatchLoss {
 };
 
 struct TrainerOptions {
-  int64_t epochs = 1;          // passes over the data
-  double time_budget = 0;      // seconds for the whole run (0: none); the last evaluation fits in
-  double clip = 1.0;           // clip the gradient norm to this (0: no clipping)
-  int64_t eval_every = 0;      // also evaluate every N steps inside an epoch (0: only at its end)
-  int64_t curve_every = 20;    // a loss-curve point is the mean over this many steps
-  std::string unit = "epoch";  // what a log line counts: "epoch" (e/E) or "step" (s/S)
-  std::string run_dir;         // checkpoints, run.json and the loss curve; empty: none
-  bool resume = false;         // continue the run in run_dir
-  std::string title;           // the loss curve's title
-  bool quiet = false;          // no progress bar or log lines
+  int64_t epochs = 1;           // passes over the data
+  double time_budget = 0;       // seconds for the whole run (0: none); the last evaluation fits in
+  double clip = 1.0;            // clip the gradient norm to this (0: no clipping)
+  int64_t eval_every = 0;       // also evaluate every N steps inside an epoch (0: only at its end)
+  int64_t curve_every = 20;     // a loss-curve point is the mean over this many steps
+  std::string unit = "epoch";   // what a log line counts: "epoch" (e/E) or "step" (s/S)
+  std::string run_dir;          // checkpoints, run.json and the loss curve; empty: none
+  bool resume = false;          // continue the run in run_dir
+  std::string title;            // the loss curve's title
+  bool quiet = false;           // no progress bar or log lines
+  bool detect_anomaly = false;  // check every op's output and gradient for NaN/Inf (slow)
 };
 
 struct TrainResult {
