@@ -215,3 +215,20 @@ TEST_CASE("a layer built from parts passed in, as the Annotated Transformer's En
   Tensor h = layer.layer_norm_1->forward(x);
   CHECK_CLOSE(layer.forward(x), x + layer.attention->forward(h, h, Tensor()), 1e-6, 1e-6);
 }
+
+TEST_CASE("a query whose every key is hidden passes zero gradient, not NaN") {
+  manual_seed(4);
+  Tensor q = randn({1, 3, 4}).requires_grad_(), k = randn({1, 5, 4}).requires_grad_(),
+         v = randn({1, 5, 4}).requires_grad_();
+  // Query 1 sees no key; queries 0 and 2 see some.
+  Tensor mask = tensor({{{1.0f, 1.0f, 0.0f, 0.0f, 0.0f},
+                         {0.0f, 0.0f, 0.0f, 0.0f, 0.0f},
+                         {0.0f, 1.0f, 1.0f, 1.0f, 1.0f}}});
+  auto out = scaled_dot_product_attention(q, k, v, mask);
+  out.output.sum().backward();
+  for (const Tensor& g : {q.grad(), k.grad(), v.grad()})
+    for (float x : g.to_vector()) CHECK(std::isfinite(x));
+  CHECK(amax(abs(q.grad().select(1, 1))).item() == 0.0f);  // the dead query learns nothing
+  CHECK(amax(abs(q.grad().select(1, 0))).item() > 0.0f);   // the others do
+  CHECK(amax(abs(out.weights.select(1, 1))).item() == 0.0f);
+}
