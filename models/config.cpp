@@ -177,7 +177,7 @@ void TransformerConfig::set(const std::string& assignment) {
   const std::string key = assignment.substr(0, eq);
   if (!set_field(*this, key, parse_value(assignment.substr(eq + 1)), "--set " + key))
     throw Error(
-        fmt::format("--set: unknown config field '{}' (see anatomy train --help-config)", key));
+        fmt::format("--set: unknown config field '{}' (anatomy config lists them)", key));
 }
 
 std::vector<std::string> TransformerConfig::describe() {

@@ -141,3 +141,48 @@ for row in sys.argv[2:]:
   CHECK(ours_out.output == expected);
   CHECK(std::count(expected.begin(), expected.end(), '\n') == 3);
 }
+
+TEST_CASE(
+    "export: a language model's logits match, train.py continues it, generate reads it back") {
+  if (sh(kPython + " -c 'import torch'").code != 0) {
+    MESSAGE("skipped: Debian's python3-torch is not installed (cmake/install-deps.sh torch)");
+    return;
+  }
+  const std::string A = ANATOMY_CLI;
+  const std::string run = fresh("lm"), pkg = fresh("lm_pkg"), back = fresh("lm_back");
+  const std::string text = run + ".txt";
+  {
+    std::ofstream f(text);
+    for (int i = 0; i < 300; ++i) f << "to be or not to be, that is the question.\n";
+  }
+  auto t = sh(A + " train --task lm --text " + text +
+              " --preset tiny --iters 60 --threads 1 --out " + run);
+  REQUIRE_MESSAGE(t.code == 0, t.output);
+  auto e = sh(A + " export --checkpoint " + run + " --to " + pkg);
+  REQUIRE_MESSAGE(e.code == 0, e.output);
+  auto r = sh(A + " run --config " + pkg + "/config.json --weights " + pkg +
+              "/model.safetensors --model causal-lm --input-ids 5,9,7,12,3 --output " + pkg +
+              "/anatomy_out.safetensors");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const std::string py = pkg + "/logits.py";
+  std::ofstream(py) << "import sys, torch\nsys.path.insert(0, '" << pkg << "')\n"
+                    << R"(import model as book, safetensors_io as io
+c = book.load_config(sys.argv[1] + '/config.json')
+net = book.build(c, 'lm')
+net.load_state_dict(io.load(sys.argv[1] + '/model.safetensors')[0])
+net.eval()
+with torch.no_grad():
+    logits = net(torch.tensor([[5, 9, 7, 12, 3]]))
+io.save(sys.argv[1] + '/torch_out.safetensors', {'logits': logits})
+)";
+  auto p = sh(kPython + " " + py + " " + pkg);
+  REQUIRE_MESSAGE(p.code == 0, p.output);
+  CHECK_CLOSE(load_safetensors(pkg + "/torch_out.safetensors").tensors.at("logits"),
+              load_safetensors(pkg + "/anatomy_out.safetensors").tensors.at("logits"), 1e-4, 1e-4);
+  // One process, no torchrun: train.py works the same way.
+  auto c = sh("cd " + pkg + " && " + kPython + " train.py --steps 10 --out " + back);
+  REQUIRE_MESSAGE(c.code == 0, c.output);
+  auto g = sh(A + " generate --checkpoint " + back + " --max-new-tokens 20 \"to be\"");
+  CHECK_MESSAGE(g.code == 0, g.output);
+  CHECK(g.output.starts_with("to be"));
+}
