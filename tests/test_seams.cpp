@@ -36,6 +36,11 @@ struct CountingNorm : nn::Module {
   }
 };
 
+// Registered when the test program starts, as a student's part would be: every test case (each
+// runs in its own process under ctest) can use it.
+const bool counting_norm_registered = norms().add(
+    "counting_norm", [](const TransformerConfig& c) { return std::make_shared<CountingNorm>(c); });
+
 }  // namespace
 
 TEST_CASE("attention bias: outputs and gradients equal PyTorch's float attn_mask") {
@@ -75,11 +80,8 @@ TEST_CASE("attention bias: -inf hides keys like the 0/1 mask, a fully hidden row
       {"bias", "does not broadcast", "[4, 4]"});
 }
 
-TEST_CASE("registry: a registered norm is built by name everywhere; unknown names are errors") {
-  static const bool registered = norms().add("counting_norm", [](const TransformerConfig& c) {
-    return std::make_shared<CountingNorm>(c);
-  });
-  CHECK(registered);
+TEST_CASE("registry: a registered norm is built by name everywhere, unknown names are errors") {
+  CHECK(counting_norm_registered);
   check_error([] { norms().add("counting_norm", nullptr); }, {"norm_type", "registered already"});
   TransformerConfig c = small();
   c.set("norm_type=counting_norm");
@@ -159,7 +161,7 @@ TEST_CASE("Module::apply visits every module, children before their parent") {
   CHECK(count("Dropout") == 2);
 }
 
-TEST_CASE("init_weights dispatches on module type; parts of your own keep their init") {
+TEST_CASE("init_weights dispatches on module type, parts of your own keep their init") {
   TransformerConfig c = small();
   c.set("norm_type=counting_norm");
   c.tie_word_embeddings = true;

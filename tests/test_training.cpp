@@ -248,7 +248,7 @@ TEST_CASE("language model: trains on a text, generates, and resumes after Ctrl-C
 
 // The architecture from a config.json and --set, without C++; a bad field stops before anything
 // is created.
-TEST_CASE("train --config FILE and --set change the model; bad fields are refused up front") {
+TEST_CASE("train --config FILE and --set change the model, bad fields are refused up front") {
   const std::string dir = fresh_dir("config_set"), bad = fresh_dir("config_bad");
   const std::string config = dir + "_config.json";
   std::ofstream(config) << R"({"hidden_size": 48, "num_attention_heads": 3, "num_hidden_layers": 1,
@@ -287,7 +287,7 @@ TEST_CASE("train --config FILE and --set change the model; bad fields are refuse
 // One training per run folder: a second one, or a --resume while the first runs, is refused
 // with the holder's pid; a loss that becomes NaN stops the run before it reaches the weights,
 // and the folder keeps its last good checkpoint.
-TEST_CASE("a run folder takes one training at a time; a NaN loss stops the run cleanly") {
+TEST_CASE("a run folder takes one training at a time, and a NaN loss stops the run cleanly") {
   const std::string dir = fresh_dir("locked");
   const std::string log = dir + "_first.log";
   // The first training runs in the background for a few seconds, then gets Ctrl-C.
