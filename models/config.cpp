@@ -176,8 +176,7 @@ void TransformerConfig::set(const std::string& assignment) {
         fmt::format("--set: expected name=value (e.g. hidden_size=256), got '{}'", assignment));
   const std::string key = assignment.substr(0, eq);
   if (!set_field(*this, key, parse_value(assignment.substr(eq + 1)), "--set " + key))
-    throw Error(
-        fmt::format("--set: unknown config field '{}' (anatomy config lists them)", key));
+    throw Error(fmt::format("--set: unknown config field '{}' (anatomy config lists them)", key));
 }
 
 std::vector<std::string> TransformerConfig::describe() {

@@ -37,6 +37,19 @@ std::string fresh(const std::string& name) {
 
 const std::string kPython = "/usr/bin/python3";
 
+// A script that runs the exported model.py (kind: translation or lm) on fixed ids and writes its
+// logits beside the export, for comparison with `anatomy run`.
+void write_logits_script(const std::string& pkg, const std::string& kind, const std::string& call) {
+  std::ofstream(pkg + "/logits.py")
+      << "import sys, torch\nsys.path.insert(0, '" << pkg << "')\n"
+      << "import model as book, safetensors_io as io\n"
+      << "c = book.load_config(sys.argv[1] + '/config.json')\n"
+      << "net = book.build(c, '" << kind << "')\n"
+      << "net.load_state_dict(io.load(sys.argv[1] + '/model.safetensors')[0])\n"
+      << "net.eval()\nwith torch.no_grad():\n    logits = net(" << call
+      << ")\nio.save(sys.argv[1] + '/torch_out.safetensors', {'logits': logits})\n";
+}
+
 }  // namespace
 
 TEST_CASE("export: PyTorch gets the same model, continues it with DDP, and it comes back") {
@@ -65,18 +78,9 @@ TEST_CASE("export: PyTorch gets the same model, continues it with DDP, and it co
               "--output " +
               pkg + "/anatomy_out.safetensors");
   REQUIRE_MESSAGE(r.code == 0, r.output);
-  const std::string logits_py = pkg + "/logits.py";
-  std::ofstream(logits_py) << "import sys, torch\nsys.path.insert(0, '" << pkg << "')\n"
-                           << R"(import model as book, safetensors_io as io
-c = book.load_config(sys.argv[1] + '/config.json')
-net = book.build(c, 'translation')
-net.load_state_dict(io.load(sys.argv[1] + '/model.safetensors')[0])
-net.eval()
-with torch.no_grad():
-    logits = net(torch.tensor([[5, 9, 7, 12]]), torch.tensor([[2, 12, 7]]))
-io.save(sys.argv[1] + '/torch_out.safetensors', {'logits': logits})
-)";
-  auto p = sh(kPython + " " + logits_py + " " + pkg);
+  write_logits_script(pkg, "translation",
+                      "torch.tensor([[5, 9, 7, 12]]), torch.tensor([[2, 12, 7]])");
+  auto p = sh(kPython + " " + pkg + "/logits.py " + pkg);
   REQUIRE_MESSAGE(p.code == 0, p.output);
   const Tensor ours = load_safetensors(pkg + "/anatomy_out.safetensors").tensors.at("logits");
   const Tensor theirs = load_safetensors(pkg + "/torch_out.safetensors").tensors.at("logits");
@@ -164,18 +168,8 @@ TEST_CASE(
               "/model.safetensors --model causal-lm --input-ids 5,9,7,12,3 --output " + pkg +
               "/anatomy_out.safetensors");
   REQUIRE_MESSAGE(r.code == 0, r.output);
-  const std::string py = pkg + "/logits.py";
-  std::ofstream(py) << "import sys, torch\nsys.path.insert(0, '" << pkg << "')\n"
-                    << R"(import model as book, safetensors_io as io
-c = book.load_config(sys.argv[1] + '/config.json')
-net = book.build(c, 'lm')
-net.load_state_dict(io.load(sys.argv[1] + '/model.safetensors')[0])
-net.eval()
-with torch.no_grad():
-    logits = net(torch.tensor([[5, 9, 7, 12, 3]]))
-io.save(sys.argv[1] + '/torch_out.safetensors', {'logits': logits})
-)";
-  auto p = sh(kPython + " " + py + " " + pkg);
+  write_logits_script(pkg, "lm", "torch.tensor([[5, 9, 7, 12, 3]])");
+  auto p = sh(kPython + " " + pkg + "/logits.py " + pkg);
   REQUIRE_MESSAGE(p.code == 0, p.output);
   CHECK_CLOSE(load_safetensors(pkg + "/torch_out.safetensors").tensors.at("logits"),
               load_safetensors(pkg + "/anatomy_out.safetensors").tensors.at("logits"), 1e-4, 1e-4);
