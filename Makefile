@@ -3,7 +3,7 @@
 #   make test    the whole test suite (what CI runs)
 PRESET ?= release
 
-.PHONY: demo test build deps bench golden format asan clean
+.PHONY: demo test build deps bench golden format asan fuzz clean
 
 deps:
 	@cmake/install-deps.sh core
@@ -31,6 +31,16 @@ test: build
 
 asan:
 	$(MAKE) test PRESET=asan
+
+# libFuzzer on every loader (fuzz/): each harness at least FUZZ_SECONDS and FUZZ_RUNS executions,
+# two at a time.
+FUZZ_SECONDS ?= 300
+FUZZ_RUNS ?= 1000000
+fuzz:
+	@cmake/install-deps.sh core fuzz
+	cmake --preset fuzz > /dev/null
+	cmake --build --preset fuzz --target fuzzers
+	fuzz/run.sh build/fuzz/fuzz $(FUZZ_SECONDS) $(FUZZ_RUNS)
 
 bench: deps
 	@cmake/install-deps.sh bench torch

@@ -14,6 +14,11 @@ function(anatomy_set_flags target)
     target_compile_options(${target} PUBLIC -fsanitize=address,undefined -fno-omit-frame-pointer)
     target_link_options(${target} PUBLIC -fsanitize=address,undefined)
   endif()
+  if(ANATOMY_FUZZ)
+    # Coverage feedback for libFuzzer in every library the harnesses reach; UBSan findings abort
+    # so that the fuzzer records them as crashes.
+    target_compile_options(${target} PUBLIC -fsanitize=fuzzer-no-link -fno-sanitize-recover=all)
+  endif()
   target_compile_options(${target} PRIVATE $<$<CONFIG:Release>:-O3>)
 endfunction()
 

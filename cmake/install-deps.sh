@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that are missing (apt-get; sudo when not root). Usage:
-#   cmake/install-deps.sh core|bench|torch ...
+#   cmake/install-deps.sh core|bench|torch|fuzz ...
 # core: what building and testing need; bench: Google Benchmark and OpenBLAS (the GEMM
 # benchmark's yardstick, never linked into the library); torch: the test oracle that
-# regenerates the golden files and runs the PyTorch side of the benchmarks.
+# regenerates the golden files and runs the PyTorch side of the benchmarks; fuzz: clang with
+# libFuzzer and its OpenMP (make fuzz).
 set -euo pipefail
 declare -A groups=(
   [core]="g++ make cmake libxtensor-dev libxsimd-dev libfmt-dev doctest-dev nlohmann-json3-dev libcli11-dev libicu-dev"
   [bench]="libbenchmark-dev libopenblas-dev"
   [torch]="python3-torch python3-numpy"
+  [fuzz]="clang libclang-rt-14-dev libomp-dev"
 )
 wanted=""
 for g in "${@:-core}"; do wanted="$wanted ${groups[$g]:?unknown group $g}"; done

@@ -10,6 +10,7 @@
 #include "helpers.hpp"
 #include "models/models.hpp"
 #include "tokenizers/tokenizers.hpp"
+#include "training/trainer.hpp"
 
 using namespace anatomy;
 using testing::check_error;
@@ -253,4 +254,55 @@ TEST_CASE("train --detect-anomaly names where a diverging run first made NaN or 
   CHECK_MESSAGE(r.output.find("detect_anomaly: ") != std::string::npos, r.output);
   CHECK_MESSAGE(r.output.find("the nearest parameter feeding it is ") != std::string::npos,
                 r.output);
+}
+
+TEST_CASE("run.json is checked field by field before a resume trusts it") {
+  const std::string dir = scratch("run_json");
+  const training::RunDir run{dir};
+  auto refused = [&](const std::string& json, const std::string& fragment) {
+    CAPTURE(json);
+    std::ofstream(dir + "/run.json") << json;
+    check_error([&] { (void)training::read_history(run.read_run()); }, {fragment});
+  };
+  refused(R"({"options": {"clip": -1}})",
+          "run.json: 'options.clip' is -1 (expected a number in [0, 1e+06])");
+  refused(R"({"options": {"lr": "fast"}})", "'options.lr' is \"fast\" (expected a number");
+  refused(R"({"options": [1, 2]})", "'options' is [1,2] (expected an object)");
+  refused(R"({"seed": -4})", "'seed' is -4 (expected an integer in [0, 1.84467e+19])");
+  refused(R"({"kind": 3})", "'kind' is 3 (expected a string)");
+  refused(R"({"data": {"max_chars": 1.5}})", "'data.max_chars' is 1.5 (expected an integer");
+  refused(R"({"best": {"valid_loss": null}})", "'best.valid_loss' is null (expected a number");
+  refused(R"({"history": [{"step": "ten"}]})", "'history[0].step' is \"ten\" (expected an integer");
+  refused(R"({"history": [7]})", "'history[0]' is 7 (expected an object)");
+  refused(R"({"curve": [[1, 2.0]]})", "'curve[0]' is [1,2.0] (expected [step, loss, lr])");
+  refused(R"({"curve": [[1e300, 2.0, 0.1]]})", "'curve[0][0]' is 1e+300 (expected an integer");
+  // What passes comes back whole.
+  std::ofstream(dir + "/run.json")
+      << R"({"best": {"valid_loss": 1.5}, "history": [{"step": 4, "valid_loss": 1.5, "bleu": 2,
+             "complete": true}], "curve": [[2, 3.5, 0.01], [4, 2.5, 0.02]]})";
+  const auto h = training::read_history(run.read_run());
+  CHECK(h.best["valid_loss"].get<double>() == 1.5);
+  REQUIRE(h.curve.train.size() == 2);
+  CHECK(h.curve.train[1].step == 4);
+  CHECK(h.curve.train[1].train_loss == 2.5);
+  REQUIRE(h.curve.eval.size() == 1);
+  CHECK(h.curve.eval[0].score == 2);
+}
+
+TEST_CASE("a training state's position must be a whole number >= 0") {
+  auto position = [](const std::string& epoch, const std::string& batch) {
+    return training::read_position({12, {{"epoch", epoch}, {"batch", batch}}}, "t.safetensors");
+  };
+  CHECK(position("3", "40").epoch == 3);
+  CHECK(position("3", "40").batch == 40);
+  check_error([&] { position("3x", "0"); }, {"'epoch' must be an integer >= 0 (got '3x')"});
+  check_error([&] { position("1", "99999999999999999999"); },
+              {"'batch' must be an integer >= 0 (got '99999999999999999999')"});
+  check_error(
+      [&] {
+        training::read_position({12, {{"epoch", "1"}}}, "t.safetensors");
+      },
+      {"'batch' must be an integer >= 0 (got 'nothing')"});
+  // Checkpoints from before the epoch/batch metadata: the step is the batch.
+  CHECK(training::read_position({12, {}}, "t.safetensors").batch == 12);
 }

@@ -57,6 +57,12 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
   if (!j.is_object())
     throw Error(fmt::format("load_tokenizer: {}.json must hold a JSON object (got {})", path,
                             j.type_name()));
+  for (const auto& [key, value] : j.items()) {
+    const bool flag = key == "vocab_escaped" || key == "lowercase" || key == "do_lower_case";
+    if ((key == "kind" && !value.is_string()) || (flag && !value.is_boolean()))
+      throw Error(fmt::format("load_tokenizer: {}.json's '{}' must be {} (got {})", path, key,
+                              flag ? "true or false" : "a string", value.dump().substr(0, 40)));
+  }
   const std::string kind = j.value("kind", "");
   Vocabulary vocab = Vocabulary::load(path + ".vocab.txt", j.value("vocab_escaped", false));
   if (kind == "char") return std::make_unique<CharTokenizer>(std::move(vocab));

@@ -7,6 +7,7 @@
 
 #include "models/models.hpp"
 #include "training/run_dir.hpp"
+#include "training/trainer.hpp"
 #include "training/translation_data.hpp"
 
 namespace anatomy::training {
@@ -70,6 +71,10 @@ void export_to_pytorch(const std::string& run_dir, const std::string& to) {
   else
     model = std::make_shared<models::TransformerForCausalLM>(config);
   auto file = load_safetensors(training_state);
+  for (const std::string key : {"optimizer.step", "step"})
+    if (!file.tensors.count(key) || file.tensors.at(key).numel() != 1)
+      throw Error(
+          fmt::format("export: {} has no scalar '{}': not a training state", training_state, key));
   nn::StateDict weights, exp_avg, exp_avg_sq;
   for (const auto& [k, t] : file.tensors)
     if (k.starts_with("model.")) weights[k.substr(6)] = t;
@@ -79,7 +84,7 @@ void export_to_pytorch(const std::string& run_dir, const std::string& to) {
   const auto named = model->named_parameters();
   for (size_t i = 0; i < named.size(); ++i) {
     const std::string prefix = fmt::format("optimizer.state.{}.", i);
-    if (file.tensors.count(prefix + "exp_avg")) {
+    if (file.tensors.count(prefix + "exp_avg") && file.tensors.count(prefix + "exp_avg_sq")) {
       exp_avg[named[i].first] = file.tensors.at(prefix + "exp_avg");
       exp_avg_sq[named[i].first] = file.tensors.at(prefix + "exp_avg_sq");
     }
@@ -120,10 +125,12 @@ void export_to_pytorch(const std::string& run_dir, const std::string& to) {
   nlohmann::json info = run.field<nlohmann::json>(meta, "recipe");
   info["kind"] = kind;
   info["seed"] = meta["seed"];
-  info["epoch"] = std::stoll(file.metadata.count("epoch") ? file.metadata.at("epoch") : "0");
-  info["schedule"]["step"] = file.tensors.count("scheduler.step")
-                                 ? file.tensors.at("scheduler.step").item<int64_t>()
-                                 : file.tensors.at("step").item<int64_t>();
+  const int64_t step = file.tensors.at("step").item<int64_t>();
+  info["epoch"] = read_position({step, file.metadata}, training_state).epoch;
+  info["schedule"]["step"] =
+      file.tensors.count("scheduler.step") && file.tensors.at("scheduler.step").numel() == 1
+          ? file.tensors.at("scheduler.step").item<int64_t>()
+          : step;
 
   // --- write ---
   std::error_code ec;

@@ -19,6 +19,138 @@ namespace anatomy::training {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// What run.json may hold: each field any reader uses, with its type and range. read_run()
+// checks a file against this before anything reads a value, so a hand-edited or damaged
+// run.json gets an error naming the field, never a raw JSON error or an out-of-range value
+// that training would then trust (a negative clip, say).
+enum class Type { String, Bool, Int, Number, Object, Array };
+struct Rule {
+  const char* key;
+  Type type;
+  double min = 0, max = 0;  // for Int and Number
+};
+
+const char* type_words(Type t) {
+  switch (t) {
+    case Type::String:
+      return "a string";
+    case Type::Bool:
+      return "true or false";
+    case Type::Int:
+      return "an integer";
+    case Type::Number:
+      return "a number";
+    case Type::Object:
+      return "an object";
+    case Type::Array:
+      return "an array";
+  }
+  return "?";
+}
+
+// `where` names the file, `name` the field as a path: "options.clip", "curve[2][0]".
+void check_value(const nlohmann::json& v, const Rule& r, const std::string& where,
+                 const std::string& name) {
+  const bool ok = r.type == Type::String   ? v.is_string()
+                  : r.type == Type::Bool   ? v.is_boolean()
+                  : r.type == Type::Int    ? v.is_number_integer()
+                  : r.type == Type::Number ? v.is_number()
+                  : r.type == Type::Object ? v.is_object()
+                                           : v.is_array();
+  const bool numeric = r.type == Type::Int || r.type == Type::Number;
+  if (ok && (!numeric || (v.get<double>() >= r.min && v.get<double>() <= r.max))) return;
+  std::string value = v.dump();
+  if (value.size() > 40) value = value.substr(0, 40) + "...";
+  throw Error(numeric ? fmt::format("{}: '{}' is {} (expected {} in [{:g}, {:g}])", where, name,
+                                    value, type_words(r.type), r.min, r.max)
+                      : fmt::format("{}: '{}' is {} (expected {})", where, name, value,
+                                    type_words(r.type)));
+}
+
+void check_fields(const nlohmann::json& object, std::initializer_list<Rule> rules,
+                  const std::string& where, const std::string& prefix = "") {
+  for (const auto& r : rules) {
+    auto it = object.find(r.key);
+    if (it != object.end()) check_value(*it, r, where, prefix + r.key);
+  }
+}
+
+constexpr double kMaxInt = 9.0e15;  // below 2^53: an integer a double holds exactly
+
+void check_run_json(const nlohmann::json& run, const std::string& where) {
+  check_fields(run,
+               {{"kind", Type::String},
+                {"preset", Type::String},
+                {"schedule", Type::String},
+                {"description", Type::String},
+                {"text", Type::String},
+                {"seed", Type::Int, 0, 1.8446744073709552e19},
+                {"epochs", Type::Int, 0, 1e6},
+                {"iters", Type::Int, 0, 1e9},
+                {"step", Type::Int, 0, kMaxInt},
+                {"data", Type::Object},
+                {"options", Type::Object},
+                {"recipe", Type::Object},
+                {"history", Type::Array},
+                {"curve", Type::Array}},
+               where);
+  if (run.contains("data"))
+    check_fields(run["data"],
+                 {{"task", Type::String},
+                  {"corpus", Type::String},
+                  {"max_chars", Type::Int, 0, 1e9},
+                  {"skip_malformed", Type::Bool}},
+                 where, "data.");
+  // The ranges of `anatomy train`'s options (0 meaning "the preset's", as on the command line).
+  if (run.contains("options"))
+    check_fields(run["options"],
+                 {{"lr", Type::Number, 0, 1e30},
+                  {"warmup", Type::Int, 0, 1e9},
+                  {"max_tokens", Type::Int, 0, 1e7},
+                  {"label_smoothing", Type::Number, 0, 0.99},
+                  {"clip", Type::Number, 0, 1e6},
+                  {"limit", Type::Int, 0, 1e9},
+                  {"early_stop", Type::Bool}},
+                 where, "options.");
+  // Metrics are finite numbers (or flags): the trainer never writes a NaN, which JSON would
+  // hold as null.
+  const Rule finite{"", Type::Number, -1e300, 1e300};
+  auto check_metrics = [&](const nlohmann::json& m, const std::string& prefix) {
+    for (const auto& [key, value] : m.items())
+      if (!value.is_boolean()) check_value(value, finite, where, prefix + key);
+  };
+  if (run.contains("best") && !run["best"].is_null()) {
+    check_value(run["best"], {"", Type::Object}, where, "best");
+    check_metrics(run["best"], "best.");
+  }
+  if (run.contains("history")) {
+    for (size_t i = 0; i < run["history"].size(); ++i) {
+      const auto& h = run["history"][i];
+      const std::string name = fmt::format("history[{}]", i);
+      check_value(h, {"", Type::Object}, where, name);
+      check_fields(h, {{"step", Type::Int, 0, kMaxInt}, {"epoch", Type::Int, 0, kMaxInt}}, where,
+                   name + ".");
+      check_metrics(h, name + ".");
+    }
+  }
+  if (run.contains("curve")) {
+    for (size_t i = 0; i < run["curve"].size(); ++i) {
+      const auto& c = run["curve"][i];
+      const std::string name = fmt::format("curve[{}]", i);
+      if (!c.is_array() || c.size() != 3)
+        throw Error(fmt::format("{}: '{}' is {} (expected [step, loss, lr])", where, name,
+                                c.dump().substr(0, 40)));
+      check_value(c[0], {"", Type::Int, 0, kMaxInt}, where, name + "[0]");
+      check_value(c[1], finite, where, name + "[1]");
+      check_value(c[2], finite, where, name + "[2]");
+    }
+  }
+}
+
+}  // namespace
+
 RunLock& RunLock::operator=(RunLock&& o) noexcept {
   std::swap(fd_, o.fd_);
   return *this;
@@ -94,6 +226,7 @@ nlohmann::json RunDir::read_run() const {
   if (!run.is_object())
     throw Error(
         fmt::format("{}: run.json must hold a JSON object (got {})", path, run.type_name()));
+  check_run_json(run, file("run.json"));
   return run;
 }
 

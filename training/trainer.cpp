@@ -38,23 +38,42 @@ struct SignalScope {
   }
 };
 
-int64_t metadata_int(const std::map<std::string, std::string>& m, const std::string& key,
-                     const std::string& path) {
-  auto it = m.find(key);
-  int64_t v = -1;
-  try {
-    if (it != m.end()) v = std::stoll(it->second);
-  } catch (const std::exception&) {
-  }
-  if (v < 0)
-    throw Error(fmt::format("{}: the training state's '{}' must be an integer >= 0 (got '{}')",
-                            path, key, it == m.end() ? "nothing" : it->second));
-  return v;
-}
-
 }  // namespace
 
 bool interrupted() { return stop_requested; }
+
+Position read_position(const nn::Checkpoint& ck, const std::string& path) {
+  // Language-model checkpoints from before the Trainer hold only the step: one epoch of
+  // `iters` batches, so the step is the batch.
+  if (!ck.metadata.count("epoch") && !ck.metadata.count("batch")) return {0, ck.step};
+  auto read = [&](const std::string& key) {
+    auto it = ck.metadata.find(key);
+    int64_t v = -1;
+    size_t used = 0;
+    try {
+      if (it != ck.metadata.end()) v = std::stoll(it->second, &used);
+    } catch (const std::exception&) {  // not a number, or out of int64's range
+    }
+    if (v < 0 || it == ck.metadata.end() || used != it->second.size())
+      throw Error(fmt::format("{}: the training state's '{}' must be an integer >= 0 (got '{}')",
+                              path, key, it == ck.metadata.end() ? "nothing" : it->second));
+    return v;
+  };
+  return {read("epoch"), read("batch")};
+}
+
+RunHistory read_history(const nlohmann::json& run) {
+  // read_run() checked every type and range; what is missing is an empty history.
+  RunHistory h;
+  if (run.contains("best") && run["best"].is_object()) h.best = run["best"];
+  if (run.contains("history")) h.history = run["history"];
+  for (const auto& c : run.value("curve", nlohmann::json::array()))
+    h.curve.train.push_back({c[0].get<int64_t>(), c[1].get<double>(), c[2].get<double>()});
+  for (const auto& e : h.history)
+    h.curve.eval.push_back({e.value("step", int64_t{0}), e.value("valid_loss", double{NAN}),
+                            e.value("bleu", double{NAN})});
+  return h;
+}
 
 Trainer::Trainer(nn::Module& model, nn::Optimizer& optimizer, nn::LRScheduler* schedule,
                  TrainerOptions options)
@@ -76,39 +95,12 @@ void Trainer::restore() {
   }
   const auto ck = nn::load_checkpoint(path, model_, optimizer_, schedule_);
   step_ = ck.step;
-  if (!ck.metadata.count("epoch") && !ck.metadata.count("batch")) {
-    // Language-model checkpoints from before the Trainer hold only the step: one epoch of
-    // `iters` batches, so the step is the batch.
-    epoch_ = 0, batch_ = step_;
-  } else {
-    epoch_ = metadata_int(ck.metadata, "epoch", path);
-    batch_ = metadata_int(ck.metadata, "batch", path);
-  }
-  const auto meta = run.read_run();
-  best_ = meta.value("best", Metrics::object());
-  if (best_.is_null()) best_ = Metrics::object();  // no evaluation yet
-  history_ = meta.value("history", nlohmann::json::array());
-  const auto curve = meta.value("curve", nlohmann::json::array());
-  if (!best_.is_object() || !history_.is_array() || !curve.is_array())
-    throw Error(
-        fmt::format("{}: run.json's best, history and curve must be an object and two "
-                    "arrays",
-                    o_.run_dir));
-  for (const auto& c : curve) {
-    if (!c.is_array() || c.size() != 3 || !c[0].is_number() || !c[1].is_number() ||
-        !c[2].is_number())
-      throw Error(fmt::format("{}: run.json's curve holds {} (expected [step, loss, lr])",
-                              o_.run_dir, c.dump()));
-    curve_.train.push_back({c[0].get<int64_t>(), c[1].get<double>(), c[2].get<double>()});
-  }
-  for (const auto& h : history_) {
-    if (!h.is_object())
-      throw Error(fmt::format("{}: run.json's history holds {} (expected an object)", o_.run_dir,
-                              h.dump()));
-    curve_.eval.push_back({h.value("step", int64_t{0}),
-                           h.value("valid_loss", static_cast<double>(NAN)),
-                           h.value("bleu", static_cast<double>(NAN))});
-  }
+  const auto at = read_position(ck, path);
+  epoch_ = at.epoch, batch_ = at.batch;
+  auto saved = read_history(run.read_run());
+  best_ = std::move(saved.best);
+  history_ = std::move(saved.history);
+  curve_ = std::move(saved.curve);
   if (!o_.quiet && o_.unit == "epoch")
     fmt::print("resuming {} at epoch {}, batch {} (step {})\n", o_.run_dir, epoch_ + 1, batch_,
                step_);

@@ -77,8 +77,7 @@ class Trainer {
  private:
   void restore();  // from run_dir's last checkpoint and run.json
   void save(bool is_best, int64_t epoch, int64_t batch);
-  void write_run_json()
-      const;  // run_info plus history, curve, best and step  // the position a resume starts at
+  void write_run_json() const;  // run_info plus history, curve, best and step
   std::string summary(const Metrics& m) const;
 
   nn::Module& model_;
@@ -90,6 +89,20 @@ class Trainer {
   nlohmann::json history_ = nlohmann::json::array();
   LossCurve curve_;
 };
+
+// What a resume reads back. The position comes from a training checkpoint's metadata, the rest
+// from run.json (as RunDir::read_run returns it, checked); each refuses what it cannot use with
+// an error naming the file.
+struct Position {
+  int64_t epoch = 0, batch = 0;  // the next step's place
+};
+Position read_position(const nn::Checkpoint& checkpoint, const std::string& path);
+struct RunHistory {
+  Metrics best = Metrics::object();  // empty: no evaluation yet
+  nlohmann::json history = nlohmann::json::array();
+  LossCurve curve;
+};
+RunHistory read_history(const nlohmann::json& run);
 
 // Set by Ctrl-C (SIGINT) or SIGTERM while a Trainer runs.
 bool interrupted();
