@@ -3,7 +3,7 @@
 #   make test    the whole test suite (what CI runs)
 PRESET ?= release
 
-.PHONY: demo test build deps bench golden format asan fuzz clean
+.PHONY: demo test build deps bench golden format asan sanitize fuzz clean
 
 deps:
 	@cmake/install-deps.sh core
@@ -38,9 +38,18 @@ FUZZ_SECONDS ?= 300
 FUZZ_RUNS ?= 1000000
 fuzz:
 	@cmake/install-deps.sh core fuzz
-	cmake --preset fuzz > /dev/null
-	cmake --build --preset fuzz --target fuzzers
-	fuzz/run.sh build/fuzz/fuzz $(FUZZ_SECONDS) $(FUZZ_RUNS)
+	cmake --preset sanitize > /dev/null
+	cmake --build --preset sanitize --target fuzzers
+	fuzz/run.sh build/sanitize/fuzz $(FUZZ_SECONDS) $(FUZZ_RUNS)
+
+# What CI affords of the sanitizers (about 10 minutes): the unit tests under clang's ASan + UBSan,
+# and each fuzz harness briefly. `make asan` runs everything, end-to-end training included.
+sanitize:
+	@cmake/install-deps.sh core fuzz
+	cmake --preset sanitize > /dev/null
+	cmake --build --preset sanitize --target anatomy_tests fuzzers
+	ctest --preset sanitize -j2
+	fuzz/run.sh build/sanitize/fuzz 10
 
 bench: deps
 	@cmake/install-deps.sh bench torch

@@ -3,7 +3,7 @@
 # one per core), from its committed seeds plus what earlier runs found, and prints one line per
 # harness: seconds, executions, corpus size, crashes.
 # A crash, a sanitizer report, a raw library error, an input slower than 10 s or a leak stops
-# that harness, saves the input under build/fuzz/findings/ and makes this script fail.
+# that harness, saves the input under build/sanitize/findings/ and makes this script fail.
 #   fuzz/run.sh BUILD_DIR SECONDS [RUNS]
 set -uo pipefail
 build="$1"

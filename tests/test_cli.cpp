@@ -48,7 +48,8 @@ TEST_CASE("anatomy run reproduces the book-style PyTorch models") {
       const auto got = load_safetensors(out).tensors;
       const auto want = load_safetensors(dir + "/expected.safetensors").tensors;
       for (const auto& [name, t] : want) {
-        INFO(kind, " output ", name);
+        const std::string output = name;  // (INFO cannot name a structured binding in clang 14)
+        INFO(kind, " output ", output);
         REQUIRE(got.count(name));
         CHECK_CLOSE(got.at(name), t, 1e-4, 1e-4);
       }

@@ -52,6 +52,9 @@ void write_logits_script(const std::string& pkg, const std::string& kind, const 
 
 }  // namespace
 
+// These train through the `anatomy` command: label end-to-end (the sanitizer run skips them).
+TEST_SUITE_BEGIN("end-to-end");
+
 TEST_CASE("export: PyTorch gets the same model, continues it with DDP, and it comes back") {
   if (sh(kPython + " -c 'import torch'").code != 0) {
     MESSAGE("skipped: Debian's python3-torch is not installed (cmake/install-deps.sh torch)");
@@ -180,3 +183,5 @@ TEST_CASE(
   CHECK_MESSAGE(g.code == 0, g.output);
   CHECK(g.output.starts_with("to be"));
 }
+
+TEST_SUITE_END();

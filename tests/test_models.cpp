@@ -98,7 +98,8 @@ TEST_CASE("bias-free layers (nanoGPT's): no biases anywhere, both attention layo
   manual_seed(2);
   Seq2SeqTransformer book(config(false)), fused(config(true));
   for (const auto& [name, p] : fused.named_parameters()) {
-    INFO(name);
+    const std::string parameter = name;  // (INFO cannot name a structured binding in clang 14)
+    INFO(parameter);
     // Only the output projection (a classifier-style head) keeps its bias.
     CHECK((!name.ends_with(".bias") || name.starts_with("generator")));
   }
@@ -229,8 +230,8 @@ TEST_CASE("bad inputs give clear errors") {
         s2s.forward(tensor({{5, 6}, {7, 8}}), tensor({{1, 2, 3}}));
       },
       {"source batch 2 and target batch 1 differ"});
-  auto [memory, mask] = s2s.encode(tensor({{5, 6}, {7, 8}}));
-  check_error([&] { s2s.decoder->forward(tensor({{1}}), memory, mask); },
+  const auto encoded = s2s.encode(tensor({{5, 6}, {7, 8}}));
+  check_error([&] { s2s.decoder->forward(tensor({{1}}), encoded.first, encoded.second); },
               {"decoder batch 1 and encoder batch 2 differ"});
   check_error([&] { s2s.encoder->forward(randn({1, 4})); }, {"Embeddings", "int64"});
   FusedMultiHeadAttention mha(small());

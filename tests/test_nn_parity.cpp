@@ -82,8 +82,9 @@ TEST_CASE("nn parity: modules with PyTorch's weights give PyTorch's outputs and 
       CHECK_CLOSE(y, g.at(n + ".out"), 1e-4, 1e-4);
       sum(y * g.at(n + ".grad_out")).backward();
       if (g.count(n + ".grad0")) CHECK_CLOSE(in[0].grad(), g.at(n + ".grad0"), 1e-4, 1e-4);
-      for (const auto& [pn, p] : m->named_parameters()) {
-        INFO("parameter ", pn);
+      for (const auto& named : m->named_parameters()) {
+        const auto& [pn, p] = named;
+        INFO("parameter ", named.first);  // (INFO cannot name a structured binding in clang 14)
         REQUIRE(p.grad().defined());
         CHECK_CLOSE(p.grad(), g.at(n + ".pgrad." + pn), 1e-4, 1e-4);
       }

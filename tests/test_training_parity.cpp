@@ -53,7 +53,8 @@ TEST_CASE("training parity: 40 AdamW steps of a GPT-layout LM equal PyTorch's") 
       nn::StateDict final_state = model.state_dict();
       if (fused) final_state = to_book_layout(final_state, 4);
       for (const auto& [k, t] : with_prefix(g, "final.")) {
-        INFO("parameter ", k);
+        const std::string parameter = k;  // (INFO cannot name a structured binding in clang 14)
+        INFO("parameter ", parameter);
         REQUIRE(final_state.count(k));
         CHECK_CLOSE(final_state.at(k), t, 1e-4, 1e-3);
       }
