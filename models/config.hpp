@@ -31,12 +31,13 @@ namespace anatomy::models {
   FIELD(std::string, hidden_act, "gelu", activation, "gelu, gelu_new (tanh form) or relu")      \
   FIELD(int64_t, pad_token_id, 0, non_negative, "the padding token, masked in attention")       \
   FIELD(std::string, position_embedding_type, "absolute", position,                             \
-        "how positions enter: absolute (learned), sinusoidal, or a registered scheme")          \
+        "absolute (learned), sinusoidal, relative_key, relative_key_query, alibi, rotary, ...") \
+  FIELD(double, rope_theta, 10000.0, positive, "rotary: the base of the rotation angles")       \
   FIELD(bool, tie_word_embeddings, false, any, "the output layer shares the token table")       \
   FIELD(double, initializer_range, 0.02, positive, "std of init_weights' normal init")          \
   /* --- the parts a layer is built from, by registered name --- */                             \
-  FIELD(std::string, norm_type, "layer_norm", norm, "the normalization: layer_norm, ...")       \
-  FIELD(std::string, ffn_type, "feed_forward", ffn, "the feed-forward part: feed_forward, ...") \
+  FIELD(std::string, norm_type, "layer_norm", norm, "layer_norm, rms_norm, ...")                \
+  FIELD(std::string, ffn_type, "feed_forward", ffn, "feed_forward (GELU), swiglu, ...")         \
   FIELD(std::string, attention_type, "fused", attention,                                        \
         "book (a list of heads, the chapter's) or fused (one QKV projection, KV cache)")        \
   /* --- this project's choices --- */                                                          \

@@ -6,6 +6,8 @@
 #include "models/feed_forward.hpp"
 #include "models/fused_multi_head_attention.hpp"
 #include "models/multi_head_attention.hpp"
+#include "models/relative_positions.hpp"
+#include "models/swiglu_feed_forward.hpp"
 
 namespace anatomy::models {
 
@@ -21,6 +23,7 @@ void init_weights(nn::Module& module, double std, int64_t num_layers) {
     if (auto* a = dynamic_cast<FusedMultiHeadAttention*>(&m))
       residual.insert(a->output_linear.get());
     if (auto* f = dynamic_cast<FeedForward*>(&m)) residual.insert(f->linear_2.get());
+    if (auto* f = dynamic_cast<SwiGLUFeedForward*>(&m)) residual.insert(f->down_proj.get());
   });
   std::set<const TensorImpl*> done;  // tied weights: the first holder initializes them
   auto first_time = [&](const Tensor& t) { return t.defined() && done.insert(t.impl()).second; };
@@ -40,6 +43,10 @@ void init_weights(nn::Module& module, double std, int64_t num_layers) {
     } else if (auto* norm = dynamic_cast<nn::LayerNorm*>(&m)) {
       if (first_time(norm->weight)) nn::init::ones_(norm->weight);
       if (first_time(norm->bias)) nn::init::zeros_(norm->bias);
+    } else if (auto* rms = dynamic_cast<nn::RMSNorm*>(&m)) {
+      if (first_time(rms->weight)) nn::init::ones_(rms->weight);
+    } else if (auto* relative = dynamic_cast<RelativePositions*>(&m)) {
+      if (first_time(relative->weight)) nn::init::normal_(relative->weight, 0.0f, normal_std);
     }
   });
 }

@@ -7,6 +7,7 @@
 // e.g. attention weights are [B, H, Tq, Tk] and the logits of a language model [B, T, V].
 #pragma once
 
+#include "models/alibi.hpp"
 #include "models/attention.hpp"
 #include "models/attention_head.hpp"
 #include "models/attention_positions.hpp"
@@ -20,10 +21,13 @@
 #include "models/masks.hpp"
 #include "models/multi_head_attention.hpp"
 #include "models/registry.hpp"
+#include "models/relative_positions.hpp"
+#include "models/rotary_positions.hpp"
 #include "models/scaled_dot_product_attention.hpp"
 #include "models/seq2seq_transformer.hpp"
 #include "models/sinusoidal_positional_embedding.hpp"
 #include "models/state_dict_layout.hpp"
+#include "models/swiglu_feed_forward.hpp"
 #include "models/transformer_decoder.hpp"
 #include "models/transformer_decoder_layer.hpp"
 #include "models/transformer_encoder.hpp"

@@ -1,10 +1,14 @@
 // The built-in parts, one registration line each.
 #include "models/registry.hpp"
 
+#include "models/alibi.hpp"
 #include "models/feed_forward.hpp"
 #include "models/fused_multi_head_attention.hpp"
 #include "models/multi_head_attention.hpp"
+#include "models/relative_positions.hpp"
+#include "models/rotary_positions.hpp"
 #include "models/sinusoidal_positional_embedding.hpp"
+#include "models/swiglu_feed_forward.hpp"
 
 namespace anatomy::models {
 
@@ -14,6 +18,9 @@ Registry<PartFactory>& norms() {
     r.add("layer_norm", [](const TransformerConfig& c) {
       return std::make_shared<nn::LayerNorm>(Shape{c.hidden_size},
                                              static_cast<float>(c.layer_norm_eps), true, c.bias);
+    });
+    r.add("rms_norm", [](const TransformerConfig& c) {
+      return std::make_shared<nn::RMSNorm>(c.hidden_size, static_cast<float>(c.layer_norm_eps));
     });
     return r;
   }();
@@ -25,6 +32,8 @@ Registry<PartFactory>& feed_forwards() {
     Registry<PartFactory> r("ffn_type");
     r.add("feed_forward",
           [](const TransformerConfig& c) { return std::make_shared<FeedForward>(c); });
+    r.add("swiglu",
+          [](const TransformerConfig& c) { return std::make_shared<SwiGLUFeedForward>(c); });
     return r;
   }();
   return registry;
@@ -67,6 +76,25 @@ Registry<PositionScheme>& positions() {
                    throw Error(
                        fmt::format("config: sinusoidal positions need an even hidden_size (got {})",
                                    c.hidden_size));
+               }});
+    // Schemes inside attention: the embeddings add no positions.
+    for (const bool key_query : {false, true})
+      r.add(key_query ? "relative_key_query" : "relative_key",
+            {.attention = [key_query](const TransformerConfig& c) {
+              return std::make_shared<RelativePositions>(c, key_query);
+            }});
+    r.add("alibi",
+          {.attention = [](const TransformerConfig& c) { return std::make_shared<ALiBi>(c); }});
+    r.add("rotary",
+          {.attention =
+               [](const TransformerConfig& c) { return std::make_shared<RotaryPositions>(c); },
+           .check =
+               [](const TransformerConfig& c) {
+                 if (c.head_dim() % 2 != 0)
+                   throw Error(
+                       fmt::format("config: rotary positions need an even head size (hidden_size / "
+                                   "num_attention_heads = {})",
+                                   c.head_dim()));
                }});
     return r;
   }();

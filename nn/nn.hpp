@@ -15,3 +15,4 @@
 #include "nn/lr_scheduler.hpp"
 #include "nn/module.hpp"
 #include "nn/optimizer.hpp"
+#include "nn/rms_norm.hpp"

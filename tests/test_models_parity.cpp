@@ -29,11 +29,12 @@ TransformerConfig small(bool fused) {
 }
 
 struct Case {
-  const char* name;
+  std::string name;
   std::function<void(TransformerConfig&)> configure;
   std::function<std::shared_ptr<nn::Module>(const TransformerConfig&)> make;
   std::function<Tensor(nn::Module&, const Inputs&)> call;
-  bool book_only = false;  // AttentionHead has no fused twin
+  bool book_only = false;   // AttentionHead has no fused twin
+  bool fused_only = false;  // position schemes inside attention need the fused module
 };
 
 template <typename M>
@@ -41,7 +42,7 @@ M& as(nn::Module& m) {
   return dynamic_cast<M&>(m);
 }
 
-const std::vector<Case> kCases = {
+const std::vector<Case> kBookCases = {
     {"attention_head", [](auto&) {},
      [](const auto&) { return std::make_shared<AttentionHead>(32, 8); },
      [](nn::Module& m, const Inputs& x) { return as<AttentionHead>(m).forward(x[0], x[0]); }, true},
@@ -115,14 +116,77 @@ const std::vector<Case> kCases = {
      [](nn::Module& m, const Inputs& x) { return m.forward(x[0]); }},
 };
 
-}  // namespace
+// The built-in variants (make_golden_models.py's `variants`), each in an encoder layer, a decoder
+// layer and whole models, and the attention module itself for the position schemes.
+std::vector<Case> variant_cases() {
+  struct Variant {
+    std::string name, set;
+    bool in_attention;
+  };
+  const std::vector<Variant> variants = {
+      {"rms_norm", "norm_type=rms_norm layer_norm_eps=1e-6", false},
+      {"swiglu", "ffn_type=swiglu", false},
+      {"relative_key", "position_embedding_type=relative_key", true},
+      {"relative_key_query", "position_embedding_type=relative_key_query", true},
+      {"alibi", "position_embedding_type=alibi", true},
+      {"rotary", "position_embedding_type=rotary", true},
+      {"alibi_3_heads", "position_embedding_type=alibi num_attention_heads=3 hidden_size=24", true},
+  };
+  std::vector<Case> cases;
+  for (const auto& v : variants) {
+    auto with = [set = v.set](std::function<void(TransformerConfig&)> more) {
+      return [set, more](TransformerConfig& c) {
+        for (size_t at = 0; at < set.size();) {  // "a=1 b=2": one --set each
+          const size_t end = std::min(set.find(' ', at), set.size());
+          c.set(set.substr(at, end - at));
+          at = end + 1;
+        }
+        more(c);
+      };
+    };
+    auto none = [](TransformerConfig&) {};
+    if (v.in_attention)
+      cases.push_back({v.name + ".mha_self", with(none),
+                       [](const auto& c) { return make_attention(c); },
+                       [](nn::Module& m, const Inputs& x) {
+                         return as<Attention>(m).forward(x[0], x[0], x[1]);
+                       },
+                       false, true});
+    if (v.name == "alibi_3_heads") continue;
+    cases.push_back({v.name + ".encoder_layer", with(none),
+                     [](const auto& c) { return std::make_shared<TransformerEncoderLayer>(c); },
+                     [](nn::Module& m, const Inputs& x) {
+                       return as<TransformerEncoderLayer>(m).forward(x[0], x[1]);
+                     },
+                     false, v.in_attention});
+    cases.push_back(
+        {v.name + ".decoder_layer", with(none),
+         [](const auto& c) { return std::make_shared<TransformerDecoderLayer>(c, true); },
+         [](nn::Module& m, const Inputs& x) {
+           return as<TransformerDecoderLayer>(m).forward(x[0], x[1], x[2], x[3]);
+         },
+         false, v.in_attention});
+    cases.push_back({v.name + ".causal_lm", with([](auto& c) { c.final_layer_norm = true; }),
+                     [](const auto& c) { return std::make_shared<TransformerForCausalLM>(c); },
+                     [](nn::Module& m, const Inputs& x) { return m.forward(x[0]); }, false,
+                     v.in_attention});
+    if (v.name == "relative_key_query")
+      cases.push_back({v.name + ".seq2seq", with([](auto& c) { c.target_vocab_size = 40; }),
+                       [](const auto& c) { return std::make_shared<Seq2SeqTransformer>(c); },
+                       [](nn::Module& m, const Inputs& x) {
+                         return as<Seq2SeqTransformer>(m).forward(x[0], x[1]);
+                       },
+                       false, true});
+  }
+  return cases;
+}
 
-TEST_CASE("models parity: every component and model matches the book-style PyTorch code") {
+void check_against_golden(const std::vector<Case>& cases) {
   const auto& g = golden();
-  for (const auto& c : kCases) {
+  for (const auto& c : cases) {
     for (bool fused : {false, true}) {
-      if (fused && c.book_only) continue;
-      const std::string label = std::string(c.name) + (fused ? " (fused)" : " (book)");
+      if ((fused && c.book_only) || (!fused && c.fused_only)) continue;
+      const std::string label = c.name + (fused ? " (fused)" : " (book)");
       SUBCASE(label.c_str()) {
         const std::string n = c.name;
         TransformerConfig config = small(fused);
@@ -139,6 +203,7 @@ TEST_CASE("models parity: every component and model matches the book-style PyTor
           in.push_back(x);
         }
         Tensor y = c.call(*m, in);
+        REQUIRE_MESSAGE(g.count(n + ".out"), "no golden values for ", n, ": make golden");
         CHECK_CLOSE(y, g.at(n + ".out"), 1e-4, 1e-4);
         sum(y * g.at(n + ".grad_out")).backward();
         for (size_t i = 0; i < in.size(); ++i)
@@ -158,7 +223,18 @@ TEST_CASE("models parity: every component and model matches the book-style PyTor
             CHECK_CLOSE(grads.at(pn), t, 1e-4, 1e-4);
           }
         CHECK(grads.size() == expected);
+        CHECK(expected > 0);
       }
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("models parity: every component and model matches the book-style PyTorch code") {
+  check_against_golden(kBookCases);
+}
+
+TEST_CASE("variants parity: RMSNorm, SwiGLU, relative, ALiBi and rotary match PyTorch") {
+  check_against_golden(variant_cases());
 }

@@ -104,8 +104,8 @@ TEST_CASE("registry: a registered norm is built by name everywhere, unknown name
   check_error([] { TransformerConfig::from_json(R"({"attention_type": "flash"})", "c.json"); },
               {"attention_type", "book", "fused"});
   check_error(
-      [] { TransformerConfig::from_json(R"({"position_embedding_type": "rotary"})", "c.json"); },
-      {"position_embedding_type", "absolute", "sinusoidal"});
+      [] { TransformerConfig::from_json(R"({"position_embedding_type": "rotray"})", "c.json"); },
+      {"position_embedding_type", "absolute", "alibi", "relative_key", "rotary", "sinusoidal"});
 }
 
 TEST_CASE("config: one declaration per field drives json, set() and checks") {

@@ -1,13 +1,13 @@
-// Checks of the README's extension example, built as a separate project: RMSNorm and ALiBi are
-// each right on a case worked by hand, pass gradcheck, train inside a Transformer, and ALiBi's
-// cached decoding equals uncached.
+// Checks of the README's extension example, built as a separate project: ScaleNorm and a learned
+// relative bias are each right on a case worked by hand, pass gradcheck, train inside a
+// Transformer, and the bias's cached decoding equals uncached.
 #include <fmt/format.h>
 
 #include <cmath>
 #include <training/training.hpp>
 
-#include "alibi.hpp"
-#include "rms_norm.hpp"
+#include "learned_bias.hpp"
+#include "scale_norm.hpp"
 
 using namespace anatomy;
 
@@ -52,79 +52,88 @@ bool learns(const models::TransformerConfig& c) {
 }  // namespace
 
 int main() {
-  // --- RMSNorm ---
-  auto config = tiny("norm_type=rms_norm");
-  RMSNorm norm(config);
-  norm.weight = tensor({2.0f, 1.0f});  // a 2-wide case by hand: x = [3, 4], mean(x²) = 12.5
+  // --- ScaleNorm ---
+  auto config = tiny("norm_type=scale_norm");
+  ScaleNorm norm(config);
+  norm.g = tensor({2.0f});  // a 2-wide case by hand: x = [3, 4] has length 5
   Tensor out = norm.forward(tensor({{3.0f, 4.0f}}));
-  const float r = 1.0f / std::sqrt(12.5f + static_cast<float>(config.layer_norm_eps));
-  check(std::abs(out.to_vector()[0] - 6.0f * r) < 1e-5 &&
-            std::abs(out.to_vector()[1] - 4.0f * r) < 1e-5,
-        "RMSNorm([3, 4]) with gain [2, 1] is [2·3, 4] / sqrt(12.5 + eps)");
-  RMSNorm wide(config);
+  check(std::abs(out.to_vector()[0] - 1.2f) < 1e-5 && std::abs(out.to_vector()[1] - 1.6f) < 1e-5,
+        "ScaleNorm([3, 4]) with g = 2 is 2 · [3, 4] / 5");
+  ScaleNorm wide(config);
   Tensor x = randn({2, 3, config.hidden_size}).requires_grad_();
-  Tensor w = randn({config.hidden_size}).requires_grad_();
+  Tensor g = tensor({1.5f}).requires_grad_();
   auto grad = gradcheck(
       [&](const std::vector<Tensor>& in) {
-        wide.weight = in[1];
+        wide.g = in[1];
         return wide.forward(in[0]);
       },
-      {x, w});
-  check(grad.ok, "RMSNorm passes gradcheck (input and gain): " + grad.message);
+      {x, g});
+  check(grad.ok, "ScaleNorm passes gradcheck (input and g): " + grad.message);
   models::Seq2SeqTransformer seq2seq(config);
   check(
       seq2seq.encoder->layers->at<models::TransformerEncoderLayer>(0)->layer_norm_1->type_name() ==
-          "RMSNorm",
-      "norm_type rms_norm puts RMSNorm in the layers");
-  check(learns(config), "a causal LM with RMSNorm learns");
+          "ScaleNorm",
+      "norm_type scale_norm puts ScaleNorm in the layers");
+  check(learns(config), "a causal LM with ScaleNorm learns");
 
-  // --- ALiBi ---
-  const auto s8 = ALiBi::head_slopes(8), s6 = ALiBi::head_slopes(6);
-  check(std::abs(s8[0] - 0.5f) < 1e-7 && std::abs(s8[7] - 1.0f / 256) < 1e-9,
-        "ALiBi slopes for 8 heads: 1/2 ... 1/256");
-  check(std::abs(s6[4] - 0.5f) < 1e-7 && std::abs(s6[5] - 0.125f) < 1e-7 &&
-            std::abs(s6[0] - 0.25f) < 1e-7,
-        "ALiBi slopes for 6 heads: those of 4, then every other of 8");
-  auto alibi = tiny("position_embedding_type=alibi");
+  // --- LearnedBias ---
+  auto biased = tiny("position_embedding_type=learned_bias");
   // With the q and k projections zeroed every score is 0, so each row's weights are exactly
-  // softmax(-slope · |i - j|): ALiBi alone decides them.
-  models::FusedMultiHeadAttention attention(alibi, std::make_shared<ALiBi>(alibi));
+  // softmax over the learned table's values at the clipped distances: the bias alone decides.
+  auto positions = std::make_shared<LearnedBias>(biased);
+  models::FusedMultiHeadAttention attention(biased, positions);
   attention.eval();
   {
     NoGradGuard no_grad;
-    attention.qkv->weight.narrow(0, 0, 2 * alibi.hidden_size).fill_(0.0f);
+    attention.qkv->weight.narrow(0, 0, 2 * biased.hidden_size).fill_(0.0f);
     attention.qkv->bias.fill_(0.0f);
+    positions->weight.copy_(randn(positions->weight.shape()));
   }
-  Tensor h = randn({1, 5, alibi.hidden_size});
+  const int T = 12;  // long enough that distances beyond 8 are clipped
+  Tensor h = randn({1, T, biased.hidden_size});
   attention.forward(h, h, Tensor());
-  const auto got = attention.last_attention.to_vector();  // [1, H, 5, 5]
+  const auto got = attention.last_attention.to_vector();  // [1, H, T, T]
+  const auto table = positions->weight.to_vector();       // [17, H]
+  const int64_t H = biased.num_attention_heads;
+  auto value = [&](int64_t hd, int i, int j) {
+    const int64_t d =
+        std::clamp<int64_t>(i - j, -LearnedBias::kMaxDistance, LearnedBias::kMaxDistance);
+    return static_cast<double>(table[(d + LearnedBias::kMaxDistance) * H + hd]);
+  };
   double worst = 0;
-  const auto slopes = ALiBi::head_slopes(alibi.num_attention_heads);
-  for (int64_t hd = 0; hd < alibi.num_attention_heads; ++hd)
-    for (int i = 0; i < 5; ++i) {
+  for (int64_t hd = 0; hd < H; ++hd)
+    for (int i = 0; i < T; ++i) {
       double z = 0;
-      for (int j = 0; j < 5; ++j) z += std::exp(-slopes[hd] * std::abs(i - j));
-      for (int j = 0; j < 5; ++j)
-        worst = std::max(worst, std::abs(got[(hd * 5 + i) * 5 + j] -
-                                         std::exp(-slopes[hd] * std::abs(i - j)) / z));
+      for (int j = 0; j < T; ++j) z += std::exp(value(hd, i, j));
+      for (int j = 0; j < T; ++j)
+        worst =
+            std::max(worst, std::abs(got[(hd * T + i) * T + j] - std::exp(value(hd, i, j)) / z));
     }
   check(worst < 1e-6,
-        fmt::format("ALiBi weights are softmax(-slope·|i-j|) (max error {:.1e})", worst));
-  check(!models::TransformerForCausalLM(alibi).named_parameters().empty() &&
-            !models::TransformerForCausalLM(alibi).decoder->embeddings->position_embeddings,
-        "with ALiBi the embeddings add no positions");
-  models::FusedMultiHeadAttention small_attention(alibi, std::make_shared<ALiBi>(alibi));
-  Tensor hs = randn({1, 4, alibi.hidden_size}).requires_grad_();
+        fmt::format("the weights are softmax of the table at clipped distances (max error {:.1e})",
+                    worst));
+  check(!models::TransformerForCausalLM(biased).decoder->embeddings->position_embeddings,
+        "with a learned bias the embeddings add no positions");
+  models::FusedMultiHeadAttention small_attention(biased, std::make_shared<LearnedBias>(biased));
+  auto* small_bias = dynamic_cast<LearnedBias*>(small_attention.positions.get());
+  Tensor hs = randn({1, 4, biased.hidden_size}).requires_grad_();
   auto agrad = gradcheck(
       [&](const std::vector<Tensor>& in) {
+        small_bias->weight = in[1];
         return small_attention.forward(in[0], in[0], Tensor());
       },
-      {hs});
-  check(agrad.ok, "attention with ALiBi passes gradcheck: " + agrad.message);
-  check(learns(alibi), "a causal LM with ALiBi learns");
+      {hs, (0.5f * randn(small_bias->weight.shape())).requires_grad_()});
+  check(agrad.ok,
+        "attention with the learned bias passes gradcheck (input and table): " + agrad.message);
+  check(learns(biased), "a causal LM with the learned bias learns");
   manual_seed(1);
-  models::TransformerForCausalLM lm(alibi);
-  models::init_weights(lm);
+  models::TransformerForCausalLM lm(biased);
+  models::init_weights(lm, 0.3);
+  {
+    NoGradGuard no_grad;  // a table that matters: init_weights leaves parts of your own alone
+    for (auto [name, p] : lm.named_parameters())  // a Tensor is a handle: p shares the table
+      if (name.ends_with("learned_bias.weight")) p.copy_(randn(p.shape()));
+  }
   lm.eval();
   const auto cached = models::generate(lm, {1, 2, 3}, 10, {.temperature = 0.0f, .use_cache = true});
   const auto plain = models::generate(lm, {1, 2, 3}, 10, {.temperature = 0.0f, .use_cache = false});
@@ -133,7 +142,8 @@ int main() {
     logit_gap = std::max(logit_gap,
                          static_cast<double>(amax(abs(cached.logits[i] - plain.logits[i])).item()));
   check(cached.tokens == plain.tokens && logit_gap < 1e-4,
-        fmt::format("ALiBi: KV-cached decoding equals uncached (max logit gap {:.1e})", logit_gap));
+        fmt::format("learned bias: KV-cached decoding equals uncached (max logit gap {:.1e})",
+                    logit_gap));
 
   fmt::print("{}\n", failures == 0 ? "All extension checks passed."
                                    : fmt::format("{} check(s) FAILED.", failures));

@@ -1,8 +1,8 @@
 // The `anatomy` program with this project's parts: my_anatomy train --task reverse --set
-// norm_type=rms_norm --out runs/rms trains with RMSNorm.
+// norm_type=scale_norm --out runs/scale trains with ScaleNorm.
 #include <cli/cli.hpp>
 
-#include "alibi.hpp"
-#include "rms_norm.hpp"
+#include "learned_bias.hpp"
+#include "scale_norm.hpp"
 
 int main(int argc, char** argv) { return anatomy::cli::main(argc, argv); }

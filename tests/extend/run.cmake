@@ -11,19 +11,19 @@ foreach(step
     "${CMAKE_COMMAND};-S;${SOURCE_DIR};-B;${build};-DCMAKE_PREFIX_PATH=${prefix};-DCMAKE_BUILD_TYPE=Release"
     "${CMAKE_COMMAND};--build;${build};-j2"
     "${build}/extend_checks"
-    "${train};--set;norm_type=rms_norm;--out;${runs}/rms_norm"
-    "${train};--set;position_embedding_type=alibi;--out;${runs}/alibi"
-    "${build}/my_anatomy;translate;--checkpoint;${runs}/alibi;a b c d")
+    "${train};--set;norm_type=scale_norm;--out;${runs}/scale_norm"
+    "${train};--set;position_embedding_type=learned_bias;--out;${runs}/learned_bias"
+    "${build}/my_anatomy;translate;--checkpoint;${runs}/learned_bias;a b c d")
   execute_process(COMMAND ${step} RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "extend step failed (${rc}): ${step}")
   endif()
 endforeach()
-file(READ "${runs}/rms_norm/config.json" config)
-if(NOT config MATCHES "\"norm_type\": \"rms_norm\"")
-  message(FATAL_ERROR "the rms_norm run's config.json does not name rms_norm:\n${config}")
+file(READ "${runs}/scale_norm/config.json" config)
+if(NOT config MATCHES "\"norm_type\": \"scale_norm\"")
+  message(FATAL_ERROR "the scale_norm run's config.json does not name scale_norm:\n${config}")
 endif()
-file(READ "${runs}/alibi/config.json" config)
-if(NOT config MATCHES "\"position_embedding_type\": \"alibi\"")
-  message(FATAL_ERROR "the alibi run's config.json does not name alibi:\n${config}")
+file(READ "${runs}/learned_bias/config.json" config)
+if(NOT config MATCHES "\"position_embedding_type\": \"learned_bias\"")
+  message(FATAL_ERROR "the learned_bias run's config.json does not name learned_bias:\n${config}")
 endif()

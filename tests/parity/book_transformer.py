@@ -1,8 +1,11 @@
 """The chapter's Transformer in PyTorch, written the book's way (NLP with Transformers, ch. 3),
 extended as anatomy extends it: masks and cross-attention in the attention modules, pre- or
-post-layer norm, sinusoidal positions, and the decoder the book leaves as homework. Parameter
-names are the book's, so state_dicts load by name into anatomy's models."""
-from math import log, sqrt
+post-layer norm, sinusoidal positions, and the decoder the book leaves as homework; and the
+variants anatomy builds in: RMSNorm, SwiGLU, relative positions (Hugging Face BertSelfAttention's
+relative_key / relative_key_query), ALiBi and rotary embeddings. Parameter names are the book's
+(and Hugging Face's or LLaMA's for the variants), so state_dicts load by name into anatomy's
+models."""
+from math import floor, log, log2, sqrt
 from types import SimpleNamespace
 
 import torch
@@ -16,7 +19,8 @@ def make_config(**kw):
              max_position_embeddings=16, layer_norm_eps=1e-12, num_labels=3, pad_token_id=0,
              position_embedding_type="absolute", pre_layer_norm=True, final_layer_norm=False,
              tie_word_embeddings=False, target_vocab_size=0, share_embeddings=False,
-             embedding_layer_norm=True, bias=True)
+             embedding_layer_norm=True, bias=True, norm_type="layer_norm", ffn_type="feed_forward",
+             rope_theta=10000.0)
     c.update(kw)
     return SimpleNamespace(**c)
 
@@ -30,8 +34,24 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     return torch.matmul(weights, value), weights
 
 
+class RMSNorm(nn.Module):
+    """LLaMA's LlamaRMSNorm (torch 1.13 has no nn.RMSNorm): eps inside the square root."""
+
+    def __init__(self, hidden_size, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden_size))
+        self.eps = eps
+
+    def forward(self, x):
+        variance = x.pow(2).mean(-1, keepdim=True)
+        return self.weight * (x * torch.rsqrt(variance + self.eps))
+
+
 def layer_norm(config):
-    """nn.LayerNorm, without its bias when config.bias is off (torch 1.13 has no bias=False)."""
+    """The config's norm: nn.LayerNorm (without its bias when config.bias is off: torch 1.13 has
+    no bias=False), or RMSNorm."""
+    if config.norm_type == "rms_norm":
+        return RMSNorm(config.hidden_size, config.layer_norm_eps)
     norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
     if not config.bias:
         del norm.bias
@@ -52,19 +72,96 @@ class AttentionHead(nn.Module):
         return out
 
 
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rotary(x, theta, start=0):
+    """GPT-NeoX / LLaMA's rotary embedding of x [B, T, D] at positions start, start + 1, ..."""
+    d = x.size(-1)
+    inv_freq = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d))
+    t = torch.arange(start, start + x.size(-2), dtype=torch.float64)
+    emb = torch.cat((torch.outer(t, inv_freq),) * 2, dim=-1)
+    return x * emb.cos().float() + rotate_half(x) * emb.sin().float()
+
+
+def alibi_slopes(n):
+    """The ALiBi paper's head slopes (Press et al., 2022, their reference code)."""
+    def power_of_2(n):
+        start = 2 ** (-(2 ** -(log2(n) - 3)))
+        return [start * start ** i for i in range(n)]
+    if log2(n).is_integer():
+        return power_of_2(n)
+    closest = 2 ** floor(log2(n))
+    return power_of_2(closest) + alibi_slopes(2 * closest)[0::2][: n - closest]
+
+
 class MultiHeadAttention(nn.Module):
-    def __init__(self, config):
+    def __init__(self, config, self_attention=True):
         super().__init__()
         embed_dim = config.hidden_size
         num_heads = config.num_attention_heads
         head_dim = embed_dim // num_heads
         self.heads = nn.ModuleList([AttentionHead(embed_dim, head_dim, config.bias) for _ in range(num_heads)])
         self.output_linear = nn.Linear(embed_dim, embed_dim, bias=config.bias)
+        # Position schemes inside attention act in self-attention only.
+        self.scheme = config.position_embedding_type if self_attention else "absolute"
+        self.max_positions = config.max_position_embeddings
+        self.theta = config.rope_theta
+        if self.scheme.startswith("relative_key"):  # Hugging Face's name and size
+            self.distance_embedding = nn.Embedding(2 * config.max_position_embeddings - 1, head_dim)
+        if self.scheme == "alibi":
+            self.slopes = alibi_slopes(num_heads)
 
     def forward(self, query_states, key_value_states=None, mask=None):
-        x = torch.cat([h(query_states, key_value_states, mask) for h in self.heads], dim=-1)
-        self.last_attention = torch.stack([h.last_attention for h in self.heads], 1)  # [B, H, Tq, Tk]
-        return self.output_linear(x)
+        if self.scheme not in ("relative_key", "relative_key_query", "alibi", "rotary"):
+            x = torch.cat([h(query_states, key_value_states, mask) for h in self.heads], dim=-1)
+            self.last_attention = torch.stack([h.last_attention for h in self.heads], 1)  # [B, H, Tq, Tk]
+            return self.output_linear(x)
+        kv = query_states if key_value_states is None else key_value_states
+        outs, weights = [], []
+        for h, head in enumerate(self.heads):
+            q, k, v = head.q(query_states), head.k(kv), head.v(kv)
+            if self.scheme == "rotary":
+                q, k = apply_rotary(q, self.theta), apply_rotary(k, self.theta)
+            scores = torch.matmul(q, k.transpose(-2, -1))
+            tq, tk = q.size(1), k.size(1)
+            distance = torch.arange(tq).view(-1, 1) - torch.arange(tk).view(1, -1)
+            if self.scheme.startswith("relative_key"):  # as BertSelfAttention, before the scaling
+                r = self.distance_embedding(distance + self.max_positions - 1)  # [Tq, Tk, D]
+                scores = scores + torch.einsum("bld,lrd->blr", q, r)
+                if self.scheme == "relative_key_query":
+                    scores = scores + torch.einsum("brd,lrd->blr", k, r)
+            scores = scores / sqrt(q.size(-1))
+            if self.scheme == "alibi":
+                scores = scores - self.slopes[h] * distance.abs().float()
+            if mask is not None:
+                scores = scores.masked_fill(mask == 0, float("-inf"))
+            w = F.softmax(scores, dim=-1)
+            outs.append(torch.matmul(w, v))
+            weights.append(w)
+        self.last_attention = torch.stack(weights, 1)
+        return self.output_linear(torch.cat(outs, dim=-1))
+
+
+class SwiGLUFeedForward(nn.Module):
+    """LLaMA's LlamaMLP: down_proj(silu(gate_proj(x)) * up_proj(x)), then the layer's dropout."""
+
+    def __init__(self, config):
+        super().__init__()
+        e, i = config.hidden_size, config.intermediate_size
+        self.gate_proj = nn.Linear(e, i, bias=config.bias)
+        self.up_proj = nn.Linear(e, i, bias=config.bias)
+        self.down_proj = nn.Linear(i, e, bias=config.bias)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, x):
+        return self.dropout(self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x)))
+
+
+def feed_forward(config):
+    return SwiGLUFeedForward(config) if config.ffn_type == "swiglu" else FeedForward(config)
 
 
 class FeedForward(nn.Module):
@@ -86,7 +183,7 @@ class TransformerEncoderLayer(nn.Module):
         self.layer_norm_1 = layer_norm(config)
         self.layer_norm_2 = layer_norm(config)
         self.attention = MultiHeadAttention(config)
-        self.feed_forward = FeedForward(config)
+        self.feed_forward = feed_forward(config)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, x, mask=None):
@@ -112,10 +209,12 @@ class Embeddings(nn.Module):
         super().__init__()
         self.token_embeddings = nn.Embedding(vocab_size or config.vocab_size, config.hidden_size)
         self.sinusoidal = config.position_embedding_type == "sinusoidal"
+        # Schemes inside attention (relative, ALiBi, rotary) add nothing here.
+        self.absolute = config.position_embedding_type == "absolute"
         if self.sinusoidal:
             self.register_buffer("pe", sinusoidal_positions(config.max_position_embeddings, config.hidden_size),
                                  persistent=False)
-        else:
+        elif self.absolute:
             self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         # GPT's layout has no LayerNorm after the embeddings
         self.layer_norm = layer_norm(config) if config.embedding_layer_norm else nn.Identity()
@@ -126,10 +225,10 @@ class Embeddings(nn.Module):
         position_ids = torch.arange(seq_length, dtype=torch.long).unsqueeze(0)
         token_embeddings = self.token_embeddings(input_ids)
         if self.sinusoidal:
-            position_embeddings = self.pe[:seq_length].unsqueeze(0)
-        else:
-            position_embeddings = self.position_embeddings(position_ids)
-        return self.dropout(self.layer_norm(token_embeddings + position_embeddings))
+            token_embeddings = token_embeddings + self.pe[:seq_length].unsqueeze(0)
+        elif self.absolute:
+            token_embeddings = token_embeddings + self.position_embeddings(position_ids)
+        return self.dropout(self.layer_norm(token_embeddings))
 
 
 class TransformerEncoder(nn.Module):
@@ -171,9 +270,9 @@ class TransformerDecoderLayer(nn.Module):
         self.layer_norm_2 = layer_norm(config)
         self.cross = cross_attention
         if cross_attention:
-            self.cross_attention = MultiHeadAttention(config)
+            self.cross_attention = MultiHeadAttention(config, self_attention=False)
             self.layer_norm_3 = layer_norm(config)
-        self.feed_forward = FeedForward(config)
+        self.feed_forward = feed_forward(config)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, x, memory=None, self_mask=None, memory_mask=None):

@@ -89,6 +89,33 @@ case("causal_lm_gpt",
                                               embedding_layer_norm=False, bias=False)),
      [torch.randint(0, 50, (2, 6))])
 
+# The variants anatomy builds in, each inside the encoder layer (bidirectional, padded), the
+# decoder layer (causal self-attention, cross-attention without positions) and a whole model.
+variants = {
+    "rms_norm": dict(norm_type="rms_norm", layer_norm_eps=1e-6),
+    "swiglu": dict(ffn_type="swiglu"),
+    "relative_key": dict(position_embedding_type="relative_key"),
+    "relative_key_query": dict(position_embedding_type="relative_key_query"),
+    "alibi": dict(position_embedding_type="alibi"),
+    "rotary": dict(position_embedding_type="rotary"),
+    "alibi_3_heads": dict(position_embedding_type="alibi", num_attention_heads=3, hidden_size=24),
+}
+for name, kw in variants.items():
+    vc = bt.make_config(**kw)
+    e = vc.hidden_size
+    if "position_embedding_type" in kw:
+        case(f"{name}.mha_self", bt.MultiHeadAttention(vc), [H(2, 5, e), pad_mask],
+             lambda m, x, msk: m(x, x, msk))
+    if name == "alibi_3_heads":  # the slopes of a head count that is not a power of 2
+        continue
+    case(f"{name}.encoder_layer", bt.TransformerEncoderLayer(vc), [H(2, 5, e), pad_mask])
+    case(f"{name}.decoder_layer", bt.TransformerDecoderLayer(vc), [H(2, 4, e), H(2, 6, e), causal, mem_mask])
+    case(f"{name}.causal_lm", bt.TransformerForCausalLM(bt.make_config(final_layer_norm=True, **kw)),
+         [torch.randint(0, 50, (2, 6))])
+    if name == "relative_key_query":
+        case(f"{name}.seq2seq", bt.Seq2SeqTransformer(bt.make_config(target_vocab_size=40, **kw)),
+             [src, torch.randint(1, 40, (2, 5))])
+
 if __name__ == "__main__":
     path = pathlib.Path(__file__).parent / "golden" / "models.safetensors"
     write_safetensors(path, out)
