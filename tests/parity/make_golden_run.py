@@ -65,4 +65,12 @@ with torch.no_grad():
             **{f"decoder_attentions.{k}": v for k, v in attentions(s2s.decoder.layers, "self_attention").items()},
             **{f"cross_attentions.{k}": v for k, v in attentions(s2s.decoder.layers, "cross_attention").items()}})
 
+    # The chapter's third way: relative positions, as Hugging Face's BertSelfAttention computes
+    # them, with its parameter name (layers.<i>.attention.distance_embedding.weight).
+    for scheme in ("relative_key", "relative_key_query"):
+        rel = bt.TransformerEncoder(bt.make_config(position_embedding_type=scheme)).eval()
+        export(f"encoder-{scheme}", {"position_embedding_type": scheme}, rel,
+               {"last_hidden_state": rel(ids),
+                **{f"attentions.{k}": v for k, v in attentions(rel.layers, "attention").items()}})
+
 print(f"wrote run references under {root}")
