@@ -2,6 +2,9 @@
 // from "arrow an like flies time": it sees a set. The Embeddings layer adds a vector per
 // position: learned (a second embedding table, the book's and BERT's choice) or the paper's
 // fixed sinusoids, where each pair of dimensions is a sine/cosine of a different wavelength.
+// The chapter's third way changes attention itself: relative positional representations, where
+// each score gains a term for the distance between query and key (DeBERTa; BERT's
+// relative_key), and nothing is added to the embeddings.
 #include "chapter.hpp"
 #include "viz/attention_view.hpp"
 
@@ -58,5 +61,67 @@ int main(int argc, char** argv) {
   t.check(std::abs(pe.select(0, 0).select(0, 1).item() - 1.0f) < 1e-6f, "PE[0, odd] = cos(0) = 1");
   t.check(std::abs(pe.select(0, 1).select(0, 0).item() - std::sin(1.0f)) < 1e-6f,
           "PE[1, 0] = sin(1)");
+
+  t.section("Relative positions: the attention mechanism itself changes");
+  // Hugging Face's relative_key: a learned vector r_d per distance d = i - j, and each score
+  // gains the query's dot product with it, before the scaling:
+  //   score(i, j) = (q_i · k_j + q_i · r_(i-j)) / sqrt(d_k)
+  auto relative_config = config;
+  relative_config.position_embedding_type = "relative_key";
+  relative_config.attention_type = "fused";  // schemes inside attention need the fused module
+  models::Embeddings relative_embeddings(relative_config);
+  fmt::print(
+      "with position_embedding_type = \"relative_key\" the embeddings add no position:\n{}\n\n",
+      relative_embeddings);
+  t.check(relative_embeddings.position_embeddings == nullptr, "no position table in Embeddings");
+  auto relative_attention = std::dynamic_pointer_cast<models::FusedMultiHeadAttention>(
+      models::make_attention(relative_config));
+  relative_attention->eval();
+  auto relative =
+      std::dynamic_pointer_cast<models::RelativePositions>(relative_attention->positions);
+  fmt::print("each self-attention holds the distance vectors instead:\n{}\n\n",
+             *relative_attention);
+  fmt::print("distance_embedding: {} rows (distances -{} .. +{}) of {} (head_dim)\n",
+             relative->weight.size(0), relative_config.max_position_embeddings - 1,
+             relative_config.max_position_embeddings - 1, relative->weight.size(1));
+
+  // The two terms of head 0's scores, from the same queries and keys attention computes.
+  const int64_t H = relative_config.num_attention_heads, D = relative_config.head_dim();
+  Tensor qkv_all =
+      relative_attention->qkv->forward(x).view({1, 5, 3, H, D}).permute({2, 0, 3, 1, 4});
+  Tensor q = qkv_all.select(0, 0), k = qkv_all.select(0, 1);  // [1, H, 5, D]
+  Tensor content = matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<float>(D));
+  Tensor position_term = relative->bias(q, k, 0);  // q_i · r_(i-j) / sqrt(d_k), [1, H, 5, 5]
+  const std::vector<std::string> words = {"time", "flies", "like", "an", "arrow"};
+  fmt::print(
+      "\nhead 0, the relative term q_i · r_(i-j) / sqrt(d_k) (rows: queries, columns: keys):\n{}",
+      viz::terminal_heatmap(position_term.select(0, 0).select(0, 0), words, words));
+  const std::string bias_svg = t.output("06_relative_position_bias.svg");
+  write_file_atomically(bias_svg, viz::heatmap_svg(position_term.select(0, 0).select(0, 0), words,
+                                                   words, "relative-position term of head 0"));
+  fmt::print("as a picture: {}\n", bias_svg);
+  Tensor relative_out = relative_attention->forward(x);
+  const float weights_gap =
+      (relative_attention->last_attention - softmax(content + position_term, -1))
+          .abs()
+          .max()
+          .item();
+  fmt::print("attention weights = softmax(content + relative term): largest difference {:.2e}\n",
+             weights_gap);
+  t.check(weights_gap < 1e-5f, "the weights are softmax of the two terms together");
+  // The term sees i - j only: query 3 against key 1 uses the same vector as query 4 against key 2.
+  Tensor r_row = relative->distance_vectors(0, 5, 5);
+  t.check(
+      (r_row.select(0, 3).select(0, 1) - r_row.select(0, 4).select(0, 2)).abs().max().item() == 0,
+      "one vector per distance: r_(3-1) is r_(4-2)");
+  // And now order matters without any position in the embeddings.
+  Tensor relative_reversed = relative_attention->forward(reversed);
+  const float order_gap =
+      (relative_out.select(1, 0) - relative_reversed.select(1, 4)).abs().max().item();
+  fmt::print(
+      "\"time\"'s output, in order vs reversed, with relative positions: largest difference "
+      "{:.2e}\n",
+      order_gap);
+  t.check(order_gap > 1e-3f, "relative positions make word order matter");
   return t.finish();
 }
