@@ -3,7 +3,7 @@
 #   make test    the whole test suite (what CI runs)
 PRESET ?= release
 
-.PHONY: demo test build deps bench golden format asan sanitize fuzz clean
+.PHONY: demo test build deps bench golden format asan sanitize fuzz length-generalization exercises exercise-start exercise clean
 
 deps:
 	@cmake/install-deps.sh core
@@ -51,6 +51,36 @@ sanitize:
 	ctest --preset sanitize -j2
 	fuzz/run.sh build/sanitize/fuzz 10
 
+# Exercises (exercises/README.md). A student's copy lives outside the repository:
+#   make exercise-start NAME=01_tanh DIR=~/anatomy-exercises   copies the skeleton to DIR/01_tanh.cpp
+#   make exercise NAME=01_tanh DIR=~/anatomy-exercises         builds the checker with it and runs it
+EXERCISES := $(sort $(notdir $(wildcard exercises/0*)))
+exercises:
+	@echo "exercises: $(EXERCISES)"
+	@echo "start one: make exercise-start NAME=01_tanh DIR=~/anatomy-exercises"
+
+exercise-start:
+	@test -n "$(NAME)" -a -n "$(DIR)" || { echo "usage: make exercise-start NAME=<exercise> DIR=<folder>"; exit 2; }
+	@test -d exercises/$(NAME) || { echo "no exercise '$(NAME)' (there are: $(EXERCISES))"; exit 2; }
+	@mkdir -p "$(DIR)"
+	@if [ -e "$(DIR)/$(NAME).cpp" ]; then echo "$(DIR)/$(NAME).cpp exists: not overwritten"; exit 1; fi
+	cp exercises/$(NAME)/skeleton.cpp "$(DIR)/$(NAME).cpp"
+	cp exercises/$(NAME)/README.md "$(DIR)/$(NAME).md"
+	@echo "edit $(DIR)/$(NAME).cpp ($(DIR)/$(NAME).md says what to do), then: make exercise NAME=$(NAME) DIR=$(DIR)"
+
+exercise: build
+	@test -n "$(NAME)" -a -n "$(DIR)" || { echo "usage: make exercise NAME=<exercise> DIR=<folder>"; exit 2; }
+	@cmake -S exercises -B build/exercise/$(NAME) -Danatomy_DIR=$(CURDIR)/build/$(PRESET) \
+	  -DCMAKE_BUILD_TYPE=Release -DEXERCISE=$(NAME) -DSTUDENT_FILE=$(abspath $(DIR))/$(NAME).cpp > /dev/null
+	@cmake --build build/exercise/$(NAME) -j2 > build/exercise/$(NAME).log 2>&1 || \
+	  { cat build/exercise/$(NAME).log; echo "your file does not compile (above)"; exit 1; }
+	@build/exercise/$(NAME)/check_$(NAME)
+
+# The learning-targets table's length-generalization rows: reverse trained on 4-12 symbols with
+# each position scheme, tested on longer sequences (about 8 minutes).
+length-generalization: build
+	./build/$(PRESET)/experiments/length_generalization --task reverse --seconds 90
+
 bench: deps
 	@cmake/install-deps.sh bench torch
 	cmake --preset bench > /dev/null
@@ -67,6 +97,7 @@ golden:
 	/usr/bin/python3 tests/parity/make_golden_run.py
 	/usr/bin/python3 tests/parity/make_golden_train.py
 	/usr/bin/python3 tests/parity/make_golden_attention.py
+	/usr/bin/python3 exercises/make_golden.py
 
 format:
 	git ls-files '*.cpp' '*.hpp' | xargs clang-format -i

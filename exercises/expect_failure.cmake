@@ -1,0 +1,10 @@
+# A checker run that must fail with a message: COMMAND must exit non-zero and print EXPECT.
+execute_process(COMMAND ${COMMAND} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+message("${out}${err}")
+if(rc EQUAL 0)
+  message(FATAL_ERROR "the checker passed a solution it should have failed")
+endif()
+string(FIND "${out}${err}" "${EXPECT}" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "the checker failed, but without the message: ${EXPECT}")
+endif()
