@@ -47,7 +47,7 @@ fuzz:
 sanitize:
 	@cmake/install-deps.sh core fuzz
 	cmake --preset sanitize > /dev/null
-	cmake --build --preset sanitize --target anatomy_tests fuzzers
+	cmake --build --preset sanitize
 	ctest --preset sanitize -j2
 	fuzz/run.sh build/sanitize/fuzz 10
 
