@@ -15,6 +15,7 @@
 #include <fstream>
 #include <string>
 #include <typeinfo>
+#include <vector>
 
 #include "autograd/tensor.hpp"
 
@@ -36,16 +37,24 @@ void expect_clear_errors(F&& load) {
 }
 
 // A folder of this process's own for loaders that read files: in memory (/dev/shm) where there
-// is one, since a harness writes its input there on every execution.
+// is one, since a harness writes its input there on every execution. Removed when the process
+// exits normally (a crash leaves it, with the input that caused it).
+struct ScratchFolder {
+  std::string path;
+  ~ScratchFolder() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
 inline const std::string& scratch() {
-  static const std::string dir = [] {
+  static const ScratchFolder folder{[] {
     const std::filesystem::path shm = "/dev/shm";
     auto p = (std::filesystem::is_directory(shm) ? shm : std::filesystem::temp_directory_path()) /
              ("anatomy-fuzz-" + std::to_string(getpid()));
     std::filesystem::create_directories(p);
     return p.string();
-  }();
-  return dir;
+  }()};
+  return folder.path;
 }
 
 inline std::string write(const std::string& name, const std::string& bytes) {
