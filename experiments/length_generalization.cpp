@@ -51,6 +51,19 @@ std::vector<data::Pair> longer(bool reverse, int64_t min, int64_t max, int64_t c
   return out;
 }
 
+double parse_seconds(const std::string& value) {
+  size_t used = 0;
+  double s = -1;
+  try {
+    s = std::stod(value, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != value.size() || !(s >= 1 && s <= 86400))
+    throw Error(
+        fmt::format("--seconds: expected a number of seconds in [1, 86400], got '{}'", value));
+  return s;
+}
+
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
   for (size_t at = 0; at <= s.size();) {
@@ -63,16 +76,20 @@ std::vector<std::string> split(const std::string& s) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   std::string task = "reverse", out = "runs/length-generalization";
   std::string schemes = "absolute,sinusoidal,relative_key,alibi,rotary";
   double seconds = 90;
+  if (argc % 2 == 0) {
+    fmt::print(stderr, "length_generalization: option {} needs a value\n", argv[argc - 1]);
+    return 2;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--task")
       task = value;
     else if (flag == "--seconds")
-      seconds = std::stod(value);
+      seconds = parse_seconds(value);
     else if (flag == "--schemes")
       schemes = value;
     else if (flag == "--out")
@@ -110,4 +127,13 @@ int main(int argc, char** argv) {
   fmt::print(
       "| positions | test, 4-12 symbols | 13-16 symbols | 17-24 symbols |\n|---|---|---|---|\n");
   for (const auto& r : rows) fmt::print("{}\n", r);
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const Error& e) {
+    fmt::print(stderr, "length_generalization: {}\n", e.what());
+    return 1;
+  }
 }
