@@ -267,7 +267,10 @@ Tensor sigmoid(const Tensor& a) {
 }
 
 Tensor relu(const Tensor& a) {
-  Tensor out = unary_kernel("relu", a, [](batch x) { return xsimd::max(x, batch(0.0f)); });
+  // NaN stays NaN, as in PyTorch (a bare max would turn it into 0).
+  Tensor out = unary_kernel("relu", a, [](batch x) {
+    return xsimd::select(xsimd::isnan(x), x, xsimd::max(x, batch(0.0f)));
+  });
   return record(out, "ReluBackward0", {a}, [y = out.detach()](const Tensor& g) {
     return std::vector<Tensor>{unary_backward(g, y, [](batch gy, batch r) {
       return xsimd::select(r > batch(0.0f), gy, batch(0.0f));  // 1 where x > 0
@@ -325,7 +328,9 @@ Tensor clamp(const Tensor& a, std::optional<float> min, std::optional<float> max
   if (!min && !max) throw Error("clamp: At least one of 'min' or 'max' must not be None");
   const batch lo(min.value_or(-std::numeric_limits<float>::infinity()));
   const batch hi(max.value_or(std::numeric_limits<float>::infinity()));
-  Tensor out = unary_kernel("clamp", a, [&](batch x) { return xsimd::min(xsimd::max(x, lo), hi); });
+  Tensor out = unary_kernel("clamp", a, [&](batch x) {
+    return xsimd::select(xsimd::isnan(x), x, xsimd::min(xsimd::max(x, lo), hi));
+  });
   return record(out, "ClampBackward1", {a}, [a, lo, hi](const Tensor& g) {
     return std::vector<Tensor>{unary_backward(g, a, [&](batch gy, batch x) {
       return xsimd::select((x >= lo) && (x <= hi), gy, batch(0.0f));  // 1 inside [min, max]
@@ -342,7 +347,7 @@ static Tensor pick_backward(const Tensor& g, const Tensor& mine, const Tensor& o
 }
 
 Tensor maximum(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_kernel("maximum", a, b, [](batch x, batch y) { return xsimd::max(x, y); });
+  Tensor out = binary_kernel("maximum", a, b, simd::extremum<true>);  // NaN propagates
   return record(out, "MaximumBackward0", {a, b}, [a, b](const Tensor& g) {
     return std::vector<Tensor>{a.requires_grad() ? pick_backward(g, a, b, true) : Tensor(),
                                b.requires_grad() ? pick_backward(g, b, a, true) : Tensor()};
@@ -350,7 +355,7 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
 }
 
 Tensor minimum(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_kernel("minimum", a, b, [](batch x, batch y) { return xsimd::min(x, y); });
+  Tensor out = binary_kernel("minimum", a, b, simd::extremum<false>);
   return record(out, "MinimumBackward0", {a, b}, [a, b](const Tensor& g) {
     return std::vector<Tensor>{a.requires_grad() ? pick_backward(g, a, b, false) : Tensor(),
                                b.requires_grad() ? pick_backward(g, b, a, false) : Tensor()};

@@ -93,15 +93,17 @@ Tensor amax_or_amin(const char* op, const char* node, const Tensor& a, std::vect
     throw Error(
         fmt::format("{}: Expected reduction dim to be specified for input.numel() == 0", op));
   Plan p = make_plan(op, a, std::move(dims), keepdim);
-  Tensor out = is_max ? reduce_kernel(p, simd::max, [](auto u, auto v) { return xsimd::max(u, v); })
+  // NaN propagates, as in PyTorch: the extremum of a slice holding a NaN is NaN.
+  Tensor out = is_max ? reduce_kernel(p, simd::max, simd::extremum<true>)
                       : reduce_kernel(
                             p,
                             [](const float* x, int64_t n) {
                               float m = x[0];
-                              for (int64_t i = 1; i < n; ++i) m = std::min(m, x[i]);
+                              for (int64_t i = 0; i < n && !std::isnan(m); ++i)
+                                m = std::isnan(x[i]) ? x[i] : std::min(m, x[i]);
                               return m;
                             },
-                            [](auto u, auto v) { return xsimd::min(u, v); });
+                            simd::extremum<false>);
   return record(out, node, {a}, [a, p, y = out.detach()](const Tensor& g) {
     // The gradient is shared evenly among the elements equal to the extremum.
     Tensor hit = eq(a, expand_back(y, p, a.shape()));
@@ -127,9 +129,10 @@ Tensor arg_search(const char* op, const Tensor& a, int64_t dim, bool keepdim, bo
   const float* px = x.data();
   for (int64_t o = 0; o < out.numel(); ++o) {
     const float* row = px + o * R;
+    // The first NaN wins, as in PyTorch (NaN propagates through max and min).
     int64_t best = 0;
-    for (int64_t r = 1; r < R; ++r)
-      if (is_max ? row[r] > row[best] : row[r] < row[best]) best = r;
+    for (int64_t r = 1; r < R && !std::isnan(row[best]); ++r)
+      if (std::isnan(row[r]) || (is_max ? row[r] > row[best] : row[r] < row[best])) best = r;
     idx[o] = best;
   }
   if (a.dim() == 0) return out;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -86,18 +87,36 @@ inline float sum(const float* x, int64_t n) {
   return s;
 }
 
+// The largest of x[0..n), or NaN if any is NaN (as torch.amax: NaN propagates; the SIMD and
+// std::max comparisons alone would drop it depending on its place).
 inline float max(const float* x, int64_t n) {
   int64_t i = 0;
   float m = -std::numeric_limits<float>::infinity();
   if (n >= W) {
     batch acc = batch::load_unaligned(x);
-    for (i = W; i + W <= n; i += W) acc = xsimd::max(acc, batch::load_unaligned(x + i));
+    auto nan = xsimd::isnan(acc);
+    for (i = W; i + W <= n; i += W) {
+      const batch v = batch::load_unaligned(x + i);
+      nan = nan || xsimd::isnan(v);
+      acc = xsimd::max(acc, v);
+    }
+    if (xsimd::any(nan)) return std::numeric_limits<float>::quiet_NaN();
     alignas(64) float buf[W];
     acc.store_aligned(buf);
     for (int64_t k = 0; k < W; ++k) m = std::max(m, buf[k]);
   }
-  for (; i < n; ++i) m = std::max(m, x[i]);
+  for (; i < n; ++i) {
+    if (std::isnan(x[i])) return x[i];
+    m = std::max(m, x[i]);
+  }
   return m;
+}
+
+// max or min of two batches, NaN where either is NaN (the strided reductions' step).
+template <bool is_max>
+inline batch extremum(const batch& u, const batch& v) {
+  const batch m = is_max ? xsimd::max(u, v) : xsimd::min(u, v);
+  return xsimd::select(xsimd::isnan(u), u, xsimd::select(xsimd::isnan(v), v, m));
 }
 
 // Sum of (x[i] - c)^2, the core of variance and layer norm.

@@ -186,3 +186,45 @@ TEST_CASE("errors name the op, what was expected and what came") {
   check_error([&] { sum(randn({2, 3}), {0, 0}); }, {"sum", "dim 0 appears multiple times"});
   check_error([&] { gelu(randn({2}), "fast"); }, {"gelu", "none or tanh", "fast"});
 }
+
+TEST_CASE("NaN propagates through max, min, their indices, softmax, relu, clamp, as in PyTorch") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // PyTorch 1.13: x.amax(1) = [nan, 7], x.amin(0) = [1, nan, 0, 2], x.max(1) = ([nan, 7], [1, 3]),
+  // x.argmin(1) = [1, 2], softmax(x, 1)[0] all nan.
+  Tensor x = tensor({{1.0f, nan, 3.0f, 2.0f}, {4.0f, 5.0f, 0.0f, 7.0f}});
+  auto amax1 = amax(x, {1}).to_vector();
+  CHECK(std::isnan(amax1[0]));
+  CHECK(amax1[1] == 7.0f);
+  auto amin0 = amin(x, {0}).to_vector();  // the strided path: one row per step
+  CHECK(amin0[0] == 1.0f);
+  CHECK(std::isnan(amin0[1]));
+  CHECK(amin0[2] == 0.0f);
+  auto [values, indices] = max(x, 1);
+  CHECK(std::isnan(values.to_vector()[0]));
+  CHECK(indices.to_int_vector() == std::vector<int64_t>{1, 3});
+  CHECK(argmin(x, 1).to_int_vector() == std::vector<int64_t>{1, 2});
+  CHECK(argmax(tensor({{nan, 1.0f, nan}}), 1).to_int_vector() == std::vector<int64_t>{0});
+  CHECK(std::isnan(x.max().item()));
+  CHECK(std::isnan(x.min().item()));
+  const auto s = softmax(x, 1).to_vector();
+  CHECK(std::isnan(s[0]));
+  CHECK(std::isnan(s[3]));
+  CHECK(s[7] == doctest::Approx(0.84315f));
+  // Long rows, where the SIMD loop does the work: a NaN inside a vector and one in the tail.
+  for (const int64_t at : {5, 37}) {
+    std::vector<float> v(40, 1.0f);
+    v[static_cast<size_t>(at)] = nan;
+    CAPTURE(at);
+    CHECK(std::isnan(amax(from_vector(v, {40})).item()));
+    std::vector<float> two(40, 2.0f);
+    two.insert(two.end(), v.begin(), v.end());  // [2, 40]: the strided path, 40 wide
+    const auto columns = amax(from_vector(two, {2, 40}), {0}).to_vector();
+    CHECK(std::isnan(columns[static_cast<size_t>(at)]));
+    CHECK(columns[static_cast<size_t>(at == 5 ? 37 : 5)] == 2.0f);
+  }
+  CHECK(std::isnan(relu(tensor({nan, -1.0f})).to_vector()[0]));
+  CHECK(std::isnan(clamp(tensor({nan}), 0.0f, 1.0f).item()));
+  CHECK(std::isnan(maximum(tensor({nan, 1.0f}), tensor({1.0f, nan})).to_vector()[0]));
+  CHECK(std::isnan(maximum(tensor({nan, 1.0f}), tensor({1.0f, nan})).to_vector()[1]));
+  CHECK(std::isnan(minimum(tensor({1.0f}), tensor({nan})).item()));
+}
