@@ -127,6 +127,7 @@ int run(int argc, char** argv) {
   fmt::print(
       "| positions | test, 4-12 symbols | 13-16 symbols | 17-24 symbols |\n|---|---|---|---|\n");
   for (const auto& r : rows) fmt::print("{}\n", r);
+  return 0;
 }
 
 int main(int argc, char** argv) {
