@@ -1,6 +1,7 @@
 // Writes the seed corpora under fuzz/corpus/ (committed): one valid input of each kind a
 // harness reads, made by the library's own writers, so libFuzzer starts from files that load
-// and mutates from there. Run again after a format changes: build/sanitize/fuzz/make_seeds fuzz/corpus
+// and mutates from there. Run again after a format changes: build/sanitize/fuzz/make_seeds
+// fuzz/corpus
 #include <fmt/format.h>
 
 #include <filesystem>

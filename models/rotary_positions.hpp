@@ -21,6 +21,7 @@ class RotaryPositions : public AttentionPositions {
 
   int64_t head_dim;
   double theta;
+  std::vector<double> inv_freq;  // theta^(-2d/D) for d < D/2: how fast each pair turns
 };
 
 }  // namespace anatomy::models

@@ -24,7 +24,8 @@ TEST_CASE("gemm matches a naive loop on awkward shapes and strides") {
   manual_seed(0);
   for (auto mnk : std::vector<std::array<int64_t, 3>>{
            {1, 1, 1}, {7, 5, 3}, {17, 33, 65}, {130, 70, 300}, {300, 513, 257}, {5, 768, 64}}) {
-    const int64_t M = mnk[0], N = mnk[1], K = mnk[2];  // (clang 14: CAPTURE of a structured binding)
+    const int64_t M = mnk[0], N = mnk[1],
+                  K = mnk[2];  // (clang 14: CAPTURE of a structured binding)
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
         CAPTURE(M);

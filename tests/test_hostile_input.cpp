@@ -125,8 +125,8 @@ TEST_CASE("numeric options out of range are refused with their range, before any
   CHECK_FALSE(std::filesystem::exists(out));
 }
 
-TEST_CASE("a run folder's stale temporary files (a save killed halfway) are removed on resume"
-          * doctest::test_suite("end-to-end")) {
+TEST_CASE("a run folder's stale temporary files (a save killed halfway) are removed on resume" *
+          doctest::test_suite("end-to-end")) {
   const std::string dir = scratch("stale") + "/run";
   auto r = anatomy_cli("train --task copy --epochs 1 --preset tiny --limit 300 --out " + dir);
   REQUIRE_MESSAGE(r.code == 0, r.output);
@@ -167,8 +167,8 @@ TEST_CASE("BPE encodes a pathological 200,000-character word in linear time, los
   CHECK(bpe.decode(ids) == "the " + word + " cat");
 }
 
-TEST_CASE("bad configs, folders and checkpoint metadata are refused by name"
-          * doctest::test_suite("end-to-end")) {
+TEST_CASE("bad configs, folders and checkpoint metadata are refused by name" *
+          doctest::test_suite("end-to-end")) {
   const std::string dir = scratch("folders");
   struct Case {
     std::string args, fragment;

@@ -6,14 +6,9 @@ using namespace anatomy;
 
 int main() {
   exercise::Checker c("06_encoder_layer");
-  auto config = models::TransformerConfig::preset("tiny");  // then the golden layer's sizes
-  config.hidden_size = 32, config.num_attention_heads = 4, config.intermediate_size = 64;
-  config.layer_norm_eps = 1e-12, config.attention_type = "book";
+  const auto config = exercise::golden_layer_config();
   EncoderLayer layer(config);
-  nn::StateDict weights;
-  for (const auto& [name, _] : layer.state_dict()) weights[name] = c.golden("param." + name);
-  layer.load_state_dict(weights);
-  layer.eval();
+  c.load_golden_weights(layer);
   const Tensor mask = c.golden("mask"), want = c.golden("out");
   Tensor x = c.golden("x").requires_grad_(), out;
   if (!c.run("forward runs", [&] { out = layer.forward(x, mask); })) return c.finish();
@@ -40,9 +35,6 @@ int main() {
     return c.finish();
   c.check(exercise::close(x.grad(), c.golden("grad_x")), "dL/dx equals PyTorch's",
           exercise::compare(x.grad(), c.golden("grad_x")));
-  bool all = true;
-  for (const auto& [name, p] : layer.named_parameters())
-    all = all && exercise::close(p.grad(), c.golden("pgrad." + name));
-  c.check(all, "every weight's gradient equals PyTorch's");
+  c.check_parameter_grads(layer);
   return c.finish();
 }

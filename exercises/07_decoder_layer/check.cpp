@@ -6,14 +6,9 @@ using namespace anatomy;
 
 int main() {
   exercise::Checker c("07_decoder_layer");
-  auto config = models::TransformerConfig::preset("tiny");  // then the golden layer's sizes
-  config.hidden_size = 32, config.num_attention_heads = 4, config.intermediate_size = 64;
-  config.layer_norm_eps = 1e-12, config.attention_type = "book";
+  const auto config = exercise::golden_layer_config();
   DecoderLayer layer(config);
-  nn::StateDict weights;
-  for (const auto& [name, _] : layer.state_dict()) weights[name] = c.golden("param." + name);
-  layer.load_state_dict(weights);
-  layer.eval();
+  c.load_golden_weights(layer);
   const Tensor causal = c.golden("causal"), memory_mask = c.golden("memory_mask");
   const Tensor want = c.golden("out");
   Tensor x = c.golden("x").requires_grad_(), memory = c.golden("memory").requires_grad_(), out;
@@ -48,9 +43,6 @@ int main() {
           exercise::compare(x.grad(), c.golden("grad_x")));
   c.check(exercise::close(memory.grad(), c.golden("grad_memory")), "dL/dmemory equals PyTorch's",
           exercise::compare(memory.grad(), c.golden("grad_memory")));
-  bool all = true;
-  for (const auto& [name, p] : layer.named_parameters())
-    all = all && exercise::close(p.grad(), c.golden("pgrad." + name));
-  c.check(all, "every weight's gradient equals PyTorch's");
+  c.check_parameter_grads(layer);
   return c.finish();
 }
