@@ -41,6 +41,7 @@ int anatomy::cli::main(int argc, char** argv) {
   add(anatomy::cli::add_train_command);
   add(anatomy::cli::add_config_command);
   add(anatomy::cli::add_export_command);
+  add(anatomy::cli::add_average_command);
   add(anatomy::cli::add_translate_command);
   add(anatomy::cli::add_evaluate_command);
   add(anatomy::cli::add_generate_command);

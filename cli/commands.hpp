@@ -15,6 +15,7 @@ Runner add_run_command(CLI::App& app);
 Runner add_train_command(CLI::App& app);
 Runner add_config_command(CLI::App& app);
 Runner add_export_command(CLI::App& app);
+Runner add_average_command(CLI::App& app);
 Runner add_translate_command(CLI::App& app);
 Runner add_evaluate_command(CLI::App& app);
 Runner add_bleu_command(CLI::App& app);

@@ -13,7 +13,8 @@ namespace anatomy::cli {
 Runner add_evaluate_command(CLI::App& app) {
   struct Options {
     std::string checkpoint, split = "test", corpus, format = "text";
-    int64_t beam = 1;
+    int64_t beam = 0;
+    float length_penalty = 0.6f;
   };
   auto o = std::make_shared<Options>();
   auto* cmd =
@@ -22,30 +23,33 @@ Runner add_evaluate_command(CLI::App& app) {
   cmd->add_option("--split", o->split, "train | valid | test (of the data the run was trained on)");
   cmd->add_option("--corpus", o->corpus, "evaluate on every pair of this TSV file instead");
   cmd->add_option("--format", o->format, "text | json")->check(CLI::IsMember({"text", "json"}));
-  cmd->add_option("--beam", o->beam, "beam size (1: greedy)")->check(CLI::PositiveNumber);
+  cmd->add_option("--beam", o->beam, "beam size; 1: greedy (default: 4 for a corpus, 1 for a task)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--length-penalty", o->length_penalty,
+                  "beam search length normalization exponent (default 0.6)")
+      ->check(in_range(0, 10));
   return [o] {
     training::Translator tr = training::Translator::load(o->checkpoint);
+    const training::RunDir run{o->checkpoint};
+    const auto meta = run.read_run();
+    const auto spec = training::DataSpec::from_json(run.field<nlohmann::json>(meta, "data"));
     std::vector<data::Pair> pairs;
     if (!o->corpus.empty()) {
+      // A file laid out like the run's corpus: a run trained --reverse reads it reversed too.
       pairs = data::read_tsv(o->corpus).pairs;
+      if (spec.reverse)
+        for (auto& p : pairs) std::swap(p.source, p.target);
     } else {
-      const training::RunDir run{o->checkpoint};
-      const auto meta = run.read_run();
-      const auto seed = run.field<uint64_t>(meta, "seed");
-      const auto d = run.field<nlohmann::json>(meta, "data");
-      if (d.contains("task")) {
-        pairs = data::make_task(run.field<std::string>(d, "task"), seed).splits.split(o->split);
-      } else {
-        // Read and split exactly as training did.
-        const std::string path = run.field<std::string>(d, "corpus");
-        auto corpus = data::read_tsv(path, {.max_chars = d.value("max_chars", int64_t{0}),
-                                            .skip_malformed = d.value("skip_malformed", false)});
-        pairs = data::split_corpus(std::move(corpus.pairs), seed, path).split(o->split);
-      }
+      // Read and split exactly as training did.
+      pairs = training::read_translation_data(
+                  spec, run.field<uint64_t>(meta, "seed"),
+                  meta.value("options", nlohmann::json::object()).value("limit", int64_t{0}))
+                  .splits.split(o->split);
     }
     std::vector<std::string> sources, refs;
     for (const auto& p : pairs) sources.push_back(p.source), refs.push_back(p.target);
-    const auto hyps = tr.translate(sources, o->beam);
+    const int64_t beam = o->beam > 0 ? o->beam : tr.default_beam;
+    const auto hyps = tr.translate(sources, beam, o->length_penalty);
     int64_t exact = 0;
     for (size_t i = 0; i < hyps.size(); ++i)
       exact += hyps[i] == tr.target->decode(tr.target->encode(refs[i]));
@@ -55,11 +59,12 @@ Runner add_evaluate_command(CLI::App& app) {
     if (o->format == "json") {
       fmt::print(
           "{}\n",
-          nlohmann::json{{"bleu", bleu.score}, {"exact_match", em}, {"sentences", hyps.size()}}
+          nlohmann::json{
+              {"bleu", bleu.score}, {"exact_match", em}, {"sentences", hyps.size()}, {"beam", beam}}
               .dump());
     } else {
-      fmt::print("{}\nexact match = {:.2f}% ({} of {} sentences)\n", bleu.format(), em, exact,
-                 hyps.size());
+      fmt::print("{}\nexact match = {:.2f}% ({} of {} sentences, {})\n", bleu.format(), em, exact,
+                 hyps.size(), beam > 1 ? fmt::format("beam {}", beam) : std::string("greedy"));
     }
     return 0;
   };

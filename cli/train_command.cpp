@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "training/checkpoint_average.hpp"
 #include "training/export.hpp"
+#include "training/run_dir.hpp"
 #include "training/train_options.hpp"
+#include "training/trainer.hpp"
 
 namespace anatomy::cli {
 
@@ -18,6 +21,19 @@ Runner add_train_command(CLI::App& app) {
                       "majority (classification)");
   auto* corpus = cmd->add_option("--corpus", o->corpus, "a source<TAB>target corpus (translation)");
   task->excludes(corpus);
+  cmd->add_option("--valid", o->valid,
+                  "validation pairs of your own (TSV), instead of a cut of --corpus");
+  cmd->add_option("--test", o->test, "test pairs of your own (TSV), instead of a cut of --corpus");
+  cmd->add_flag("--reverse", o->reverse,
+                "translate the second column into the first (deu-eng from eng-deu.tsv)");
+  cmd->add_option("--select", o->select,
+                  "keep the best checkpoint by: bleu | loss | exact_match (default: bleu for a "
+                  "corpus, exact_match for a task)")
+      ->check(CLI::IsMember({"bleu", "loss", "exact_match"}));
+  cmd->add_option("--average", o->average,
+                  "average the last N evaluated models at the end; kept if better (default: 5 "
+                  "for a corpus, 0 for a task)")
+      ->check(in_range(0, 100));
   cmd->add_option("--text", o->text, "a UTF-8 text file (--task lm)");
   cmd->add_option("--out", o->out, "the run folder: checkpoints, tokenizers, loss curve")
       ->required();
@@ -86,6 +102,34 @@ Runner add_export_command(CLI::App& app) {
   return [o] {
     training::export_to_pytorch(o->checkpoint, o->to);
     fmt::print("wrote {}: see {}/README.md\n", o->to, o->to);
+    return 0;
+  };
+}
+
+// anatomy average: checkpoint averaging on a run folder trained with --average N.
+Runner add_average_command(CLI::App& app) {
+  struct Options {
+    std::string checkpoint;
+    int64_t last = 5;
+  };
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("average",
+                                 "Average a translation run's last checkpoints; keep the mean as "
+                                 "best/ if it validates better");
+  cmd->add_option("--checkpoint", o->checkpoint, "a run folder trained with --average N")
+      ->required();
+  cmd->add_option("--last", o->last, "how many of the last kept checkpoints (default 5)")
+      ->check(in_range(2, 100));
+  return [o] {
+    const training::RunDir run{o->checkpoint};
+    const auto lock = run.lock();  // not while a training writes there
+    const auto a = training::average_translation_run(o->checkpoint, o->last);
+    fmt::print("averaged {} checkpoints ({} ... {}):{}\nthe best before ({}):{}\n{}\n",
+               a.files.size(), a.files.front(), a.files.back(),
+               training::format_metrics(a.averaged), training::describe_select(a.select),
+               training::format_metrics(a.best),
+               a.kept ? fmt::format("kept as {}", run.file("best/model.safetensors"))
+                      : std::string("not better: best/ unchanged"));
     return 0;
   };
 }

@@ -42,7 +42,7 @@ void warn_unknown(const training::Translator& tr, const std::string& text) {
 Runner add_translate_command(CLI::App& app) {
   struct Options {
     std::string checkpoint, file;
-    int64_t beam = 1, max_length = 0;
+    int64_t beam = 0, max_length = 0;
     float length_penalty = 0.6f;
     std::vector<std::string> texts;
   };
@@ -50,7 +50,8 @@ Runner add_translate_command(CLI::App& app) {
   auto* cmd =
       app.add_subcommand("translate", "Translate texts (arguments, --file, or standard input)");
   cmd->add_option("--checkpoint", o->checkpoint, "a run folder from anatomy train")->required();
-  cmd->add_option("--beam", o->beam, "beam size (1: greedy)")->check(CLI::PositiveNumber);
+  cmd->add_option("--beam", o->beam, "beam size; 1: greedy (default: 4 for a corpus, 1 for a task)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--length-penalty", o->length_penalty,
                   "beam search length normalization exponent")
       ->check(in_range(0, 10));
@@ -61,6 +62,7 @@ Runner add_translate_command(CLI::App& app) {
   cmd->add_option("texts", o->texts, "texts to translate");
   return [o] {
     training::Translator tr = training::Translator::load(o->checkpoint);
+    if (o->beam == 0) o->beam = tr.default_beam;
     std::vector<std::string> texts = o->texts;
     if (!o->file.empty()) {
       std::ifstream f(o->file);

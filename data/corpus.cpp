@@ -5,8 +5,12 @@
 
 #include <algorithm>
 #include <fstream>
+#include <string_view>
+#include <unordered_map>
 
+#include "autograd/random.hpp"
 #include "autograd/tensor.hpp"
+#include "tokenizers/tokenizer.hpp"
 
 namespace anatomy::data {
 
@@ -74,9 +78,64 @@ Corpus read_tsv(const std::string& path, const CorpusOptions& o) {
   return c;
 }
 
-Splits split_corpus(std::vector<Pair> pairs, uint64_t seed, const std::string& path) {
+std::string source_key(const std::string& source) {
+  std::string key;
+  for (const auto& piece : text::pre_tokenize(source, /*lowercase=*/true)) {
+    // The space mark says where a word started, which "tom is  here ." and "Tom is here."
+    // disagree on; the words themselves decide.
+    std::string_view p = piece;
+    if (p.starts_with(text::kSpaceMark)) p.remove_prefix(text::kSpaceMark.size());
+    key += p;
+    key += ' ';
+  }
+  return key;
+}
+
+int64_t held_out_size(int64_t n) { return std::clamp<int64_t>(n / 20, 1, 1000); }
+
+Splits split_by_source(std::vector<Pair> pairs, int64_t valid_size, int64_t test_size,
+                       uint64_t seed, const std::string& path, SplitReport* report) {
+  // Groups in order of first appearance, so the split depends on the file and the seed only.
+  std::unordered_map<std::string, size_t> group_of;
+  std::vector<std::vector<size_t>> groups;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    auto [it, added] = group_of.try_emplace(source_key(pairs[i].source), groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(i);
+  }
   const auto n = static_cast<int64_t>(pairs.size());
-  const int64_t held = std::clamp<int64_t>(n / 20, 1, 1000);
+  const auto sources = static_cast<int64_t>(groups.size());
+  // At least one source must be left to train on.
+  if (sources < (valid_size > 0) + (test_size > 0) + 1)
+    throw Error(fmt::format(
+        "corpus {} has {} pairs with {} distinct source sentence(s); at least {} are needed to "
+        "hold some out (or give --valid and --test files)",
+        path, n, sources, (valid_size > 0) + (test_size > 0) + 1));
+  Generator g(seed);
+  for (size_t i = groups.size(); i > 1; --i) std::swap(groups[i - 1], groups[g.next_u32() % i]);
+  Splits s;
+  SplitReport r{.pairs = n, .sources = sources};
+  for (const auto& group : groups)
+    if (group.size() > 1) r.repeated_pairs += static_cast<int64_t>(group.size());
+  size_t next = 0;
+  // Whole groups until the split holds `size` pairs, always leaving one group for training.
+  auto take = [&](std::vector<Pair>& into, int64_t size, int64_t& taken) {
+    while (static_cast<int64_t>(into.size()) < size && next + 1 < groups.size()) {
+      for (size_t i : groups[next]) into.push_back(std::move(pairs[i]));
+      ++next, ++taken;
+    }
+  };
+  take(s.test, test_size, r.test_sources);
+  take(s.valid, valid_size, r.valid_sources);
+  for (; next < groups.size(); ++next)
+    for (size_t i : groups[next]) s.train.push_back(std::move(pairs[i]));
+  if (report) *report = r;
+  return s;
+}
+
+Splits split_corpus_by_pair(std::vector<Pair> pairs, uint64_t seed, const std::string& path) {
+  const auto n = static_cast<int64_t>(pairs.size());
+  const int64_t held = held_out_size(n);
   if (n < 3 * held + 1)
     throw Error(
         fmt::format("corpus {} has only {} pairs; at least {} are needed", path, n, 3 * held + 1));

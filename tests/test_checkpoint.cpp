@@ -3,6 +3,7 @@
 
 #include "helpers.hpp"
 #include "nn/nn.hpp"
+#include "training/training.hpp"
 
 using namespace anatomy;
 using testing::check_error;
@@ -143,4 +144,48 @@ TEST_CASE("resume: N steps, save, M steps == N + M steps uninterrupted, bit for 
   nn::SGD os(o.parameters(), {});
   check_error([&] { nn::load_checkpoint(path, o, os, nullptr); }, {"does not fit", "fc1.weight"});
   std::filesystem::remove(path);
+}
+
+TEST_CASE("checkpoint averaging: the element-wise mean, and files that do not match") {
+  std::vector<std::string> files;
+  std::vector<std::vector<float>> a(3);
+  for (int f = 0; f < 3; ++f) {
+    manual_seed(static_cast<uint64_t>(f));
+    Net net;
+    files.push_back(tmp(fmt::format("average_{}.safetensors", f)));
+    net.save(files.back());
+    a[f] = net.fc1->weight.contiguous().to_vector();
+  }
+  const auto mean = training::average_state_dicts(files);
+  CHECK(mean.size() == Net().state_dict().size());
+  const auto w = mean.at("fc1.weight").to_vector();
+  REQUIRE(w.size() == a[0].size());
+  for (size_t i = 0; i < w.size(); ++i)
+    CHECK(w[i] == doctest::Approx((a[0][i] + a[1][i] + a[2][i]) / 3).epsilon(1e-6));
+  // The mean is not one of its inputs (a wrong "average" that returns the last file).
+  CHECK(w[0] != a[2][0]);
+  // A file of another model: the error names it and the tensor.
+  const std::string other = tmp("average_other.safetensors");
+  nn::Linear(6, 4).save(other);
+  CHECK_THROWS_WITH_AS(training::average_state_dicts({files[0], other}),
+                       doctest::Contains("average_other"), Error);
+}
+
+TEST_CASE("a run's data spec round-trips through run.json; older runs split by pair") {
+  training::DataSpec s;
+  s.corpus = "c.tsv";
+  s.valid = "v.tsv";
+  s.reverse = true;
+  s.read.max_chars = 80;
+  const auto back = training::DataSpec::from_json(s.to_json());
+  CHECK(back.corpus == "c.tsv");
+  CHECK(back.valid == "v.tsv");
+  CHECK(back.test.empty());
+  CHECK(back.reverse);
+  CHECK(back.read.max_chars == 80);
+  CHECK(back.split == "source");
+  // run.json of a run trained before the split by source: the split it was trained with.
+  CHECK(training::DataSpec::from_json({{"corpus", "c.tsv"}}).split == "pair");
+  CHECK_THROWS_WITH_AS(training::DataSpec::from_json({{"corpus", "c.tsv"}, {"split", "random"}}),
+                       doctest::Contains("data.split"), Error);
 }

@@ -98,6 +98,89 @@ TEST_CASE("Tatoeba eng-deu reads whole") {
   CHECK(c.pairs[0].source == "Go.");
 }
 
+TEST_CASE("source_key: what the tokenizers read, lower-cased") {
+  CHECK(source_key("Tom is here.") == source_key("tom is  here ."));
+  CHECK(source_key("Tom is here.") == source_key("TOM IS HERE."));
+  CHECK(source_key("Tom is here.") != source_key("Tom is there."));
+  CHECK(source_key("Tom is here.") != source_key("Tom is here?"));
+  CHECK(source_key("Über") == source_key("über"));  // Unicode case, not ASCII only
+}
+
+TEST_CASE("split_by_source: no held-out source is trained on, and every pair is kept") {
+  // 400 pairs over 90 sources, most of them repeated with other targets (as in Tatoeba), some
+  // repeats differing only in case and spacing.
+  std::vector<Pair> pairs;
+  for (int i = 0; i < 400; ++i) {
+    const int s = (i * 37) % 90;
+    std::string source = fmt::format("sentence {} here.", s);
+    if (i % 3 == 0) source = fmt::format("Sentence {}  here .", s);
+    pairs.push_back({source, fmt::format("satz {} variante {}", s, i)});
+  }
+  SplitReport r;
+  const Splits sp = split_by_source(pairs, 20, 20, 7, "test.tsv", &r);
+  CHECK(r.pairs == 400);
+  CHECK(r.sources == 90);
+  CHECK(r.repeated_pairs == 400);  // every source has several pairs
+  CHECK(sp.train.size() + sp.valid.size() + sp.test.size() == 400);
+  CHECK(sp.valid.size() >= 20);
+  CHECK(sp.test.size() >= 20);
+  CHECK(sp.valid.size() < 40);  // whole groups of ~4-5 pairs, not far past the size asked for
+  std::set<std::string> train, valid, test;
+  for (const auto& p : sp.train) train.insert(source_key(p.source));
+  for (const auto& p : sp.valid) valid.insert(source_key(p.source));
+  for (const auto& p : sp.test) test.insert(source_key(p.source));
+  CHECK(static_cast<int64_t>(valid.size()) == r.valid_sources);
+  CHECK(static_cast<int64_t>(test.size()) == r.test_sources);
+  for (const auto& k : valid) CHECK_MESSAGE((!train.count(k) && !test.count(k)), k);
+  for (const auto& k : test) CHECK_MESSAGE(!train.count(k), k);
+  // Every target is still there, once.
+  std::multiset<std::string> targets;
+  for (const auto* part : {&sp.train, &sp.valid, &sp.test})
+    for (const auto& p : *part) targets.insert(p.target);
+  CHECK(targets.size() == 400);
+  CHECK(std::set<std::string>(targets.begin(), targets.end()).size() == 400);
+  // The seed fixes it; another seed holds out other sources.
+  CHECK(split_by_source(pairs, 20, 20, 7, "test.tsv").test[0].target == sp.test[0].target);
+  CHECK(split_by_source(pairs, 20, 20, 8, "test.tsv").test[0].target != sp.test[0].target);
+  // A size of 0 leaves that split to a file of the user's own.
+  const Splits no_valid = split_by_source(pairs, 0, 20, 7, "test.tsv");
+  CHECK(no_valid.valid.empty());
+  CHECK(no_valid.train.size() + no_valid.test.size() == 400);
+  // Too few sources to hold any out: a clear error, not an empty training set.
+  std::vector<Pair> one_source(10, Pair{"same.", "gleich."});
+  CHECK_THROWS_WITH_AS(split_by_source(one_source, 1, 1, 0, "one.tsv"),
+                       doctest::Contains("1 distinct source"), Error);
+}
+
+TEST_CASE("Tatoeba eng-deu: the split by source holds out no source the training split has") {
+  const std::string path = testing::shared_data("tatoeba/eng-deu.tsv");
+  if (!std::filesystem::exists(path)) {
+    MESSAGE("skipped: ", path, " is absent");
+    return;
+  }
+  auto pairs = read_tsv(path).pairs;
+  // The split by pairs that runs before this one used: 36-40% of its test pairs leak.
+  const Splits by_pair = split_corpus_by_pair(pairs, 0, path);
+  std::set<std::string> trained;
+  for (const auto& p : by_pair.train) trained.insert(source_key(p.source));
+  int64_t leaked = 0;
+  for (const auto& p : by_pair.test) leaked += trained.count(source_key(p.source));
+  CHECK(leaked > 300);
+  SplitReport r;
+  const Splits sp = split_by_source(std::move(pairs), 1000, 1000, 0, path, &r);
+  CHECK(r.pairs == 50001);
+  CHECK(r.sources > 37000);
+  CHECK(r.sources < 37700);
+  trained.clear();
+  for (const auto& p : sp.train) trained.insert(source_key(p.source));
+  leaked = 0;
+  for (const auto* held : {&sp.valid, &sp.test})
+    for (const auto& p : *held) leaked += trained.count(source_key(p.source));
+  CHECK(leaked == 0);
+  CHECK(sp.test.size() >= 1000);
+  CHECK(sp.test.size() < 1010);
+}
+
 TEST_CASE("batching: padding, BOS/EOS, the token budget, every row once") {
   std::vector<std::vector<int64_t>> src, tgt;
   for (int i = 0; i < 100; ++i) {

@@ -186,24 +186,126 @@ TEST_CASE("bleu and tokenize commands") {
         nlohmann::json({"i", "like", "straw", "##berries"}));
 }
 
+// A toy corpus in Tatoeba's layout: `n` pairs over 35 sources, each source with several targets.
+std::string write_corpus(const std::string& path, int n, const std::string& tail = "") {
+  std::ofstream f(path);
+  for (int i = 0; i < n; ++i)
+    f << "w" << i % 7 << " x" << i % 5 << "\tv" << i % 7 << " y" << i % 5 << (i % 2 ? " z" : "")
+      << "\n";
+  f << tail;
+  return path;
+}
+
+int64_t lines_of(const std::string& path) {
+  std::ifstream f(path);
+  int64_t n = 0;
+  for (std::string line; std::getline(f, line);) ++n;
+  return n;
+}
+
 TEST_CASE("evaluate reads and splits a corpus exactly as training did") {
   const std::string dir = fresh_dir("corpus_eval");
-  const std::string tsv = dir + "_pairs.tsv";
-  {
-    std::ofstream f(tsv);
-    for (int i = 0; i < 120; ++i)
-      f << "w" << i % 7 << " x" << i % 5 << "\tv" << i % 7 << " y" << i % 5 << "\n";
-    f << "a line without a tab\n";
-  }
+  const std::string tsv = write_corpus(dir + "_pairs.tsv", 120, "a line without a tab\n");
   auto r = run("train --corpus " + tsv + " --skip-malformed --epochs 1 --vocab-size 40 --out " +
                dir + " " + kQuick);
   REQUIRE_MESSAGE(r.code == 0, r.output);
   CHECK(r.output.find("1 malformed lines skipped") != std::string::npos);
+  CHECK(r.output.find("35 distinct source sentences") != std::string::npos);
+  // The split is written down, whole groups of a source at a time: 5% of 120 is 6 pairs, and a
+  // source has 3 or 4 of them.
+  const int64_t test_pairs = lines_of(dir + "/split/test.tsv");
+  CHECK(test_pairs >= 6);
+  CHECK(test_pairs <= 9);
+  CHECK(test_pairs + lines_of(dir + "/split/valid.tsv") + lines_of(dir + "/split/train.tsv") ==
+        120);
   // Without the stored --skip-malformed, evaluate would stop at the malformed line.
   auto e = run("evaluate --checkpoint " + dir + " --split test --format json");
   REQUIRE_MESSAGE(e.code == 0, e.output);
-  CHECK(nlohmann::json::parse(e.output)["sentences"].get<int>() ==
-        6);  // 5% of the 120 usable pairs
+  const auto score = nlohmann::json::parse(e.output);
+  CHECK(score["sentences"].get<int64_t>() == test_pairs);
+  CHECK(score["beam"] == 4);  // a corpus: beam search unless asked for greedy
+  auto greedy = run("evaluate --checkpoint " + dir + " --split test --beam 1 --format json");
+  REQUIRE_MESSAGE(greedy.code == 0, greedy.output);
+  CHECK(nlohmann::json::parse(greedy.output)["beam"] == 1);
+  // --corpus scores any file: here the run's own test split, to the same BLEU.
+  auto file =
+      run("evaluate --checkpoint " + dir + " --corpus " + dir + "/split/test.tsv --format json");
+  REQUIRE_MESSAGE(file.code == 0, file.output);
+  CHECK(nlohmann::json::parse(file.output)["bleu"] == score["bleu"]);
+  CHECK(nlohmann::json::parse(file.output)["sentences"] == score["sentences"]);
+}
+
+TEST_CASE("corpus runs: --valid/--test files, --reverse, --select, and checkpoint averaging") {
+  const std::string dir = fresh_dir("corpus_files");
+  const std::string tsv = write_corpus(dir + "_train.tsv", 200);
+  const std::string valid = dir + "_valid.tsv", test = dir + "_test.tsv";
+  std::ofstream(valid) << "w1 x2\tv1 y2\nnew words\tneue worte\n";
+  std::ofstream(test) << "w3 x4\tv3 y4 z\n";
+  auto r = run("train --corpus " + tsv + " --valid " + valid + " --test " + test +
+               " --reverse --select loss --average 2 --epochs 3 --vocab-size 40 --out " + dir +
+               " " + kQuick);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(r.output.find("reversed") != std::string::npos);
+  CHECK(r.output.find("valid: 2 pairs from " + valid) != std::string::npos);
+  // "v1 y2" (the reversed source) is in the training corpus, "neue worte" is not.
+  CHECK(r.output.find("warning: 1 of their sources are also in the training corpus") !=
+        std::string::npos);
+  CHECK(r.output.find("train 200 / valid 2 / test 1 pairs") != std::string::npos);
+  CHECK(r.output.find("best (validation loss)") != std::string::npos);
+  CHECK(r.output.find("averaged the last 2 checkpoints") != std::string::npos);
+  CHECK(r.output.find("test (1 pairs, beam 4)") != std::string::npos);
+  // Reversed: the German-like column is the source, in the split and in run.json.
+  std::ifstream split(dir + "/split/valid.tsv");
+  std::string first;
+  std::getline(split, first);
+  CHECK(first == "v1 y2\tw1 x2");
+  std::ifstream meta_file(dir + "/run.json");
+  const auto meta = nlohmann::json::parse(meta_file);
+  CHECK(meta["data"]["valid"] == valid);
+  CHECK(meta["data"]["reverse"] == true);
+  CHECK(meta["data"]["split"] == "source");
+  CHECK(meta["options"]["select"] == "loss");
+  // The last two evaluated models are kept for averaging, no more.
+  std::vector<std::string> kept;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/checkpoints"))
+    kept.push_back(e.path().filename().string());
+  CHECK(kept.size() == 2);
+  // best/ is the model with the lowest validation loss of the history, or the average of the
+  // last two when that validated lower: run.json says which.
+  double lowest = 1e30;
+  for (const auto& h : meta["history"]) lowest = std::min(lowest, h["valid_loss"].get<double>());
+  const double best = meta["best"]["valid_loss"].get<double>();
+  if (meta["best"].contains("averaged")) {
+    CHECK(meta["best"]["averaged"] == 2);
+    CHECK(best < lowest);
+  } else {
+    CHECK(best == lowest);
+  }
+  // `anatomy average` does the same on the folder, and evaluate reads --corpus files reversed
+  // like the run's own.
+  auto a = run("average --checkpoint " + dir + " --last 2");
+  REQUIRE_MESSAGE(a.code == 0, a.output);
+  CHECK(a.output.find("averaged 2 checkpoints") != std::string::npos);
+  auto e = run("evaluate --checkpoint " + dir + " --corpus " + tsv + " --format json");
+  REQUIRE_MESSAGE(e.code == 0, e.output);
+  CHECK(nlohmann::json::parse(e.output)["sentences"] == 200);
+  auto tok = run("tokenize --tokenizer " + dir + "/source_tokenizer --format json \"v1 y2\"");
+  REQUIRE_MESSAGE(tok.code == 0, tok.output);
+  CHECK(nlohmann::json::parse(tok.output)["tokens"].size() >= 2);
+
+  // What cannot work says so.
+  auto expect = [](const Result& res, const std::string& fragment) {
+    CHECK_MESSAGE(res.code != 0, res.output);
+    CHECK_MESSAGE(res.output.find(fragment) != std::string::npos, res.output);
+  };
+  const std::string other = fresh_dir("corpus_files_task");
+  expect(run("train --task copy --valid " + valid + " --out " + other), "go with --corpus");
+  expect(run("train --corpus " + tsv + " --select accuracy --out " + other), "--select");
+  const std::string plain = fresh_dir("corpus_no_average");
+  REQUIRE(run("train --corpus " + tsv + " --average 0 --epochs 1 --vocab-size 40 --out " + plain +
+              " " + kQuick)
+              .code == 0);
+  expect(run("average --checkpoint " + plain), "train with --average N");
 }
 
 // The character language model: a text with line breaks trains, its checkpoint generates, and a

@@ -98,11 +98,9 @@ void export_to_pytorch(const std::string& run_dir, const std::string& to) {
   // --- the training data as ids ---
   nn::StateDict data;
   if (kind == "translation") {
-    const auto d = run.field<nlohmann::json>(meta, "data");
     const auto td = read_translation_data(
-        d.value("task", ""), d.value("corpus", ""), run.field<uint64_t>(meta, "seed"),
-        {.max_chars = d.value("max_chars", int64_t{0}),
-         .skip_malformed = d.value("skip_malformed", false)},
+        DataSpec::from_json(run.field<nlohmann::json>(meta, "data")),
+        run.field<uint64_t>(meta, "seed"),
         meta.value("options", nlohmann::json::object()).value("limit", int64_t{0}));
     auto source = text::load_tokenizer(run.file("source_tokenizer"));
     auto target = text::load_tokenizer(run.file("target_tokenizer"));

@@ -101,7 +101,11 @@ void check_run_json(const nlohmann::json& run, const std::string& where) {
                  {{"task", Type::String},
                   {"corpus", Type::String},
                   {"max_chars", Type::Int, 0, 1e9},
-                  {"skip_malformed", Type::Bool}},
+                  {"skip_malformed", Type::Bool},
+                  {"valid", Type::String},
+                  {"test", Type::String},
+                  {"reverse", Type::Bool},
+                  {"split", Type::String}},
                  where, "data.");
   // The ranges of `anatomy train`'s options (0 meaning "the preset's", as on the command line).
   if (run.contains("options"))
@@ -112,7 +116,9 @@ void check_run_json(const nlohmann::json& run, const std::string& where) {
                   {"label_smoothing", Type::Number, 0, 0.99},
                   {"clip", Type::Number, 0, 1e6},
                   {"limit", Type::Int, 0, 1e9},
-                  {"early_stop", Type::Bool}},
+                  {"early_stop", Type::Bool},
+                  {"select", Type::String},
+                  {"average", Type::Int, -1, 1e6}},
                  where, "options.");
   // Metrics are finite numbers (or flags): the trainer never writes a NaN, which JSON would
   // hold as null.
@@ -175,7 +181,7 @@ RunLock RunDir::lock() const {
   }
   // Holding the lock, no other training writes here: a *.tmp<pid> file left by one that was
   // killed inside a save (write_file_atomically) is garbage.
-  for (const std::string sub : {"", "best", "last"}) {
+  for (const std::string sub : {"", "best", "last", "checkpoints", "split"}) {
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(file(sub), ec)) {
       const std::string name = entry.path().filename().string();

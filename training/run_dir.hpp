@@ -8,6 +8,8 @@
 //   last/model.safetensors     the latest weights
 //   last/training.safetensors  model, optimizer, schedule, random generator, position: --resume
 //   loss.csv, loss.svg         the loss curve
+//   checkpoints/step_N.safetensors  the last evaluated models, for averaging (--average N)
+//   split/{train,valid,test}.tsv    a corpus run's pairs as it split them (what it held out)
 #pragma once
 
 #include <fmt/format.h>

@@ -17,7 +17,9 @@ nlohmann::json training_options(const TrainOptions& o) {
           {"label_smoothing", o.label_smoothing},
           {"clip", o.clip},
           {"limit", o.limit},
-          {"early_stop", o.early_stop}};
+          {"early_stop", o.early_stop},
+          {"select", o.select},
+          {"average", o.average}};
 }
 
 void restore_training_options(TrainOptions& o, const nlohmann::json& saved) {
@@ -28,6 +30,8 @@ void restore_training_options(TrainOptions& o, const nlohmann::json& saved) {
   o.clip = saved.value("clip", o.clip);
   o.limit = saved.value("limit", o.limit);
   o.early_stop = saved.value("early_stop", o.early_stop);
+  o.select = saved.value("select", o.select);
+  o.average = saved.value("average", o.average);
 }
 
 models::TransformerConfig build_config(
@@ -55,6 +59,8 @@ int train(TrainOptions o) {
     return train_language_model(o);
   }
   if (!o.text.empty()) throw Error("train: --text goes with --task lm");
+  if (o.corpus.empty() && (!o.valid.empty() || !o.test.empty() || o.reverse))
+    throw Error("train: --valid, --test and --reverse go with --corpus");
   if (o.task == "majority") return train_classifier(o);
   if (!o.task.empty()) {
     const auto& names = data::task_names();

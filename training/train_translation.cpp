@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "data/data.hpp"
+#include "training/checkpoint_average.hpp"
 #include "training/run_dir.hpp"
 #include "training/train_options.hpp"
 #include "training/trainer.hpp"
@@ -40,33 +42,12 @@ std::unique_ptr<text::Tokenizer> train_tokenizer(const std::string& kind,
   throw Error(fmt::format("unknown tokenizer kind '{}'", kind));
 }
 
-Tensor batch_loss(models::Seq2SeqTransformer& model, const data::Batch& b, float smoothing,
-                  const std::string& reduction) {
-  Tensor logits = model.forward(b.source, b.target_in);  // [B, T, V]
-  return cross_entropy(logits.reshape({-1, logits.size(-1)}), b.target_out.reshape({-1}),
-                       {.ignore_index = 0, .label_smoothing = smoothing, .reduction = reduction});
-}
-
-Metrics validate(Translator& tr, const Encoded& valid, int64_t max_tokens) {
-  NoGradGuard no_grad;
-  tr.model->eval();
-  double loss_sum = 0;
-  int64_t tokens = 0;
-  for (const auto& b :
-       data::make_batches(valid.src, valid.tgt, {.max_tokens = max_tokens, .shuffle = false})) {
-    loss_sum += batch_loss(*tr.model, b, 0.0f, "sum").item<double>();
-    tokens += b.target_tokens;
-  }
-  const auto hyps = tr.translate(valid.sources);
-  int64_t exact = 0;
-  for (size_t i = 0; i < hyps.size(); ++i)
-    exact += hyps[i] == tr.target->decode(tr.target->encode(valid.references[i]));
-  Metrics m;
-  m["valid_loss"] = loss_sum / static_cast<double>(std::max<int64_t>(tokens, 1));
-  m["bleu"] = data::corpus_bleu(hyps, {valid.references}).score;
-  m["exact_match"] =
-      100.0 * static_cast<double>(exact) / static_cast<double>(std::max<size_t>(hyps.size(), 1));
-  return m;
+// The pairs as a TSV file, one per line: what a run held out, for the user and for other tools
+// (benchmarks/corpus_reference.py trains PyTorch on the same split).
+void write_split(const std::string& path, const std::vector<data::Pair>& pairs) {
+  std::string text;
+  for (const auto& p : pairs) text += p.source + "\t" + p.target + "\n";
+  write_file_atomically(path, text);
 }
 
 }  // namespace
@@ -88,17 +69,31 @@ int train_translation(const TrainOptions& o) {
 
   // --- data (read before anything is created in the run folder) ---
   const uint64_t seed = o.resume ? run.field<uint64_t>(meta, "seed") : o.seed;
-  // A resumed run reads the corpus as it was first read, whatever this command line says.
-  const data::CorpusOptions read{
-      .max_chars = o.resume ? meta["data"].value("max_chars", int64_t{0}) : o.max_chars,
-      .skip_malformed = o.resume ? meta["data"].value("skip_malformed", false)
-                                 : o.skip_malformed};  // checked above
-  TranslationData d = read_translation_data(o.task, o.corpus, seed, read, o.limit);
+  // A resumed run reads its data as it was first read, whatever this command line says.
+  DataSpec spec;
+  if (o.resume) {
+    spec = DataSpec::from_json(run.field<nlohmann::json>(meta, "data"));
+  } else {
+    spec.task = o.task;
+    spec.corpus = o.corpus;
+    spec.valid = o.valid;
+    spec.test = o.test;
+    spec.reverse = o.reverse;
+    spec.read = {.max_chars = o.max_chars, .skip_malformed = o.skip_malformed};
+  }
+  TranslationData d = read_translation_data(spec, seed, o.limit);
   const int64_t vocab_size = o.vocab_size > 0 ? o.vocab_size : d.is_task ? 200 : 8000;
   auto& splits = d.splits;
   const std::string description = d.description;
-  fmt::print("{}\n  train {} / valid {} / test {} pairs\n", description, splits.train.size(),
-             splits.valid.size(), splits.test.size());
+  fmt::print("{}\n", description);
+  for (const auto& line : d.report) fmt::print("  {}\n", line);
+  fmt::print("  train {} / valid {} / test {} pairs\n", splits.train.size(), splits.valid.size(),
+             splits.test.size());
+  // The best checkpoint: by validation BLEU for a corpus; by exact match for the toy tasks,
+  // whose outputs are often a word or two (BLEU 0 whatever their quality).
+  const std::string select = !o.select.empty() ? o.select : d.is_task ? "exact_match" : "bleu";
+  const auto better = better_by(select);
+  const int64_t average = o.average >= 0 ? o.average : d.is_task ? 0 : 5;
 
   // --- tokenizers and config ---
   // The symbol tasks learn fastest with a tiny model, small batches and a decay to zero: reverse
@@ -146,6 +141,13 @@ int train_translation(const TrainOptions& o) {
     lock = run.create();
     src_tok->save(run.file("source_tokenizer"));
     tgt_tok->save(run.file("target_tokenizer"));
+    if (!d.is_task) {
+      std::error_code ec;
+      std::filesystem::create_directories(run.file("split"), ec);
+      if (ec) throw Error(fmt::format("cannot create {} ({})", run.file("split"), ec.message()));
+      for (const char* name : {"train", "valid", "test"})
+        write_split(run.file(fmt::format("split/{}.tsv", name)), splits.split(name));
+    }
     write_file_atomically(run.file("config.json"), config.to_json());
   }
   // Pairs that do not fit the model's positions cannot be trained on.
@@ -202,15 +204,8 @@ int train_translation(const TrainOptions& o) {
     throw Error(
         fmt::format("train: unknown --schedule '{}' (noam, linear or cosine)", schedule_name));
   if (!o.resume)
-    meta = {{"kind", "translation"},
-            {"seed", seed},
-            {"preset", preset_name},
-            {"schedule", schedule_name},
-            {"data", o.task.empty() ? nlohmann::json{{"corpus", o.corpus},
-                                                     {"max_chars", o.max_chars},
-                                                     {"skip_malformed", o.skip_malformed}}
-                                    : nlohmann::json{{"task", o.task}}},
-            {"description", description},
+    meta = {{"kind", "translation"},         {"seed", seed},           {"preset", preset_name},
+            {"schedule", schedule_name},     {"data", spec.to_json()}, {"description", description},
             {"options", training_options(o)}};
   meta["epochs"] = epochs;
   // Everything the loop below does, spelled out for `anatomy export` (PyTorch continues it).
@@ -247,7 +242,9 @@ int train_translation(const TrainOptions& o) {
                    .run_dir = o.out,
                    .resume = o.resume,
                    .title = fmt::format("{}: loss", o.task.empty() ? o.corpus : o.task),
-                   .detect_anomaly = o.detect_anomaly});
+                   .detect_anomaly = o.detect_anomaly,
+                   .keep_last = average,
+                   .best_by = describe_select(select)});
   trainer.run_info = meta;
   std::vector<data::Batch> batches;
   trainer.batches = [&](int64_t epoch) {
@@ -258,30 +255,44 @@ int train_translation(const TrainOptions& o) {
   };
   const auto smoothing = static_cast<float>(o.label_smoothing);
   trainer.loss = [&](int64_t, int64_t b) {
-    return BatchLoss{batch_loss(model, batches[b], smoothing, "mean"), batches[b].target_tokens};
+    return BatchLoss{translation_loss(model, batches[b], smoothing, "mean"),
+                     batches[b].target_tokens};
   };
   trainer.evaluate = [&](bool) { return validate(tr, valid, max_tokens); };
-  // The best checkpoint: highest exact match, then BLEU, then lowest loss. Exact match first
-  // because BLEU is 0 for one-word outputs (the numbers task), whatever their quality.
-  trainer.better = [](const Metrics& a, const Metrics& b) {
-    for (const char* key : {"exact_match", "bleu"})
-      if (a[key] != b[key]) return a[key].get<double>() > b[key].get<double>();
-    return a["valid_loss"].get<double>() < b["valid_loss"].get<double>();
-  };
+  trainer.better = better;
   if (o.early_stop)
     trainer.should_stop = [](const Metrics& m) {
       const bool done = m["exact_match"].get<double>() >= 100.0;
       if (done) fmt::print("validation exact match is 100%: stopping\n");
       return done;
     };
+  fmt::print("model selection: {}{}\n", describe_select(select),
+             average > 1
+                 ? fmt::format("; the last {} evaluated models averaged at the end", average)
+                 : "");
   const TrainResult r = trainer.fit();
-  fmt::print("saved {} (best: exact match {:.1f}%, BLEU {:.2f}); loss curve in {} and {}\n", o.out,
-             r.best.value("exact_match", 0.0), r.best.value("bleu", 0.0), run.file("loss.svg"),
-             run.file("loss.csv"));
   if (r.interrupted) {
-    fmt::print("resume with: anatomy train {} --out {} --resume\n",
+    fmt::print("saved {}; resume with: anatomy train {} --out {} --resume\n", o.out,
                o.task.empty() ? "--corpus " + o.corpus : "--task " + o.task, o.out);
     return 130;
+  }
+  if (average > 1 && kept_checkpoints(run).size() >= 2) {
+    const auto a = average_translation_run(o.out, average);
+    fmt::print("averaged the last {} checkpoints:{}; the best before:{}{}\n", a.files.size(),
+               format_metrics(a.averaged), format_metrics(a.best),
+               a.kept ? "  kept as best" : "  (best kept)");
+  }
+  const Metrics best = RunDir{o.out}.read_run().value("best", Metrics::object());
+  fmt::print("saved {} (best:{}); loss curve in {} and {}\n", o.out, format_metrics(best),
+             run.file("loss.svg"), run.file("loss.csv"));
+  if (!d.is_task) {
+    // The held-out score, as `anatomy evaluate --split test` reports it (beam 4 for a corpus).
+    const Translator best_model = Translator::load(o.out);
+    std::vector<std::string> sources, refs;
+    for (const auto& p : splits.test) sources.push_back(p.source), refs.push_back(p.target);
+    const auto hyps = best_model.translate(sources, best_model.default_beam);
+    fmt::print("test ({} pairs, beam {}): {}\n", hyps.size(), best_model.default_beam,
+               data::corpus_bleu(hyps, {refs}).format());
   }
   return 0;
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -108,11 +109,33 @@ void Trainer::restore() {
     fmt::print("resuming {} at step {}\n", o_.run_dir, step_);
 }
 
+std::vector<std::string> kept_checkpoints(const RunDir& run) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(run.file("checkpoints"), ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.starts_with("step_") && name.ends_with(".safetensors"))
+      files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());  // step_ and 8 digits: by name is by step
+  return files;
+}
+
 void Trainer::save(bool is_best, int64_t epoch, int64_t batch) {
   if (o_.run_dir.empty()) return;
   RunDir run{o_.run_dir};
   model_.save(run.file("last/model.safetensors"));
   if (is_best) model_.save(run.file("best/model.safetensors"));
+  if (o_.keep_last > 1 && step_ > 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(run.file("checkpoints"), ec);
+    if (ec)
+      throw Error(fmt::format("cannot create {} ({})", run.file("checkpoints"), ec.message()));
+    model_.save(run.file(fmt::format("checkpoints/step_{:08}.safetensors", step_)));
+    auto kept = kept_checkpoints(run);
+    for (size_t i = 0; i + static_cast<size_t>(o_.keep_last) < kept.size(); ++i)
+      std::filesystem::remove(kept[i]);
+  }
   nn::save_checkpoint(run.file("last/training.safetensors"), model_, optimizer_, schedule_, step_,
                       {{"epoch", std::to_string(epoch)}, {"batch", std::to_string(batch)}});
   write_run_json();
@@ -131,9 +154,17 @@ void Trainer::write_run_json() const {
   RunDir{o_.run_dir}.write_run(meta);
 }
 
-std::string Trainer::summary(const Metrics& m) const {
+std::string format_metrics(const Metrics& m) {
+  // The usual ones first, in one order, however the object was read back.
+  const std::vector<std::string> first{"valid_loss", "bleu", "exact_match", "accuracy"};
+  std::vector<std::string> keys;
+  for (const auto& k : first)
+    if (m.contains(k)) keys.push_back(k);
+  for (const auto& [k, v] : m.items())
+    if (std::find(first.begin(), first.end(), k) == first.end()) keys.push_back(k);
   std::string s;
-  for (const auto& [key, value] : m.items()) {
+  for (const auto& key : keys) {
+    const auto& value = m[key];
     if (!value.is_number()) continue;
     const double v = value.get<double>();
     if (key == "valid_loss")
@@ -208,9 +239,12 @@ TrainResult Trainer::fit() {
                                     : fmt::format("step {}/{}", step_, total_batches);
       fmt::print(
           "{}  train loss {}{}  ({} tok/s, {}){}\n", where,
-          epoch_tokens ? fmt::format("{:.4f}", train_loss) : "-", summary(m),
+          epoch_tokens ? fmt::format("{:.4f}", train_loss) : "-", format_metrics(m),
           human(static_cast<double>(tokens_seen) / std::max(1e-9, seconds_since(epoch_start))),
-          clock(seconds_since(started)), is_best ? "  best" : "");
+          clock(seconds_since(started)),
+          !is_best             ? ""
+          : o_.best_by.empty() ? "  best"
+                               : fmt::format("  best ({})", o_.best_by));
       std::fflush(stdout);
     }
     if (evaluate && should_stop && should_stop(m)) stop = true;

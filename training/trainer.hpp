@@ -7,7 +7,8 @@
 //   evaluate at the end of each epoch (and every eval_every steps), keep the best, save, and
 //   print one line: the train loss (mean since the previous line), the metrics, tokens/s
 //
-// With a run folder it also writes best/ and last/ weights, last/training.safetensors (model,
+// With a run folder it also writes best/ and last/ weights (and, with keep_last, the last N
+// evaluated models as checkpoints/step_NNNNNNNN.safetensors), last/training.safetensors (model,
 // optimizer, schedule, random generator, position) and run.json, so `resume` continues bit for
 // bit; Ctrl-C and SIGTERM stop cleanly with everything saved, and a time budget stops in time.
 #pragma once
@@ -41,6 +42,10 @@ struct TrainerOptions {
   std::string title;            // the loss curve's title
   bool quiet = false;           // no progress bar or log lines
   bool detect_anomaly = false;  // check every op's output and gradient for NaN/Inf (slow)
+  // Also keep the model of each of the last N evaluations in checkpoints/ (for averaging;
+  // 0 or 1: none).
+  int64_t keep_last = 0;
+  std::string best_by;  // what `better` compares, for the log line: "validation BLEU"
 };
 
 struct TrainResult {
@@ -78,7 +83,6 @@ class Trainer {
   void restore();  // from run_dir's last checkpoint and run.json
   void save(bool is_best, int64_t epoch, int64_t batch);
   void write_run_json() const;  // run_info plus history, curve, best and step
-  std::string summary(const Metrics& m) const;
 
   nn::Module& model_;
   nn::Optimizer& optimizer_;
@@ -103,6 +107,12 @@ struct RunHistory {
   LossCurve curve;
 };
 RunHistory read_history(const nlohmann::json& run);
+
+// The models a run kept in checkpoints/ (TrainerOptions::keep_last), oldest first.
+std::vector<std::string> kept_checkpoints(const RunDir& run);
+
+// "  valid loss 1.2345  BLEU 23.45  exact 10.2%": metrics as a log line shows them.
+std::string format_metrics(const Metrics& m);
 
 // Set by Ctrl-C (SIGINT) or SIGTERM while a Trainer runs.
 bool interrupted();

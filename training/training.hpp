@@ -2,6 +2,7 @@
 // folders, and the inference API over them (Translator, TextGenerator, TextClassifier).
 #pragma once
 
+#include "training/checkpoint_average.hpp"
 #include "training/export.hpp"
 #include "training/loss_curve.hpp"
 #include "training/progress_bar.hpp"
@@ -10,4 +11,5 @@
 #include "training/text_generator.hpp"
 #include "training/train_options.hpp"
 #include "training/trainer.hpp"
+#include "training/translation_data.hpp"
 #include "training/translator.hpp"

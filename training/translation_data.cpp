@@ -2,27 +2,106 @@
 
 #include <fmt/format.h>
 
+#include <tuple>
+#include <unordered_set>
+
 namespace anatomy::training {
 
-TranslationData read_translation_data(const std::string& task, const std::string& corpus,
-                                      uint64_t seed, const data::CorpusOptions& read,
-                                      int64_t limit) {
+nlohmann::json DataSpec::to_json() const {
+  if (!task.empty()) return {{"task", task}};
+  nlohmann::json d = {{"corpus", corpus},
+                      {"max_chars", read.max_chars},
+                      {"skip_malformed", read.skip_malformed},
+                      {"split", split}};
+  if (!valid.empty()) d["valid"] = valid;
+  if (!test.empty()) d["test"] = test;
+  if (reverse) d["reverse"] = true;
+  return d;
+}
+
+DataSpec DataSpec::from_json(const nlohmann::json& d) {
+  DataSpec s;
+  s.task = d.value("task", "");
+  s.corpus = d.value("corpus", "");
+  s.valid = d.value("valid", "");
+  s.test = d.value("test", "");
+  s.reverse = d.value("reverse", false);
+  s.read = {.max_chars = d.value("max_chars", int64_t{0}),
+            .skip_malformed = d.value("skip_malformed", false)};
+  s.split = d.value("split", "pair");
+  if (s.split != "source" && s.split != "pair")
+    throw Error(fmt::format("run.json: 'data.split' is '{}' (expected source or pair)", s.split));
+  return s;
+}
+
+namespace {
+
+data::Corpus read_pairs(const std::string& path, const DataSpec& spec) {
+  auto c = data::read_tsv(path, spec.read);
+  if (spec.reverse)
+    for (auto& p : c.pairs) std::swap(p.source, p.target);
+  return c;
+}
+
+std::string skipped(const data::Corpus& c) {
+  return fmt::format(
+      "{}{}",
+      c.skipped_malformed ? fmt::format(", {} malformed lines skipped", c.skipped_malformed) : "",
+      c.skipped_long ? fmt::format(", {} long pairs dropped", c.skipped_long) : "");
+}
+
+}  // namespace
+
+TranslationData read_translation_data(const DataSpec& spec, uint64_t seed, int64_t limit) {
   TranslationData d;
-  if (!task.empty()) {
-    auto t = data::make_task(task, seed);
+  if (!spec.task.empty()) {
+    auto t = data::make_task(spec.task, seed);
     d.splits = std::move(t.splits);
     d.source_tokenizer = t.source_tokenizer;
     d.target_tokenizer = t.target_tokenizer;
-    d.description = fmt::format("task {}: {}", task, t.description);
+    d.description = fmt::format("task {}: {}", spec.task, t.description);
     d.is_task = true;
   } else {
-    auto c = data::read_tsv(corpus, read);
+    auto c = read_pairs(spec.corpus, spec);
     const auto n = static_cast<int64_t>(c.pairs.size());
-    d.splits = data::split_corpus(std::move(c.pairs), seed, corpus);
-    d.description = fmt::format(
-        "corpus {}: {} pairs{}{}", corpus, n,
-        c.skipped_malformed ? fmt::format(", {} malformed lines skipped", c.skipped_malformed) : "",
-        c.skipped_long ? fmt::format(", {} long pairs dropped", c.skipped_long) : "");
+    d.description =
+        fmt::format("corpus {}{}: {} pairs{}", spec.corpus,
+                    spec.reverse ? " (reversed: second column -> first)" : "", n, skipped(c));
+    if (spec.split == "pair") {
+      d.splits = data::split_corpus_by_pair(std::move(c.pairs), seed, spec.corpus);
+      d.report.push_back(
+          "held-out pairs shuffled one by one (a run from before the split by source)");
+    } else {
+      const int64_t held = data::held_out_size(n);
+      data::SplitReport r;
+      d.splits = data::split_by_source(std::move(c.pairs), spec.valid.empty() ? held : 0,
+                                       spec.test.empty() ? held : 0, seed, spec.corpus, &r);
+      d.report.push_back(fmt::format(
+          "{} distinct source sentences; {} pairs share their source with another (all kept, "
+          "each source in one split only)",
+          r.sources, r.repeated_pairs));
+      // The user's own held-out files: kept whole, and checked against what is trained on.
+      std::unordered_set<std::string> trained;
+      for (const auto& p : d.splits.train) trained.insert(data::source_key(p.source));
+      for (const auto& [path, into, name, sources] :
+           {std::tuple{&spec.valid, &d.splits.valid, "valid", r.valid_sources},
+            std::tuple{&spec.test, &d.splits.test, "test", r.test_sources}}) {
+        if (path->empty()) {
+          d.report.push_back(fmt::format("{}: {} pairs ({} sources) cut from the corpus", name,
+                                         into->size(), sources));
+          continue;
+        }
+        auto held_file = read_pairs(*path, spec);
+        *into = std::move(held_file.pairs);
+        int64_t seen = 0;
+        for (const auto& p : *into) seen += trained.count(data::source_key(p.source));
+        d.report.push_back(fmt::format(
+            "{}: {} pairs from {}{}{}", name, into->size(), *path, skipped(held_file),
+            seen ? fmt::format("; warning: {} of their sources are also in the training corpus",
+                               seen)
+                 : ""));
+      }
+    }
   }
   if (limit > 0 && static_cast<int64_t>(d.splits.train.size()) > limit)
     d.splits.train.resize(limit);

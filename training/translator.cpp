@@ -6,6 +6,7 @@
 
 #include "data/data.hpp"
 #include "training/run_dir.hpp"
+#include "training/translation_data.hpp"
 
 namespace anatomy::training {
 
@@ -26,6 +27,8 @@ Translator Translator::load(const std::string& dir) {
   // Either attention layout: a folder written by PyTorch (anatomy export) holds the book's.
   models::load_weights(*t.model, run.weights(), t.config);
   t.model->eval();
+  t.default_beam =
+      run.read_run().value("data", nlohmann::json::object()).contains("corpus") ? 4 : 1;
   t.bos = t.target->vocab().id("[BOS]");
   t.eos = t.target->vocab().id("[EOS]");
   return t;
@@ -78,6 +81,59 @@ std::vector<std::string> Translator::translate(const std::vector<std::string>& t
     out[i] = target->decode(g.tokens);
   }
   return out;
+}
+
+Tensor translation_loss(models::Seq2SeqTransformer& model, const data::Batch& b, float smoothing,
+                        const std::string& reduction) {
+  Tensor logits = model.forward(b.source, b.target_in);  // [B, T, V]
+  return cross_entropy(logits.reshape({-1, logits.size(-1)}), b.target_out.reshape({-1}),
+                       {.ignore_index = 0, .label_smoothing = smoothing, .reduction = reduction});
+}
+
+Metrics validate(Translator& tr, const Encoded& valid, int64_t max_tokens) {
+  NoGradGuard no_grad;
+  tr.model->eval();
+  double loss_sum = 0;
+  int64_t tokens = 0;
+  for (const auto& b :
+       data::make_batches(valid.src, valid.tgt, {.max_tokens = max_tokens, .shuffle = false})) {
+    loss_sum += translation_loss(*tr.model, b, 0.0f, "sum").item<double>();
+    tokens += b.target_tokens;
+  }
+  const auto hyps = tr.translate(valid.sources);
+  int64_t exact = 0;
+  for (size_t i = 0; i < hyps.size(); ++i)
+    exact += hyps[i] == tr.target->decode(tr.target->encode(valid.references[i]));
+  Metrics m;
+  m["valid_loss"] = loss_sum / static_cast<double>(std::max<int64_t>(tokens, 1));
+  m["bleu"] = data::corpus_bleu(hyps, {valid.references}).score;
+  m["exact_match"] =
+      100.0 * static_cast<double>(exact) / static_cast<double>(std::max<size_t>(hyps.size(), 1));
+  return m;
+}
+
+std::function<bool(const Metrics&, const Metrics&)> better_by(const std::string& select) {
+  auto lower_loss = [](const Metrics& a, const Metrics& b) {
+    return a["valid_loss"].get<double>() < b["valid_loss"].get<double>();
+  };
+  if (select == "loss") return lower_loss;
+  if (select == "bleu")
+    return [lower_loss](const Metrics& a, const Metrics& b) {
+      if (a["bleu"] != b["bleu"]) return a["bleu"].get<double>() > b["bleu"].get<double>();
+      return lower_loss(a, b);
+    };
+  if (select == "exact_match")
+    return [lower_loss](const Metrics& a, const Metrics& b) {
+      for (const char* key : {"exact_match", "bleu"})
+        if (a[key] != b[key]) return a[key].get<double>() > b[key].get<double>();
+      return lower_loss(a, b);
+    };
+  throw Error(fmt::format("unknown --select '{}' (bleu, loss or exact_match)", select));
+}
+
+std::string describe_select(const std::string& select) {
+  if (select == "exact_match") return "validation exact match";
+  return "validation " + (select == "bleu" ? std::string("BLEU") : select);
 }
 
 }  // namespace anatomy::training

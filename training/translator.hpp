@@ -3,10 +3,13 @@
 // `attention` and the tutorials use.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "data/batching.hpp"
 #include "models/models.hpp"
 #include "tokenizers/tokenizers.hpp"
 
@@ -18,6 +21,9 @@ struct Translator {
   std::shared_ptr<models::Seq2SeqTransformer> model;
   std::unique_ptr<text::Tokenizer> source, target;
   int64_t bos = 2, eos = 3;
+  // What `translate` and `evaluate` do without --beam: beam 4 for a corpus (as Marian and
+  // fairseq users expect), greedy for a toy task.
+  int64_t default_beam = 1;
 
   static Translator load(const std::string& dir);
   // Source ids, or an error when the text is longer than the model's positions.
@@ -25,6 +31,22 @@ struct Translator {
   std::vector<std::string> translate(const std::vector<std::string>& texts, int64_t beam = 1,
                                      float length_penalty = 0.6f, int64_t max_length = 0) const;
 };
+
+struct Encoded;
+using Metrics = nlohmann::ordered_json;
+
+// The loss of a batch of pairs (cross-entropy over target tokens, [PAD] ignored).
+Tensor translation_loss(models::Seq2SeqTransformer& model, const data::Batch& b, float smoothing,
+                        const std::string& reduction);
+// What every epoch of a translation run reports: validation loss (no smoothing), and BLEU and
+// exact match of greedy translations of the held-out pairs.
+Metrics validate(Translator& tr, const Encoded& valid, int64_t max_tokens);
+
+// The best checkpoint by `select`: "bleu" (ties: lower loss), "loss", or "exact_match" (ties:
+// BLEU, then loss; for outputs of a word or two, whose BLEU is 0 whatever their quality).
+std::function<bool(const Metrics& now, const Metrics& best)> better_by(const std::string& select);
+// "validation BLEU", "validation loss", "validation exact match".
+std::string describe_select(const std::string& select);
 
 // "12.3k", "1.2M" for tokens/s.
 std::string human(double x);
