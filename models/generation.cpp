@@ -120,16 +120,20 @@ Generated beam_search(Seq2SeqTransformer& model, const Tensor& source_ids, int64
       rows.push_back(b);
       tokens.push_back(v);
     }
-    // Stop once beam_size hypotheses have ended (then the best is chosen among them and the
-    // open beams by length-normalized score).
-    if (static_cast<int64_t>(finished.size()) >= beam_size) break;
+    // Stop once beam_size hypotheses have ended; the best is chosen among them. The open beams
+    // do not compete: cut short, their log-probability lacks the terms of the tokens still to
+    // come, which would make a half sentence look better than every finished one.
+    if (static_cast<int64_t>(finished.size()) >= beam_size) {
+      beams.clear();
+      break;
+    }
     beams = next;
     if (beams.empty()) break;
     const Tensor row_index = from_vector(rows, {static_cast<int64_t>(rows.size())});
     reorder(cache, row_index);
     last = from_vector(tokens, {static_cast<int64_t>(tokens.size()), 1});
   }
-  for (const auto& h : beams) finished.push_back(h);  // unfinished at max_length
+  for (const auto& h : beams) finished.push_back(h);  // still open at max_length
   const Hyp* best = nullptr;
   float best_score = -INFINITY;
   for (const auto& h : finished) {

@@ -1,4 +1,7 @@
 // The chapter's shapes, masks, the KV cache, configs and input validation.
+#include <functional>
+#include <map>
+#include <numeric>
 #include "helpers.hpp"
 #include "models/models.hpp"
 
@@ -205,6 +208,116 @@ TEST_CASE("sampling is reproducible and respects top-k") {
   CHECK(a.tokens.size() == 8);
   auto c = generate(lm, {1}, 30, {.temperature = 0.0f});  // past max positions: a sliding window
   CHECK(c.tokens.size() == 30);
+  // Every sampled token is among the 3 most likely after its prefix.
+  NoGradGuard no_grad;
+  std::vector<int64_t> seq{1};
+  for (int64_t t : a.tokens) {
+    const auto p = softmax(lm.forward(from_vector(seq, {1, static_cast<int64_t>(seq.size())}))
+                               .select(0, 0)
+                               .select(0, static_cast<int64_t>(seq.size()) - 1),
+                           -1)
+                       .to_vector();
+    int64_t above = 0;
+    for (float q : p) above += q > p[static_cast<size_t>(t)];
+    CHECK_MESSAGE(above < 3, "token ", t, " has rank ", above);
+    seq.push_back(t);
+  }
+}
+
+TEST_CASE("top-k and top-p draw from exactly the kept tokens, in proportion") {
+  manual_seed(8);
+  TransformerForCausalLM lm(small());
+  lm.eval();
+  NoGradGuard no_grad;
+  // A sharp distribution (temperature 0.3) over the 20 tokens after the prompt {2, 5}.
+  const float temperature = 0.3f;
+  auto p =
+      softmax(lm.forward(tensor({{2, 5}})).select(0, 0).select(0, 1) / temperature, -1).to_vector();
+  std::vector<int64_t> order(p.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return p[x] > p[y]; });
+  auto draw = [&](const SamplingOptions& o, int n) {
+    std::map<int64_t, int> counts;
+    manual_seed(9);
+    for (int i = 0; i < n; ++i) ++counts[generate(lm, {2, 5}, 1, o).tokens[0]];
+    return counts;
+  };
+  // top-k 2: only the two most likely tokens, in the ratio of their probabilities.
+  const int n = 2000;
+  auto k2 = draw({.temperature = temperature, .top_k = 2}, n);
+  CHECK(k2.size() == 2);
+  const double share = p[order[0]] / (p[order[0]] + p[order[1]]);
+  // Binomial standard deviation at n = 2000 is at most 1.2%; 5 of them is far from chance.
+  CHECK(std::abs(k2[order[0]] / static_cast<double>(n) - share) < 0.06);
+  CHECK(k2[order[0]] + k2[order[1]] == n);
+  // top-p: the smallest prefix of the sorted tokens whose mass reaches top_p.
+  const float top_p = static_cast<float>(p[order[0]] + 0.5 * p[order[1]]);  // needs two tokens
+  auto nucleus = draw({.temperature = temperature, .top_p = top_p}, 400);
+  CHECK(nucleus.size() == 2);
+  CHECK(nucleus.count(order[0]) == 1);
+  CHECK(nucleus.count(order[1]) == 1);
+  // top-p below the first token's mass keeps that one token: greedy.
+  auto one = draw({.temperature = temperature, .top_p = static_cast<float>(p[order[0]] * 0.5)}, 50);
+  CHECK(one.size() == 1);
+  CHECK(one.count(order[0]) == 1);
+}
+
+TEST_CASE("beam search finds the best-scoring sequence, with GNMT's length penalty") {
+  // A model small enough to score every output: 6 target tokens, outputs of up to 3.
+  auto c = small();
+  c.target_vocab_size = 6;
+  manual_seed(10);
+  Seq2SeqTransformer s2s(c);
+  s2s.eval();
+  NoGradGuard no_grad;
+  const Tensor src = tensor({{5, 6, 7}});
+  const int64_t bos = 1, eos = 2, max_length = 3;
+  // log P(tokens [, eos]) by teacher forcing, without the cache.
+  auto logp = [&](const std::vector<int64_t>& tokens, bool ended) {
+    std::vector<int64_t> in{bos};
+    in.insert(in.end(), tokens.begin(), tokens.end());
+    auto lp = log_softmax(
+        s2s.forward(src, from_vector(in, {1, static_cast<int64_t>(in.size())})).select(0, 0), -1);
+    double total = 0;
+    for (size_t i = 0; i < tokens.size(); ++i)
+      total += lp.select(0, static_cast<int64_t>(i)).select(0, tokens[i]).item<double>();
+    if (ended)
+      total += lp.select(0, static_cast<int64_t>(tokens.size())).select(0, eos).item<double>();
+    return total;
+  };
+  for (const float alpha : {0.0f, 0.6f, 2.0f}) {
+    // Every candidate: up to max_length - 1 tokens then [EOS], or max_length tokens unfinished.
+    double best = -1e30;
+    std::vector<int64_t> best_tokens;
+    std::function<void(std::vector<int64_t>)> visit = [&](std::vector<int64_t> tokens) {
+      const bool full = static_cast<int64_t>(tokens.size()) == max_length;
+      const double len = static_cast<double>(tokens.size()) + (full ? 0 : 1);
+      const double score = logp(tokens, !full) / (alpha == 0 ? 1 : std::pow((5 + len) / 6, alpha));
+      if (score > best) best = score, best_tokens = tokens;
+      if (full) return;
+      for (int64_t v = 0; v < 6; ++v)
+        if (v != eos) {
+          auto next = tokens;
+          next.push_back(v);
+          visit(next);
+        }
+    };
+    visit({});
+    CAPTURE(alpha);
+    // A beam wide enough to keep everything is exhaustive search.
+    const auto wide = beam_search(s2s, src, bos, eos, max_length, 400, alpha);
+    CHECK(wide.tokens == best_tokens);
+    CHECK(wide.score == doctest::Approx(best).epsilon(1e-4));
+    // A narrow beam: whatever it returns, its score is that sequence's true normalized score,
+    // and no better than the best.
+    const auto narrow = beam_search(s2s, src, bos, eos, max_length, 2, alpha);
+    const bool full = static_cast<int64_t>(narrow.tokens.size()) == max_length;
+    const double len = static_cast<double>(narrow.tokens.size()) + (full ? 0 : 1);
+    CHECK(narrow.score == doctest::Approx(logp(narrow.tokens, !full) /
+                                          (alpha == 0 ? 1 : std::pow((5 + len) / 6, alpha)))
+                              .epsilon(1e-4));
+    CHECK(narrow.score <= best + 1e-4);
+  }
 }
 
 TEST_CASE("bad inputs give clear errors") {
@@ -247,4 +360,37 @@ TEST_CASE("bad inputs give clear errors") {
         book.forward(randn({1, 2, 16}), randn({1, 2, 16}), Tensor(), cache, false);
       },
       {"KV cache", "fused"});
+}
+
+TEST_CASE("combine_masks: both masks at once, an undefined one meaning none") {
+  Tensor pad = tensor({{{1.0f, 1.0f, 0.0f}}});  // [1, 1, 3]
+  Tensor causal = tensor({{1.0f, 0.0f, 0.0f}, {1.0f, 1.0f, 0.0f}, {1.0f, 1.0f, 1.0f}});  // [3, 3]
+  const auto both = combine_masks(pad, causal);
+  CHECK(both.sizes() == Shape{1, 3, 3});
+  CHECK(both.to_vector() == std::vector<float>{1, 0, 0, 1, 1, 0, 1, 1, 0});
+  CHECK(combine_masks(Tensor(), causal).is_same(causal));
+  CHECK(combine_masks(pad, Tensor()).is_same(pad));
+  CHECK_FALSE(combine_masks(Tensor(), Tensor()).defined());
+}
+
+TEST_CASE("share_embeddings: one table for source and target, trained as one") {
+  auto c = small();
+  c.target_vocab_size = c.vocab_size;
+  c.share_embeddings = true;
+  Seq2SeqTransformer shared(c);
+  c.share_embeddings = false;
+  Seq2SeqTransformer separate(c);
+  // One table fewer to learn.
+  CHECK(separate.num_parameters() - shared.num_parameters() == c.vocab_size * c.hidden_size);
+  Tensor& enc = shared.encoder->embeddings->token_embeddings->weight;
+  Tensor& dec = shared.decoder->embeddings->token_embeddings->weight;
+  CHECK(enc.is_same(dec));
+  // A gradient through the decoder's embedding reaches the one table.
+  shared.train();
+  shared.forward(tensor({{3, 4}}), tensor({{5, 6}})).sum().backward();
+  REQUIRE(enc.grad().defined());
+  CHECK(enc.grad().abs().select(0, 5).sum().item() > 0.0f);  // a target-only token
+  auto bad = small();
+  bad.share_embeddings = true;  // 30 source tokens, 20 target tokens
+  check_error([&] { bad.validate(); }, {"share_embeddings", "one vocabulary"});
 }
