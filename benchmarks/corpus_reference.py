@@ -192,8 +192,8 @@ def main():
                     help="the anatomy program (for tokenize and bleu)")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
-    if a.threads:
-        torch.set_num_threads(a.threads)
+    # Both cores, as anatomy uses them by default (Debian's torch starts with one thread here).
+    torch.set_num_threads(a.threads or os.cpu_count())
     torch.manual_seed(a.seed)
     rng = random.Random(a.seed)
     run = lambda name: os.path.join(a.run, name)

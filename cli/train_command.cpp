@@ -31,8 +31,8 @@ Runner add_train_command(CLI::App& app) {
                   "corpus, exact_match for a task)")
       ->check(CLI::IsMember({"bleu", "loss", "exact_match"}));
   cmd->add_option("--average", o->average,
-                  "average the last N evaluated models at the end; kept if better (default: 5 "
-                  "for a corpus, 0 for a task)")
+                  "average the last N evaluated models at the end; kept if it validates better "
+                  "(default 0: none)")
       ->check(in_range(0, 100));
   cmd->add_option("--text", o->text, "a UTF-8 text file (--task lm)");
   cmd->add_option("--out", o->out, "the run folder: checkpoints, tokenizers, loss curve")

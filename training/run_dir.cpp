@@ -118,7 +118,7 @@ void check_run_json(const nlohmann::json& run, const std::string& where) {
                   {"limit", Type::Int, 0, 1e9},
                   {"early_stop", Type::Bool},
                   {"select", Type::String},
-                  {"average", Type::Int, -1, 1e6}},
+                  {"average", Type::Int, 0, 1e6}},
                  where, "options.");
   // Metrics are finite numbers (or flags): the trainer never writes a NaN, which JSON would
   // hold as null.

@@ -17,7 +17,7 @@ struct TrainOptions {
   std::string valid, test;  // held-out TSV files of the user's own (instead of a cut of --corpus)
   bool reverse = false;     // translate the corpus's second column into its first
   std::string select;       // the best checkpoint by: bleu | loss | exact_match; empty: the data's
-  int64_t average = -1;     // average the last N checkpoints at the end (0, 1: no; -1: the data's)
+  int64_t average = 0;      // average the last N evaluated models at the end (0, 1: no)
   std::string config_file;  // a config.json for the model (instead of --preset)
   std::vector<std::string> set;  // config overrides, "hidden_size=256", applied last
   int64_t epochs = 0;            // 0: the task's default
