@@ -156,19 +156,22 @@ std::pair<Tensor, Tensor> max_or_min(const char* op, const Tensor& a, int64_t di
 }  // namespace
 
 Tensor sum(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
+  // PyTorch's names: x.sum() is SumBackward0, x.sum(dim) SumBackward1 (even over every dim).
+  const char* name = dims.empty() ? "SumBackward0" : "SumBackward1";
   Plan p = make_plan("sum", a, std::move(dims), keepdim);
   Tensor out = reduce_kernel(p, simd::sum, [](auto u, auto v) { return u + v; });
-  return record(out, "SumBackward1", {a}, [p, shape = a.shape()](const Tensor& g) {
+  return record(out, name, {a}, [p, shape = a.shape()](const Tensor& g) {
     return std::vector<Tensor>{expand_back(g, p, shape)};  // d(Σx)/dx_i = 1
   });
 }
 
 Tensor mean(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
+  const char* name = dims.empty() ? "MeanBackward0" : "MeanBackward1";
   Plan p = make_plan("mean", a, std::move(dims), keepdim);
   const auto count = static_cast<float>(p.R);
   Tensor out = reduce_kernel(p, simd::sum, [](auto u, auto v) { return u + v; });
   for (float* v = out.data(); v != out.data() + out.numel(); ++v) *v /= count;  // as torch rounds
-  return record(out, "MeanBackward1", {a}, [p, count, shape = a.shape()](const Tensor& g) {
+  return record(out, name, {a}, [p, count, shape = a.shape()](const Tensor& g) {
     return std::vector<Tensor>{expand_back(g / count, p, shape)};  // d(Σx/n)/dx_i = 1/n
   });
 }

@@ -34,6 +34,12 @@ TEST_CASE("requires_grad propagates as in PyTorch") {
   CHECK_FALSE(y.is_leaf());
   CHECK(w.is_leaf());
   CHECK(y.grad_fn()->name == "MulBackward0");
+  // PyTorch names the full reduction 0 and the one over given dims 1 (even over all of them).
+  CHECK(w.sum().grad_fn()->name == "SumBackward0");
+  CHECK(w.sum({1}).grad_fn()->name == "SumBackward1");
+  CHECK(w.sum({0, 1}).grad_fn()->name == "SumBackward1");
+  CHECK(w.mean().grad_fn()->name == "MeanBackward0");
+  CHECK(w.mean({0}).grad_fn()->name == "MeanBackward1");
   CHECK_FALSE(y.detach().requires_grad());
   CHECK(y.detach().is_leaf());
   check_error([&] { tensor({1, 2}).requires_grad_(); }, {"floating point"});
@@ -141,4 +147,12 @@ TEST_CASE("dropout: mask statistics, scaling, eval identity, seeded") {
   CHECK(dropout(x, 0.1f, true).to_vector() == v);
   CHECK(dropout(x, 0.1f, false).is_same(x));
   CHECK(dropout(x, 1.0f, true).sum().item() == 0.0f);
+  // Backward passes the gradient through the same mask with the same scale: for an input of
+  // ones, the gradient of the sum is the output itself.
+  Tensor w = ones({1000}).requires_grad_();
+  manual_seed(6);
+  Tensor d = dropout(w, 0.25f, true);
+  d.sum().backward();
+  CHECK(w.grad().to_vector() == d.detach().to_vector());
+  CHECK(d.detach().min().item() == 0.0f);  // some were dropped
 }
