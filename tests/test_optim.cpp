@@ -5,34 +5,61 @@
 using namespace anatomy;
 using testing::check_error;
 
-TEST_CASE("Noam schedule: the paper's warmup then inverse square root") {
-  Tensor w = zeros({1}).requires_grad_();
-  nn::Adam opt({w}, {.lr = 1.0});
-  nn::NoamSchedule sched(opt, 512, 4000);
-  // 512^-0.5 · min(s^-0.5, s · 4000^-1.5)
-  CHECK(opt.lr() == doctest::Approx(1.746928e-7).epsilon(1e-5));  // step 0 counts as 1
-  sched.step();
-  CHECK(opt.lr() == doctest::Approx(1.746928e-7).epsilon(1e-5));
-  CHECK(sched.lr_at(4000) == doctest::Approx(6.987712e-4).epsilon(1e-5));  // the peak
-  CHECK(sched.lr_at(16000) == doctest::Approx(3.493856e-4).epsilon(1e-5));
-  CHECK(sched.lr_at(2000) < sched.lr_at(4000));
-  CHECK(sched.lr_at(8000) < sched.lr_at(4000));
+namespace {
+
+// Every step of a schedule against torch's LambdaLR (tests/parity/make_golden_schedules.py), to a
+// relative 1e-6: a schedule off by one step, or a wrong exponent, is far outside it.
+void check_against_torch(nn::LRScheduler& sched, nn::Optimizer& opt, const std::string& name) {
+  static const auto golden =
+      load_safetensors(testing::test_path("parity/golden/schedules.safetensors")).tensors;
+  const auto want = golden.at(name).to_vector();
+  int64_t wrong = 0;
+  for (size_t step = 0; step < want.size(); ++step) {
+    if (step > 0) sched.step();
+    const double got = opt.lr(), w = want[step];
+    const bool ok = w == 0 ? got == 0 : std::abs(got - w) <= 1e-6 * std::abs(w);
+    if (!ok && wrong++ < 5)
+      FAIL_CHECK(name << " step " << step << ": " << got << " vs torch " << w);
+  }
+  CHECK_MESSAGE(wrong == 0, name);
 }
 
-TEST_CASE("warmup then linear or cosine decay, and constant") {
+}  // namespace
+
+TEST_CASE("Noam schedule: every step as torch's LambdaLR with the paper's formula") {
+  Tensor w = zeros({1}).requires_grad_();
+  nn::Adam opt({w}, {.lr = 1.0});
+  nn::NoamSchedule paper(opt, 512, 4000);
+  // 512^-0.5 · min(s^-0.5, s · 4000^-1.5), step 0 counting as 1: by hand at three steps ...
+  CHECK(opt.lr() == doctest::Approx(1.746928e-7).epsilon(1e-6).scale(0));
+  CHECK(paper.lr_at(4000) == doctest::Approx(6.987712e-4).epsilon(1e-6).scale(0));  // the peak
+  CHECK(paper.lr_at(16000) == doctest::Approx(3.493856e-4).epsilon(1e-6).scale(0));
+  // ... and at every one of 20000 steps against PyTorch.
+  check_against_torch(paper, opt, "noam_paper");
+  // The schedule `anatomy train --corpus` uses: d_model 128, warmup 400, peak 1e-3.
+  Tensor v = zeros({1}).requires_grad_();
+  nn::AdamW opt2({v}, {.lr = 1.0});
+  nn::NoamSchedule corpus(opt2, 128, 400, 1e-3 * std::sqrt(128.0 * 400.0));
+  CHECK(corpus.lr_at(400) == doctest::Approx(1e-3).epsilon(1e-9).scale(0));
+  check_against_torch(corpus, opt2, "noam_corpus");
+}
+
+TEST_CASE("warmup then linear or cosine decay (Hugging Face's, nanoGPT's), and constant") {
   Tensor w = zeros({1}).requires_grad_();
   nn::SGD opt({w}, {.lr = 0.5});
   nn::WarmupDecaySchedule lin(opt, 1e-3, 100, 1100);
   CHECK(opt.lr() == 0.0);
-  CHECK(lin.lr_at(50) == doctest::Approx(5e-4));
-  CHECK(lin.lr_at(100) == doctest::Approx(1e-3));
-  CHECK(lin.lr_at(600) == doctest::Approx(5e-4));
-  CHECK(lin.lr_at(1100) == doctest::Approx(0.0));
-  CHECK(lin.lr_at(5000) == doctest::Approx(0.0));
-  nn::WarmupDecaySchedule cos(opt, 1e-3, 0, 1000, nn::WarmupDecaySchedule::Decay::Cosine, 1e-4);
-  CHECK(cos.lr_at(0) == doctest::Approx(1e-3));
-  CHECK(cos.lr_at(500) == doctest::Approx(5.5e-4));
-  CHECK(cos.lr_at(1000) == doctest::Approx(1e-4));
+  CHECK(lin.lr_at(50) == doctest::Approx(5e-4).epsilon(1e-9).scale(0));
+  CHECK(lin.lr_at(600) == doctest::Approx(5e-4).epsilon(1e-9).scale(0));
+  CHECK(lin.lr_at(5000) == 0.0);
+  check_against_torch(lin, opt, "linear");
+  nn::SGD opt2({w}, {.lr = 0.5});
+  nn::WarmupDecaySchedule cos(opt2, 1e-3, 50, 1000, nn::WarmupDecaySchedule::Decay::Cosine);
+  check_against_torch(cos, opt2, "cosine");
+  nn::SGD opt3({w}, {.lr = 0.5});
+  nn::WarmupDecaySchedule floor(opt3, 1e-3, 100, 2000, nn::WarmupDecaySchedule::Decay::Cosine,
+                                1e-4);
+  check_against_torch(floor, opt3, "cosine_floor");
   nn::ConstantSchedule c(opt, 0.25);
   CHECK(opt.lr() == 0.25);
   c.step();

@@ -19,8 +19,21 @@ torch.manual_seed(0)
 out = {}
 
 
+def randomize_norms(module):
+    """Norms start as gain 1, shift 0: a model that ignored its loaded norm weights would pass
+    with them. Random ones make every norm's weights count."""
+    with torch.no_grad():
+        for m in module.modules():
+            if "Norm" in type(m).__name__:
+                if getattr(m, "weight", None) is not None:
+                    m.weight.copy_(1 + 0.3 * torch.randn_like(m.weight))
+                if getattr(m, "bias", None) is not None:
+                    m.bias.copy_(0.3 * torch.randn_like(m.bias))
+
+
 def case(name, module, inputs, call=None):
     module.eval()
+    randomize_norms(module)
     for k, v in module.state_dict().items():
         out[f"{name}.param.{k}"] = v
     inputs = [x.clone().requires_grad_() if x.is_floating_point() and not getattr(x, "is_mask", False) else x
