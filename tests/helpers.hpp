@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -21,6 +22,20 @@ inline std::string test_path(const std::string& relative) {
 // ../shared/data as seen from the repository root (CI has it; elsewhere tests skip).
 inline std::string shared_data(const std::string& relative) {
   return std::string(ANATOMY_TEST_DIR) + "/../../shared/data/" + relative;
+}
+
+// Whether ../shared/data holds `relative`. When it does not, the test skips with a message, or
+// fails with ANATOMY_REQUIRE_SHARED_DATA=1 (.ci/run sets it): a CI run without the data must not
+// pass without testing the BERT vectors, the Hugging Face cases and sacreBLEU.
+inline bool have_shared_data(const std::string& relative) {
+  const std::string path = shared_data(relative);
+  if (std::filesystem::exists(path)) return true;
+  const char* required = std::getenv("ANATOMY_REQUIRE_SHARED_DATA");
+  if (required != nullptr && std::string(required) == "1")
+    FAIL_CHECK(path << " is absent, and ANATOMY_REQUIRE_SHARED_DATA=1 requires it");
+  else
+    MESSAGE("skipped: ", path, " is absent (../shared/data not beside the repository)");
+  return false;
 }
 
 // The tensors of a golden file whose names start with prefix, named without it (a module's

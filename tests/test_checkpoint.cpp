@@ -171,7 +171,7 @@ TEST_CASE("checkpoint averaging: the element-wise mean, and files that do not ma
                        doctest::Contains("average_other"), Error);
 }
 
-TEST_CASE("a run's data spec round-trips through run.json; older runs split by pair") {
+TEST_CASE("a run's data spec round-trips through run.json, and older runs split by pair") {
   training::DataSpec s;
   s.corpus = "c.tsv";
   s.valid = "v.tsv";

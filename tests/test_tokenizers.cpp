@@ -13,21 +13,14 @@ using testing::check_error;
 namespace {
 
 std::optional<nlohmann::json> shared_json(const std::string& relative) {
+  if (!testing::have_shared_data(relative)) return std::nullopt;
   std::ifstream f(testing::shared_data(relative));
-  if (!f) {
-    MESSAGE("skipped: ", testing::shared_data(relative),
-            " is absent (../shared/data not beside the repository)");
-    return std::nullopt;
-  }
   return nlohmann::json::parse(f);
 }
 
 std::optional<BertTokenizer> bert_base() {
+  if (!testing::have_shared_data("bert-base-uncased/vocab.txt")) return std::nullopt;
   const std::string path = testing::shared_data("bert-base-uncased/vocab.txt");
-  if (!std::filesystem::exists(path)) {
-    MESSAGE("skipped: ", path, " is absent");
-    return std::nullopt;
-  }
   static const Vocabulary vocab = Vocabulary::load(path);
   return BertTokenizer(vocab);
 }

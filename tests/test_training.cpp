@@ -74,6 +74,30 @@ TEST_CASE("a short training run learns, writes its folder, and translates") {
   auto b = run("translate --checkpoint " + dir + " --beam 1 \"c d e f g\" \"t s r\"");
   CHECK(g.output == b.output);
   CHECK(run("translate --checkpoint " + dir + " --beam 4 \"c d e f g\"").code == 0);
+  // --file: one translation per line, the same as the arguments.
+  std::ofstream(dir + "/inputs.txt") << "c d e f g\nt s r\n";
+  auto f = run("translate --checkpoint " + dir + " --beam 1 --file " + dir + "/inputs.txt");
+  REQUIRE_MESSAGE(f.code == 0, f.output);
+  CHECK(f.output == b.output);
+  // The attention page of the trained model: a self-contained HTML file with the tokens.
+  auto a = run("attention --checkpoint " + dir + " --out " + dir + "/attention.html \"c d e\"");
+  REQUIRE_MESSAGE(a.code == 0, a.output);
+  const std::string page = bytes(dir + "/attention.html");
+  CHECK(page.find("<html") != std::string::npos);
+  CHECK(page.find("<script") != std::string::npos);
+  for (const char* token : {"\"▁c\"", "\"▁d\"", "\"▁e\""})  // the input, as the model reads it
+    CHECK_MESSAGE(page.find(token) != std::string::npos, token);
+}
+
+TEST_CASE("the majority task trains an encoder with a classification head") {
+  const std::string dir = fresh_dir("majority");
+  auto r = run("train --task majority --epochs 2 --out " + dir);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  std::ifstream meta_file(dir + "/run.json");
+  const auto meta = nlohmann::json::parse(meta_file);
+  REQUIRE(meta["history"].size() == 2);
+  // Better than chance (two classes) after two epochs.
+  CHECK(meta["best"]["accuracy"].get<double>() > 60.0);
 }
 
 // With the paper's schedule, whose value at a step does not depend on the planned number of
@@ -174,11 +198,8 @@ TEST_CASE("bleu and tokenize commands") {
   CHECK(run(fmt::format("bleu {0}/hyp.txt {0}/short.txt", dir)).output.find("has 1 lines") !=
         std::string::npos);
 
+  if (!testing::have_shared_data("bert-base-uncased/vocab.txt")) return;
   const std::string vocab = testing::shared_data("bert-base-uncased/vocab.txt");
-  if (!std::filesystem::exists(vocab)) {
-    MESSAGE("skipped the tokenize command: ", vocab, " is absent");
-    return;
-  }
   auto t = run("tokenize --vocab " + vocab + " \"time flies like an arrow\"");
   CHECK(t.output == "time flies like an arrow\t2051 10029 2066 2019 8612\n");
   auto tj = run("tokenize --vocab " + vocab + " --format json \"I like strawberries\"");

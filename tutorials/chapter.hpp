@@ -2,6 +2,7 @@
 // and the bert-base-uncased config.
 #pragma once
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "models/models.hpp"
@@ -33,6 +34,12 @@ inline text::BertTokenizer bert_tokenizer(const Tutorial& t, bool& real) {
     fmt::print("(vocabulary: {})\n", path);
     return text::BertTokenizer::from_vocab_file(path);
   }
+  // CI sets this: a run without the data must not pass on the small vocabulary below.
+  if (const char* required = std::getenv("ANATOMY_REQUIRE_SHARED_DATA");
+      required != nullptr && std::string(required) == "1")
+    throw Error(
+        "bert-base-uncased's vocab.txt was not found, and ANATOMY_REQUIRE_SHARED_DATA=1 requires "
+        "it (pass --vocab PATH or put ../shared/data beside the repository)");
   fmt::print(
       "(bert-base-uncased's vocab.txt was not found: pass --vocab PATH or put ../shared/data "
       "beside the\n"
