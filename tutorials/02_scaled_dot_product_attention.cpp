@@ -50,5 +50,25 @@ int main(int argc, char** argv) {
   auto [fused, fused_weights] = models::scaled_dot_product_attention(query, key, value);
   t.check((fused - attn_outputs).abs().max().item() < 1e-4f,
           "models::scaled_dot_product_attention computes the same");
+
+  t.section("By hand: queries, keys and values that differ");
+  // With query = key every token matches itself best whatever the formula does; two tokens in
+  // two dimensions, worked out on paper, show each step.
+  Tensor q = tensor({{{1.0f, 0.0f}, {0.0f, 2.0f}}});
+  Tensor k = tensor({{{1.0f, 1.0f}, {0.0f, 1.0f}}});
+  Tensor v = tensor({{{1.0f, 2.0f}, {3.0f, 4.0f}}});
+  fmt::print(
+      "Q = [[1, 0], [0, 2]], K = [[1, 1], [0, 1]], V = [[1, 2], [3, 4]], d_k = 2\n"
+      "Q Kᵀ = [[1·1 + 0·1, 1·0 + 0·1], [0·1 + 2·1, 0·0 + 2·1]] = [[1, 0], [2, 2]]\n"
+      "/ √2 = [[0.7071, 0], [1.4142, 1.4142]]\n"
+      "softmax: row 1 = [e^0.7071, e^0] / (e^0.7071 + 1) = [0.6698, 0.3302]; row 2 = [0.5, 0.5]\n"
+      "weights · V: row 1 = 0.6698·[1, 2] + 0.3302·[3, 4] = [1.6605, 2.6605]; row 2 = [2, 3]\n\n");
+  auto [by_hand, hand_weights] = models::scaled_dot_product_attention(q, k, v);
+  fmt::print("models::scaled_dot_product_attention(Q, K, V)\n{}\n", by_hand);
+  t.check((hand_weights - tensor({{{0.6698f, 0.3302f}, {0.5f, 0.5f}}})).abs().max().item() < 1e-4f,
+          "the weights are the ones worked out by hand");
+  t.check((by_hand - tensor({{{1.6605f, 2.6605f}, {2.0f, 3.0f}}})).abs().max().item() < 1e-4f,
+          "the output is the one worked out by hand (without the √d_k it would be [1.5379, "
+          "2.5379]; with K Qᵀ, [2.3395, 3.3395])");
   return t.finish();
 }
