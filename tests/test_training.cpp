@@ -286,6 +286,8 @@ TEST_CASE("corpus runs: --valid/--test files, --reverse, --select, and checkpoin
   CHECK(meta["data"]["reverse"] == true);
   CHECK(meta["data"]["split"] == "source");
   CHECK(meta["options"]["select"] == "loss");
+  std::ifstream config_file(dir + "/config.json");
+  CHECK(nlohmann::json::parse(config_file)["initializer_range"] == 0.06);  // a corpus's init
   // The last two evaluated models are kept for averaging, no more.
   std::vector<std::string> kept;
   for (const auto& e : std::filesystem::directory_iterator(dir + "/checkpoints"))

@@ -135,6 +135,10 @@ int train_translation(const TrainOptions& o) {
       c.pre_layer_norm = true;
       c.final_layer_norm = true;
       c.tie_word_embeddings = true;
+      // A corpus trains from a larger init: std 0.06, near Xavier's for these sizes (what
+      // nn.Transformer uses). On Tatoeba, 2 epochs reached validation BLEU 14.4 with it, 4.2 with
+      // BERT's 0.02 and 10.1 with 0.1. The toy tasks keep 0.02, which they were tuned with.
+      if (!d.is_task) c.initializer_range = 0.06;
     });
     config.vocab_size = src_tok->vocab().size();  // the tokenizers decide these
     config.target_vocab_size = tgt_tok->vocab().size();
