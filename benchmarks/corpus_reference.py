@@ -187,13 +187,27 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--run", required=True, help="an anatomy train --corpus run folder")
     ap.add_argument("--time-budget", type=float, default=900, help="seconds of training")
-    ap.add_argument("--threads", type=int, default=0, help="torch threads (default: all cores)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads (default 1: PyTorch's fastest at these sizes here)")
     ap.add_argument("--anatomy", default="build/release/cli/anatomy",
                     help="the anatomy program (for tokenize and bleu)")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
-    # Both cores, as anatomy uses them by default (Debian's torch starts with one thread here).
-    torch.set_num_threads(a.threads or os.cpu_count())
+    # One torch thread is PyTorch's fastest here: a training step of the 3M-parameter model took
+    # 0.26 s at 1 thread and 0.54 s at 2 (and W1 of the Speed section agrees). OpenBLAS runs its
+    # products on its own threads.
+    torch.set_num_threads(a.threads)
+    # Debian's torch calls whatever libblas.so.3 is installed; the reference BLAS is some 100x
+    # slower than OpenBLAS, which would make this reference meaningless.
+    x = torch.randn(512, 512)
+    t0 = time.time()
+    for _ in range(5):
+        x @ x
+    gflops = 5 * 2 * 512 ** 3 / (time.time() - t0) / 1e9
+    if gflops < 10:
+        sys.exit(f"corpus_reference: torch multiplies at {gflops:.1f} GFLOP/s: libblas.so.3 is "
+                 "the reference BLAS. Install OpenBLAS (cmake/install-deps.sh bench, or apt-get "
+                 "install libopenblas0-pthread) and run again.")
     torch.manual_seed(a.seed)
     rng = random.Random(a.seed)
     run = lambda name: os.path.join(a.run, name)
