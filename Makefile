@@ -3,7 +3,7 @@
 #   make test    the whole test suite (what CI runs)
 PRESET ?= release
 
-.PHONY: demo test build deps bench golden format asan sanitize fuzz length-generalization exercises exercise-start exercise clean
+.PHONY: demo test build deps bench golden format asan sanitize fuzz mutation length-generalization exercises exercise-start exercise clean
 
 deps:
 	@cmake/install-deps.sh core
@@ -51,6 +51,15 @@ sanitize:
 	ctest --preset sanitize -j2
 	fuzz/run.sh build/sanitize/fuzz 10
 
+# Mutation testing (tools/mutation.py): COUNT mutants per folder, sampled by SEED, each built and
+# tested in a copy under build/mutation; the report is build/mutation/report.md.
+COUNT ?= 20
+SEED ?= 1
+FOLDERS ?= autograd,nn,models,tokenizers,data,training,cli
+mutation:
+	@cmake/install-deps.sh core
+	/usr/bin/python3 tools/mutation.py --count $(COUNT) --seed $(SEED) --folders $(FOLDERS)
+
 # Exercises (exercises/README.md). A student's copy lives outside the repository:
 #   make exercise-start NAME=01_tanh DIR=~/anatomy-exercises   copies the skeleton to DIR/01_tanh.cpp
 #   make exercise NAME=01_tanh DIR=~/anatomy-exercises         builds the checker with it and runs it
@@ -96,6 +105,7 @@ golden:
 	/usr/bin/python3 tests/parity/make_golden_models.py
 	/usr/bin/python3 tests/parity/make_golden_run.py
 	/usr/bin/python3 tests/parity/make_golden_train.py
+	/usr/bin/python3 tests/parity/make_golden_schedules.py
 	/usr/bin/python3 tests/parity/make_golden_attention.py
 	/usr/bin/python3 exercises/make_golden.py
 

@@ -1,0 +1,345 @@
+#!/usr/bin/python3
+"""Mutation testing: which wrong code would the test suite let through?
+
+It makes one small change at a time to the library's source (a mutant: `+` for `-`, `<=` for
+`<`, a constant 0.5 -> 1, a term dropped from a formula, a dimension index moved, a loop bound off
+by one, ...), rebuilds incrementally, and runs the tests. A mutant the tests fail on is killed;
+one they pass survived: wrong code the suite cannot tell from right code. The score of a folder
+is killed / (killed + survived); a mutant that does not compile is stillborn and not counted, one
+whose tests outrun the timeout counts as killed (it hangs: a student would notice) and is listed.
+
+It works on a copy of the repository (build/mutation/src, its own build tree), never on your
+files, samples `--count` mutants per folder (`--seed` fixes which), and writes
+build/mutation/report.md and report.json: the score per folder and per file, and every survivor
+as file:line with the mutation.
+
+Mutants that cannot change behaviour (equivalent mutants) are listed with the reason in
+tools/mutation_equivalent.txt and not counted.
+
+    tools/mutation.py --count 40 --seed 1                   # every folder (make mutation)
+    tools/mutation.py --folders nn --count 20 --seed 3
+    tools/mutation.py --files models/masks.cpp --count 10   # one file
+    tools/mutation.py --list --folders data                  # the candidate sites, no run
+"""
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FOLDERS = ["autograd", "nn", "models", "tokenizers", "data", "training", "cli"]
+# What each folder's tests are: the unit tests of the whole suite (a change in autograd/ can be
+# caught by a model's parity test), and for the folders that only the `anatomy` program reaches,
+# the end-to-end cases too.
+END_TO_END = {"training", "cli"}
+
+# (name, pattern, replacement). Patterns see code only (strings and comments blanked out);
+# clang-format spaces binary operators, which is how `a - b` is told from `-b` and `a<b>` from
+# `a < b`.
+OPERATORS = [
+    ("+ -> -", r"(?<=[\w)\]]) \+ (?=[\w(])", " - "),
+    ("- -> +", r"(?<=[\w)\]]) - (?=[\w(])", " + "),
+    ("* -> /", r"(?<=[\w)\]]) \* (?=[\w(])", " / "),
+    ("/ -> *", r"(?<=[\w)\]]) / (?=[\w(])", " * "),
+    ("+= -> -=", r" \+= ", " -= "),
+    ("-= -> +=", r" -= ", " += "),
+    ("*= -> /=", r" \*= ", " /= "),
+    ("< -> <=", r"(?<=[\w)\]]) < (?=[\w(-])", " <= "),
+    ("<= -> <", r" <= ", " < "),
+    ("> -> >=", r"(?<=[\w)\]]) > (?=[\w(-])", " >= "),
+    (">= -> >", r" >= ", " > "),
+    ("== -> !=", r" == ", " != "),
+    ("!= -> ==", r" != ", " == "),
+    ("&& -> ||", r" && ", " || "),
+    ("|| -> &&", r" \|\| ", " && "),
+    ("true -> false", r"\btrue\b", "false"),
+    ("false -> true", r"\bfalse\b", "true"),
+    ("0.5 -> 1", r"(?<![\w.])0\.5f?(?![\w.])", "1.0f"),
+    ("1.0 -> 0.0", r"(?<![\w.])1\.0f?(?![\w.])", "0.0f"),
+    ("0 -> 1", r"(?<![\w.])0(?![\w.])", "1"),
+    ("1 -> 0", r"(?<![\w.\-])1(?![\w.])", "0"),
+    ("2 -> 3", r"(?<![\w.])2(?![\w.])", "3"),
+    ("drop '* x'", r" \* [A-Za-z_][\w.:]*(\([^()]*\))?(?![\w(:\[]|->)", ""),
+    ("drop '+ x'", r" \+ [A-Za-z_][\w.:]*(\([^()]*\))?(?![\w(:\[]|->)", ""),
+    ("drop '- x'", r" - [A-Za-z_][\w.:]*(\([^()]*\))?(?![\w(:\[]|->)", ""),
+    ("dim -1 -> -2", r"(?<=[(, ])-1(?=[),])", "-2"),
+    ("dim -2 -> -1", r"(?<=[(, ])-2(?=[),])", "-1"),
+    ("bound - 1", r"(?<=; \w) < ([\w.()]+);", r" < \1 - 1;"),
+    ("drop '!'", r"(?<=[(\s])!(?=[\w(])", ""),
+    ("max -> min", r"\bstd::max\b", "std::min"),
+    ("min -> max", r"\bstd::min\b", "std::max"),
+]
+
+SKIP_LINE = re.compile(r"^\s*(#|static_assert|throw\b)|\bthrow Error\(|\bfmt::format\(\"")
+
+
+def blank_strings_and_comments(line):
+    """The line with string/char literals and // comments replaced by spaces (same columns)."""
+    out, i, n = [], 0, len(line)
+    while i < n:
+        c = line[i]
+        if line.startswith("//", i):
+            out.append(" " * (n - i))
+            break
+        if c in "\"'":
+            j = i + 1
+            while j < n and line[j] != c:
+                j += 2 if line[j] == "\\" else 1
+            out.append(c + " " * (min(j, n) - i - 1) + (c if j < n else ""))
+            i = j + 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)[:n]
+
+
+def sites(path):
+    """Every (line number, start, end, replacement, operator) a mutation can apply at."""
+    found = []
+    in_block_comment = False
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    for number, line in enumerate(lines, 1):
+        stripped = line.strip()
+        if in_block_comment:
+            in_block_comment = "*/" not in stripped
+            continue
+        if stripped.startswith("/*"):
+            in_block_comment = "*/" not in stripped
+            continue
+        if not stripped or SKIP_LINE.search(line):
+            continue
+        code = blank_strings_and_comments(line)
+        for name, pattern, replacement in OPERATORS:
+            for m in re.finditer(pattern, code):
+                found.append((number, m.start(), m.end(), m.expand(replacement), name))
+    return lines, found
+
+
+def load_equivalent():
+    """tools/mutation_equivalent.txt: `file | code of the line | operator | why` per line."""
+    path = os.path.join(ROOT, "tools", "mutation_equivalent.txt")
+    known = {}
+    if os.path.exists(path):
+        for raw in open(path, encoding="utf-8"):
+            if raw.strip() and not raw.startswith("#"):
+                parts = [p.strip() for p in raw.split(" | ")]
+                if len(parts) == 4:
+                    known[(parts[0], parts[1], parts[2])] = parts[3]
+    return known
+
+
+def run(cmd, cwd, timeout=None, env=None):
+    try:
+        p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+        return p.returncode, p.stdout + p.stderr
+    except subprocess.TimeoutExpired as e:
+        return None, (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) \
+            else (e.stdout or "")
+
+
+class Workspace:
+    """A copy of the tracked files and a build of it, so that mutants never touch the repo."""
+
+    def __init__(self, out):
+        self.out = out
+        self.src = os.path.join(out, "src")
+        self.build = os.path.join(out, "build")
+
+    def sync(self):
+        files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.split("\n")
+        for rel in filter(None, files):
+            src, dst = os.path.join(ROOT, rel), os.path.join(self.src, rel)
+            if not os.path.isfile(src):
+                continue
+            if os.path.exists(dst) and open(src, "rb").read() == open(dst, "rb").read():
+                continue  # unchanged: keep its time stamp, so the build stays incremental
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copy2(src, dst)
+        # The tests read ../shared/data relative to the repository.
+        shared = os.path.join(self.out, "shared")
+        real = os.path.abspath(os.path.join(ROOT, "..", "shared"))
+        if not os.path.exists(shared) and os.path.exists(real):
+            os.symlink(real, shared)
+
+    def configure(self):
+        if os.path.exists(os.path.join(self.build, "CMakeCache.txt")):
+            return
+        # -O1: mutants compile several times faster than at -O3, and behave the same.
+        code, log = run(["cmake", "-S", self.src, "-B", self.build, "-DCMAKE_BUILD_TYPE=Release",
+                         "-DCMAKE_CXX_FLAGS_RELEASE=-O1", "-DANATOMY_BUILD_TUTORIALS=OFF",
+                         "-DANATOMY_WERROR=OFF", "-DANATOMY_WARNINGS=OFF"], ROOT)
+        if code != 0:
+            sys.exit("mutation: cmake failed\n" + log)
+
+    def compile(self, timeout):
+        return run(["cmake", "--build", self.build, "-j2", "--target", "anatomy_tests",
+                    "anatomy"], ROOT, timeout)
+
+    def test(self, folder, timeout):
+        binary = os.path.join(self.build, "tests", "anatomy_tests")
+        cmd = [binary, "--abort-after=1", "--no-intro", "--minimal"]
+        if folder not in END_TO_END:
+            cmd.append("--test-suite-exclude=end-to-end")
+        env = dict(os.environ, OMP_NUM_THREADS="2")
+        return run(cmd, self.build, timeout, env)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--count", type=int, default=20, help="mutants per folder (default 20)")
+    ap.add_argument("--seed", type=int, default=1, help="which mutants are sampled")
+    ap.add_argument("--folders", default=",".join(FOLDERS),
+                    help=f"comma-separated (default: {','.join(FOLDERS)})")
+    ap.add_argument("--files", default="", help="comma-separated source files instead of folders")
+    ap.add_argument("--headers", action="store_true", help="mutate .hpp files too (slow builds)")
+    ap.add_argument("--timeout", type=float, default=0,
+                    help="seconds per test run (default: 3x the unmutated run, at least 60)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", "mutation"))
+    ap.add_argument("--list", action="store_true", help="print the candidate sites and stop")
+    a = ap.parse_args()
+
+    if a.files:
+        groups = {}
+        for f in a.files.split(","):
+            groups.setdefault(f.split("/")[0], []).append(f)
+    else:
+        groups = {}
+        for folder in a.folders.split(","):
+            if folder not in FOLDERS:
+                sys.exit(f"mutation: unknown folder '{folder}' ({', '.join(FOLDERS)})")
+            exts = (".cpp", ".hpp") if a.headers else (".cpp",)
+            groups[folder] = sorted(
+                f"{folder}/{n}" for n in os.listdir(os.path.join(ROOT, folder))
+                if n.endswith(exts) and n != "main.cpp")
+    equivalent = load_equivalent()
+    rng = random.Random(a.seed)
+    plan = []  # (folder, file, line, start, end, replacement, operator)
+    for folder, files in groups.items():
+        candidates = []
+        for f in files:
+            if not os.path.exists(os.path.join(ROOT, f)):
+                sys.exit(f"mutation: no such file {f}")
+            lines, found = sites(f)
+            for (number, start, end, repl, name) in found:
+                if (f, lines[number - 1].strip(), name) in equivalent:
+                    continue
+                candidates.append((folder, f, number, start, end, repl, name))
+        if a.list:
+            for (_, f, number, start, end, repl, name) in candidates:
+                line = open(os.path.join(ROOT, f), encoding="utf-8").read().split("\n")[number - 1]
+                print(f"{f}:{number}  {name}:  {(line[:start] + repl + line[end:]).strip()}")
+            continue
+        plan += rng.sample(candidates, min(a.count, len(candidates)))
+        print(f"{folder}: {len(candidates)} candidate mutants in {len(files)} files, "
+              f"{min(a.count, len(candidates))} sampled", flush=True)
+    if a.list:
+        return 0
+
+    ws = Workspace(a.out)
+    ws.sync()
+    ws.configure()
+    print("building the unmutated copy ...", flush=True)
+    code, log = ws.compile(None)
+    if code != 0:
+        sys.exit("mutation: the unmutated copy does not build\n" + log[-3000:])
+    baseline = {}
+    for folder in sorted({p[0] for p in plan}):
+        kind = "end_to_end" if folder in END_TO_END else "unit"
+        if kind in baseline:
+            continue
+        t0 = time.time()
+        code, log = ws.test(folder, None)
+        baseline[kind] = time.time() - t0
+        if code != 0:
+            sys.exit(f"mutation: the unmutated tests fail ({kind}); fix them first\n" + log[-3000:])
+        print(f"unmutated {kind} tests pass in {baseline[kind]:.0f} s", flush=True)
+
+    results = []
+    started = time.time()
+    for i, (folder, f, number, start, end, repl, name) in enumerate(plan, 1):
+        path = os.path.join(ws.src, f)
+        original = open(path, encoding="utf-8").read()
+        lines = original.split("\n")
+        line = lines[number - 1]
+        mutated_line = line[:start] + repl + line[end:]
+        lines[number - 1] = mutated_line
+        with open(path, "w", encoding="utf-8") as out:
+            out.write("\n".join(lines))
+        kind = "end_to_end" if folder in END_TO_END else "unit"
+        timeout = a.timeout or max(60.0, 3 * baseline[kind])
+        try:
+            code, log = ws.compile(900)
+            if code != 0:
+                status = "stillborn"
+            else:
+                code, log = ws.test(folder, timeout)
+                status = "timeout" if code is None else "survived" if code == 0 else "killed"
+        finally:
+            with open(path, "w", encoding="utf-8") as out:
+                out.write(original)
+        caught = ""
+        if status == "killed":
+            m = re.search(r"TEST CASE:\s+(.*)", log)
+            caught = m.group(1).strip() if m else ""
+        results.append({"folder": folder, "file": f, "line": number, "operator": name,
+                        "original": line.strip(), "mutated": mutated_line.strip(),
+                        "status": status, "caught_by": caught})
+        print(f"[{i}/{len(plan)}] {status:9} {f}:{number}  {name}: {mutated_line.strip()[:90]}"
+              f"  ({time.time() - started:.0f} s)", flush=True)
+    ws.compile(None)  # leave the copy built unmutated
+
+    report(a, results, baseline)
+    return 0
+
+
+def score(rs):
+    counted = [r for r in rs if r["status"] in ("killed", "survived", "timeout")]
+    killed = sum(r["status"] in ("killed", "timeout") for r in counted)
+    return killed, len(counted), (100.0 * killed / len(counted) if counted else float("nan"))
+
+
+def report(a, results, baseline):
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "report.json"), "w") as f:
+        json.dump({"seed": a.seed, "count": a.count, "results": results}, f, indent=1)
+    md = [f"# Mutation testing (seed {a.seed}, {a.count} per folder)", "",
+          "| folder | killed | survived | timed out | stillborn | score |",
+          "|---|---|---|---|---|---|"]
+    for folder in dict.fromkeys(r["folder"] for r in results):
+        rs = [r for r in results if r["folder"] == folder]
+        killed, counted, pct = score(rs)
+        md.append(f"| {folder} | {sum(r['status'] == 'killed' for r in rs)} | "
+                  f"{sum(r['status'] == 'survived' for r in rs)} | "
+                  f"{sum(r['status'] == 'timeout' for r in rs)} | "
+                  f"{sum(r['status'] == 'stillborn' for r in rs)} | {pct:.0f}% |")
+    md += ["", "## Per file", "", "| file | killed | counted | score |", "|---|---|---|---|"]
+    for f in sorted({r["file"] for r in results}):
+        killed, counted, pct = score([r for r in results if r["file"] == f])
+        if counted:
+            md.append(f"| {f} | {killed} | {counted} | {pct:.0f}% |")
+    survivors = [r for r in results if r["status"] == "survived"]
+    md += ["", f"## Survivors ({len(survivors)})", ""]
+    for r in survivors:
+        md.append(f"- `{r['file']}:{r['line']}` {r['operator']}: `{r['original']}` -> "
+                  f"`{r['mutated']}`")
+    timeouts = [r for r in results if r["status"] == "timeout"]
+    if timeouts:
+        md += ["", "## Timed out (counted as killed)", ""]
+        for r in timeouts:
+            md.append(f"- `{r['file']}:{r['line']}` {r['operator']}: `{r['mutated']}`")
+    text = "\n".join(md) + "\n"
+    with open(os.path.join(a.out, "report.md"), "w") as f:
+        f.write(text)
+    print("\n" + text)
+    print(f"written: {os.path.join(a.out, 'report.md')} and report.json")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
