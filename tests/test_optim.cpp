@@ -66,8 +66,14 @@ TEST_CASE("warmup then linear or cosine decay (Hugging Face's, nanoGPT's), and c
   CHECK(opt.lr() == 0.25);
 }
 
-TEST_CASE("optimizer arguments are checked") {
+TEST_CASE("optimizer and schedule arguments are checked") {
   Tensor w = zeros({2}).requires_grad_();
+  nn::SGD sgd({w}, {.lr = 0.1});
+  // Warmup 0 would divide by zero in the paper's formula (a mutation run found this unchecked).
+  check_error([&] { nn::NoamSchedule(sgd, 512, 0); }, {"NoamSchedule", "positive", "0"});
+  check_error([&] { nn::NoamSchedule(sgd, 0, 100); }, {"NoamSchedule", "positive"});
+  check_error([&] { nn::WarmupDecaySchedule(sgd, 1e-3, 200, 100); },
+              {"WarmupDecaySchedule", "warmup_steps <= total_steps"});
   check_error([&] { nn::SGD({w}, {.lr = -1}); }, {"SGD", "Invalid learning rate"});
   check_error([&] { nn::Adam({w}, {.beta1 = 1.5}); }, {"Adam", "Invalid beta"});
   check_error([&] { nn::SGD({zeros({2})}, {}); }, {"does not require grad"});
