@@ -69,7 +69,8 @@ AverageResult average_translation_run(const std::string& run_dir, int64_t n) {
   const int64_t max_tokens =
       meta.value("recipe", nlohmann::json::object()).value("max_tokens", int64_t{1536});
   r.averaged = validate(tr, valid, max_tokens);
-  r.select = options.value("select", d.is_task ? "exact_match" : "bleu");
+  // As train_translation chose it: the run's --select, or the default for its data.
+  r.select = options.value("select", std::string());
   if (r.select.empty()) r.select = d.is_task ? "exact_match" : "bleu";
   r.best = meta.value("best", Metrics::object());
   r.kept = r.best.empty() || better_by(r.select)(r.averaged, r.best);

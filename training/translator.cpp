@@ -12,7 +12,7 @@ namespace anatomy::training {
 
 Translator Translator::load(const std::string& dir) {
   RunDir run{dir};
-  run.read_run("translation");
+  const auto meta = run.read_run("translation");
   Translator t;
   t.config = run.read_config();
   t.source = text::load_tokenizer(run.file("source_tokenizer"));
@@ -27,8 +27,7 @@ Translator Translator::load(const std::string& dir) {
   // Either attention layout: a folder written by PyTorch (anatomy export) holds the book's.
   models::load_weights(*t.model, run.weights(), t.config);
   t.model->eval();
-  t.default_beam =
-      run.read_run().value("data", nlohmann::json::object()).contains("corpus") ? 4 : 1;
+  t.default_beam = meta.value("data", nlohmann::json::object()).contains("corpus") ? 4 : 1;
   t.bos = t.target->vocab().id("[BOS]");
   t.eos = t.target->vocab().id("[EOS]");
   return t;

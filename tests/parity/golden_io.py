@@ -28,6 +28,18 @@ def write_safetensors(path, tensors, metadata=None):
             f.write(b)
 
 
+def randomize_norms(module):
+    """Norms start as gain 1, shift 0: a model that ignored its loaded norm weights would pass
+    with them. Random ones make every norm's weights count."""
+    with torch.no_grad():
+        for m in module.modules():
+            if "Norm" in type(m).__name__:
+                if getattr(m, "weight", None) is not None:
+                    m.weight.copy_(1 + 0.3 * torch.randn_like(m.weight))
+                if getattr(m, "bias", None) is not None:
+                    m.bias.copy_(0.3 * torch.randn_like(m.bias))
+
+
 # Input makers. Shapes are tuples; every maker draws from torch's seeded generator.
 def randn(*s): return ("randn", s)
 def positive(*s): return ("positive", s)     # uniform in [0.5, 2): for log, sqrt, division

@@ -16,22 +16,10 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from golden_io import write_safetensors  # noqa: E402
+from golden_io import write_safetensors, randomize_norms  # noqa: E402
 
 torch.manual_seed(0)
 out = {}
-
-
-def randomize_norms(module):
-    """Norms start as gain 1, shift 0: a model that ignored its loaded norm weights would pass
-    with them. Random ones make every norm's weights count."""
-    with torch.no_grad():
-        for m in module.modules():
-            if "Norm" in type(m).__name__:
-                if getattr(m, "weight", None) is not None:
-                    m.weight.copy_(1 + 0.3 * torch.randn_like(m.weight))
-                if getattr(m, "bias", None) is not None:
-                    m.bias.copy_(0.3 * torch.randn_like(m.bias))
 
 
 def module_case(name, module, x, train=False, loss_target=None):
