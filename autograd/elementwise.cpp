@@ -138,17 +138,19 @@ Tensor div(const Tensor& a, const Tensor& b) {
                 });
 }
 
-Tensor add(const Tensor& a, float s) {
+// x + s and x - s: PyTorch names the node after the Python operator (AddBackward0, SubBackward0).
+static Tensor add_scalar(const Tensor& a, float s, const char* name) {
   const batch bs(s);
   Tensor out = unary_kernel("add", a, [&](batch x) { return x + bs; });
-  return record(out, "AddBackward1", {a},
-                [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
+  return record(out, name, {a}, [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
 }
+
+Tensor add(const Tensor& a, float s) { return add_scalar(a, s, "AddBackward0"); }
 
 Tensor mul(const Tensor& a, float s) {
   const batch bs(s);
   Tensor out = unary_kernel("mul", a, [&](batch x) { return x * bs; });
-  return record(out, "MulBackward1", {a},
+  return record(out, "MulBackward0", {a},
                 [s](const Tensor& g) -> std::vector<Tensor> { return {mul(g, s)}; });
 }
 
@@ -162,7 +164,8 @@ Tensor rsub(float s, const Tensor& a) {
 Tensor rdiv(float s, const Tensor& a) {
   const batch bs(s);
   Tensor out = unary_kernel("div", a, [&](batch x) { return bs / x; });
-  return record(out, "DivBackward1", {a},
+  // PyTorch computes s / x as s * x.reciprocal(), so its node is MulBackward0.
+  return record(out, "MulBackward0", {a},
                 [a, y = out.detach()](const Tensor& g) -> std::vector<Tensor> {
                   return {unary_backward(mul(g, y), a, [](batch gy, batch x) {
                     return -gy / x;  // d(s/x)/dx = -s/x² = -y/x
@@ -466,7 +469,7 @@ Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor operator-(const Tensor& a) { return neg(a); }
 Tensor operator+(const Tensor& a, float b) { return add(a, b); }
 Tensor operator+(float a, const Tensor& b) { return add(b, a); }
-Tensor operator-(const Tensor& a, float b) { return add(a, -b); }
+Tensor operator-(const Tensor& a, float b) { return add_scalar(a, -b, "SubBackward0"); }
 Tensor operator-(float a, const Tensor& b) { return rsub(a, b); }
 Tensor operator*(const Tensor& a, float b) { return mul(a, b); }
 Tensor operator*(float a, const Tensor& b) { return mul(b, a); }

@@ -156,3 +156,30 @@ TEST_CASE("dropout: mask statistics, scaling, eval identity, seeded") {
   CHECK(w.grad().to_vector() == d.detach().to_vector());
   CHECK(d.detach().min().item() == 0.0f);  // some were dropped
 }
+
+TEST_CASE("clamp's gradient is 1 on the closed interval [min, max], ends included, as in PyTorch") {
+  // Expected from torch: x.clamp(-0.5, 0.7).sum().backward(), and with one bound only.
+  auto grad_of = [](std::optional<float> lo, std::optional<float> hi) {
+    Tensor x = tensor({-0.5f, 0.7f, -0.6f, 0.8f, 0.0f}).requires_grad_();
+    clamp(x, lo, hi).sum().backward();
+    return x.grad().to_vector();
+  };
+  CHECK(grad_of(-0.5f, 0.7f) == std::vector<float>{1, 1, 0, 0, 1});
+  CHECK(grad_of(-0.5f, std::nullopt) == std::vector<float>{1, 1, 0, 1, 1});
+  CHECK(grad_of(std::nullopt, 0.7f) == std::vector<float>{1, 1, 1, 0, 1});
+}
+
+TEST_CASE("scalar arithmetic records PyTorch's node names") {
+  // From torch: (x + 2), (2 + x), (x - 2), (2 - x), (x * 2), (x / 2), (2 / x) and x ** 2.
+  Tensor x = tensor({1.0f, 2.0f}).requires_grad_();
+  CHECK((x + 2.0f).grad_fn()->name == "AddBackward0");
+  CHECK((2.0f + x).grad_fn()->name == "AddBackward0");
+  CHECK((x - 2.0f).grad_fn()->name == "SubBackward0");
+  CHECK((2.0f - x).grad_fn()->name == "RsubBackward1");
+  CHECK((x * 2.0f).grad_fn()->name == "MulBackward0");
+  CHECK((2.0f * x).grad_fn()->name == "MulBackward0");
+  CHECK((x / 2.0f).grad_fn()->name == "DivBackward0");
+  CHECK((2.0f / x).grad_fn()->name == "MulBackward0");
+  CHECK(pow(x, 2.0f).grad_fn()->name == "PowBackward0");
+  CHECK(pow(x, x).grad_fn()->name == "PowBackward1");
+}
