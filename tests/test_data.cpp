@@ -1,5 +1,7 @@
 // Data: the toy tasks, the TSV reader, batching, and BLEU against sacreBLEU's vectors.
+#include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -80,6 +82,9 @@ TEST_CASE("TSV corpus: pairs, extra columns, and errors with line numbers") {
   CHECK(skipped.pairs.size() == 1);
   CHECK(skipped.skipped_malformed == 3);
   check_error([&] { read_tsv(write("utf8.tsv", "a\tb\n\xff\tc\n")); },
+              {"line 2 is not valid UTF-8"});
+  // The check reads to the line's last byte.
+  check_error([&] { read_tsv(write("utf8end.tsv", "a\tb\nc\td\xff\n")); },
               {"line 2 is not valid UTF-8"});
   check_error([&] { read_tsv(write("empty.tsv", "")); }, {"no usable pairs"});
   check_error([&] { read_tsv(dir + "/missing.tsv"); }, {"cannot open"});
@@ -253,4 +258,49 @@ TEST_CASE("majority: labels are the most frequent of a, b, c, and examples are d
     CHECK((counts[0] == best) + (counts[1] == best) + (counts[2] == best) == 1);
   }
   CHECK(majority_examples(10, 3)[4].text == examples[4].text);  // a seed fixes the data
+  // Lengths 5 to 15, each of them drawn.
+  std::set<size_t> lengths;
+  for (const auto& e : examples) lengths.insert((e.text.size() + 1) / 2);
+  CHECK(lengths == std::set<size_t>{5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15});
+}
+
+TEST_CASE("dates: every day of every month, February 29 in leap years only") {
+  const Task t = make_task("dates", 4);
+  std::map<int, int> last_day;  // month -> the largest day drawn
+  int feb29 = 0;
+  for (const auto* split : {&t.splits.train, &t.splits.valid, &t.splits.test}) {
+    for (const Pair& p : *split) {
+      int year = 0, month = 0, day = 0;
+      REQUIRE(std::sscanf(p.target.c_str(), "%d-%d-%d", &year, &month, &day) == 3);
+      last_day[month] = std::max(last_day[month], day);
+      if (month == 2 && day == 29) {
+        ++feb29;
+        CHECK(((year % 4 == 0 && year % 100 != 0) || year % 400 == 0));
+      }
+    }
+  }
+  CHECK(last_day == std::map<int, int>{{1, 31},
+                                       {2, 29},
+                                       {3, 31},
+                                       {4, 30},
+                                       {5, 31},
+                                       {6, 30},
+                                       {7, 31},
+                                       {8, 31},
+                                       {9, 30},
+                                       {10, 31},
+                                       {11, 30},
+                                       {12, 31}});
+  CHECK(feb29 > 0);
+}
+
+TEST_CASE("numbers: every number from 1 to 9999, once") {
+  const Task t = make_task("numbers", 2);
+  std::set<std::string> sources;
+  for (const auto* split : {&t.splits.train, &t.splits.valid, &t.splits.test})
+    for (const Pair& p : *split) CHECK(sources.insert(p.source).second);
+  CHECK(sources.size() == 9999);
+  CHECK(sources.count(english_number(1)) == 1);
+  CHECK(sources.count(english_number(9999)) == 1);
+  CHECK(sources.count(english_number(10000)) == 0);
 }

@@ -285,39 +285,46 @@ TEST_CASE("beam search finds the best-scoring sequence, with GNMT's length penal
       total += lp.select(0, static_cast<int64_t>(tokens.size())).select(0, eos).item<double>();
     return total;
   };
-  for (const float alpha : {0.0f, 0.6f, 2.0f}) {
-    // Every candidate: up to max_length - 1 tokens then [EOS], or max_length tokens unfinished.
-    double best = -1e30;
-    std::vector<int64_t> best_tokens;
-    std::function<void(std::vector<int64_t>)> visit = [&](std::vector<int64_t> tokens) {
-      const bool full = static_cast<int64_t>(tokens.size()) == max_length;
-      const double len = static_cast<double>(tokens.size()) + (full ? 0 : 1);
-      const double score = logp(tokens, !full) / (alpha == 0 ? 1 : std::pow((5 + len) / 6, alpha));
-      if (score > best) best = score, best_tokens = tokens;
-      if (full) return;
-      for (int64_t v = 0; v < 6; ++v)
-        if (v != eos) {
-          auto next = tokens;
-          next.push_back(v);
-          visit(next);
-        }
-    };
-    visit({});
-    CAPTURE(alpha);
-    // A beam wide enough to keep everything is exhaustive search.
-    const auto wide = beam_search(s2s, src, bos, eos, max_length, 400, alpha);
-    CHECK(wide.tokens == best_tokens);
-    CHECK(wide.score == doctest::Approx(best).epsilon(1e-4));
-    // A narrow beam: whatever it returns, its score is that sequence's true normalized score,
-    // and no better than the best.
-    const auto narrow = beam_search(s2s, src, bos, eos, max_length, 2, alpha);
-    const bool full = static_cast<int64_t>(narrow.tokens.size()) == max_length;
-    const double len = static_cast<double>(narrow.tokens.size()) + (full ? 0 : 1);
-    CHECK(narrow.score == doctest::Approx(logp(narrow.tokens, !full) /
-                                          (alpha == 0 ? 1 : std::pow((5 + len) / 6, alpha)))
-                              .epsilon(1e-4));
-    CHECK(narrow.score <= best + 1e-4);
-  }
+  // Then again with token 0 made likely: a search that never extends a beam with token 0 (the
+  // padding id in the translation vocabularies, yet a token like any other to the search) fails.
+  for (const bool favour_zero : {false, true})
+    for (const float alpha : {0.0f, 0.6f, 2.0f}) {
+      if (favour_zero && alpha == 0.0f) s2s.generator->bias.data_ptr<float>()[0] += 3.0f;
+      // Every candidate: up to max_length - 1 tokens then [EOS], or max_length tokens unfinished.
+      double best = -1e30;
+      std::vector<int64_t> best_tokens;
+      std::function<void(std::vector<int64_t>)> visit = [&](std::vector<int64_t> tokens) {
+        const bool full = static_cast<int64_t>(tokens.size()) == max_length;
+        const double len = static_cast<double>(tokens.size()) + (full ? 0 : 1);
+        const double score =
+            logp(tokens, !full) / (alpha == 0 ? 1 : std::pow((5 + len) / 6, alpha));
+        if (score > best) best = score, best_tokens = tokens;
+        if (full) return;
+        for (int64_t v = 0; v < 6; ++v)
+          if (v != eos) {
+            auto next = tokens;
+            next.push_back(v);
+            visit(next);
+          }
+      };
+      visit({});
+      CAPTURE(alpha);
+      CAPTURE(favour_zero);
+      if (favour_zero) CHECK(std::count(best_tokens.begin(), best_tokens.end(), 0) > 0);
+      // A beam wide enough to keep everything is exhaustive search.
+      const auto wide = beam_search(s2s, src, bos, eos, max_length, 400, alpha);
+      CHECK(wide.tokens == best_tokens);
+      CHECK(wide.score == doctest::Approx(best).epsilon(1e-4));
+      // A narrow beam: whatever it returns, its score is that sequence's true normalized score,
+      // and no better than the best.
+      const auto narrow = beam_search(s2s, src, bos, eos, max_length, 2, alpha);
+      const bool full = static_cast<int64_t>(narrow.tokens.size()) == max_length;
+      const double len = static_cast<double>(narrow.tokens.size()) + (full ? 0 : 1);
+      CHECK(narrow.score == doctest::Approx(logp(narrow.tokens, !full) /
+                                            (alpha == 0 ? 1 : std::pow((5 + len) / 6, alpha)))
+                                .epsilon(1e-4));
+      CHECK(narrow.score <= best + 1e-4);
+    }
 }
 
 TEST_CASE("bad inputs give clear errors") {

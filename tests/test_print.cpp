@@ -66,3 +66,31 @@ TEST_CASE("graph: DOT export names ops and shapes") {
   y.backward();
   CHECK(to_dot(y).find("SoftmaxBackward0") != std::string::npos);  // kept after backward
 }
+
+TEST_CASE("print: a suffix that would pass 80 columns goes on its own line, as in PyTorch") {
+  Tensor x = tensor({100.0f, 101.1f, 102.2f, 103.3f, 104.4f}).requires_grad_();
+  CHECK(to_string(x) ==
+        "tensor([100.0000, 101.1000, 102.2000, 103.3000, 104.4000], requires_grad=True)");
+  CHECK(to_string(x * 2.0f) ==
+        "tensor([200.0000, 202.2000, 204.4000, 206.6000, 208.8000],\n"
+        "       grad_fn=<MulBackward0>)");
+}
+
+TEST_CASE("print: a summarized tensor's width comes from every shown value, the edges' ends too") {
+  // The widest value sits last among the first edge items, then first among the last ones.
+  Tensor t = arange(2000, kFloat32) / 7.0f;
+  t.data_ptr<float>()[2] = -12345.5f;
+  CHECK(to_string(t) ==
+        "tensor([ 0.0000e+00,  1.4286e-01, -1.2346e+04,  ...,  2.8529e+02,\n"
+        "         2.8543e+02,  2.8557e+02])");
+  CHECK(to_string(t.reshape({2, 1000})) ==
+        "tensor([[ 0.0000e+00,  1.4286e-01, -1.2346e+04,  ...,  1.4243e+02,\n"
+        "          1.4257e+02,  1.4271e+02],\n"
+        "        [ 1.4286e+02,  1.4300e+02,  1.4314e+02,  ...,  2.8529e+02,\n"
+        "          2.8543e+02,  2.8557e+02]])");
+  Tensor u = arange(2000, kFloat32) / 7.0f;
+  u.data_ptr<float>()[1997] = -12345.5f;
+  CHECK(to_string(u) ==
+        "tensor([ 0.0000e+00,  1.4286e-01,  2.8571e-01,  ..., -1.2346e+04,\n"
+        "         2.8543e+02,  2.8557e+02])");
+}

@@ -169,3 +169,43 @@ TEST_CASE("char vocabularies with line breaks and backslashes survive save and l
   CHECK(Vocabulary::load(dir + "/plain.txt").token(1) == "\\");
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("a vocab.txt with Windows line endings loads the same tokens") {
+  const std::string dir = (std::filesystem::temp_directory_path() / "anatomy_tok_crlf").string();
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/crlf.txt", std::ios::binary) << "[PAD]\r\n[UNK]\r\nflies\r\n\r\n";
+  // The last line is empty once its "\r" is gone: still a line, as Python's splitlines sees it.
+  CHECK(Vocabulary::load(dir + "/crlf.txt").tokens() ==
+        std::vector<std::string>{"[PAD]", "[UNK]", "flies", ""});
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("pre_tokenize: the space mark only on pieces that follow whitespace or start the text") {
+  CHECK(pre_tokenize("Hallo, Welt!", false) ==
+        std::vector<std::string>{"▁Hallo", ",", "▁Welt", "!"});
+  // "world" follows a comma, "s" an apostrophe: no space before them, so no mark.
+  CHECK(pre_tokenize("hello,world it's", false) ==
+        std::vector<std::string>{"▁hello", ",", "world", "▁it", "'", "s"});
+  CHECK(pre_tokenize("  Zwei\tWorte\n", true) == std::vector<std::string>{"▁zwei", "▁worte"});
+}
+
+TEST_CASE("is_cjk: Hugging Face's _is_chinese_char blocks, each end in and its neighbours out") {
+  // The ranges of transformers' BasicTokenizer._is_chinese_char.
+  const std::vector<std::pair<char32_t, char32_t>> blocks = {
+      {0x4E00, 0x9FFF},   {0x3400, 0x4DBF},   {0x20000, 0x2A6DF}, {0x2A700, 0x2B73F},
+      {0x2B740, 0x2B81F}, {0x2B820, 0x2CEAF}, {0xF900, 0xFAFF},   {0x2F800, 0x2FA1F}};
+  auto inside = [&](char32_t c) {
+    return std::any_of(blocks.begin(), blocks.end(),
+                       [&](const auto& b) { return c >= b.first && c <= b.second; });
+  };
+  for (const auto& [first, last] : blocks) {
+    for (const char32_t c :
+         std::vector<char32_t>{first - 1, first, first + 1, last - 1, last, last + 1}) {
+      CAPTURE(static_cast<uint32_t>(c));
+      CHECK(is_cjk(c) == inside(c));
+    }
+  }
+  CHECK(is_cjk(U'時'));
+  CHECK_FALSE(is_cjk(U'a'));
+  CHECK_FALSE(is_cjk(U'ア'));  // katakana is not in BERT's list
+}
