@@ -20,6 +20,7 @@ tools/mutation_equivalent.txt and not counted.
     tools/mutation.py --folders nn --count 20 --seed 3
     tools/mutation.py --files models/masks.cpp --count 10   # one file
     tools/mutation.py --list --folders data                  # the candidate sites, no run
+    tools/mutation.py --recheck build/mutation/report.json   # only the last run's survivors
 """
 import argparse
 import json
@@ -203,7 +204,11 @@ def main():
                     help="seconds per test run (default: 3x the unmutated run, at least 60)")
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "mutation"))
     ap.add_argument("--list", action="store_true", help="print the candidate sites and stop")
+    ap.add_argument("--recheck", default="",
+                    help="a report.json: run its survivors again (after writing tests for them)")
     a = ap.parse_args()
+    if a.recheck:
+        return recheck(a)
 
     if a.files:
         groups = {}
@@ -242,6 +247,23 @@ def main():
     if a.list:
         return 0
 
+    ws, baseline = prepare(a, {p[0] for p in plan})
+    results = []
+    started = time.time()
+    for i, (folder, f, number, start, end, repl, name) in enumerate(plan, 1):
+        line = open(os.path.join(ROOT, f), encoding="utf-8").read().split("\n")[number - 1]
+        results.append(try_mutant(ws, a, baseline, folder, f, number, line,
+                                  line[:start] + repl + line[end:], name))
+        print(f"[{i}/{len(plan)}] {results[-1]['status']:9} {f}:{number}  {name}: "
+              f"{results[-1]['mutated'][:90]}  ({time.time() - started:.0f} s)", flush=True)
+    ws.compile(None)  # leave the copy built unmutated
+
+    report(a, results, baseline)
+    return 0
+
+
+def prepare(a, folders):
+    """The workspace, built unmutated, and how long its unit / end-to-end tests take."""
     ws = Workspace(a.out)
     ws.sync()
     ws.configure()
@@ -250,7 +272,7 @@ def main():
     if code != 0:
         sys.exit("mutation: the unmutated copy does not build\n" + log[-3000:])
     baseline = {}
-    for folder in sorted({p[0] for p in plan}):
+    for folder in sorted(folders):
         kind = "end_to_end" if folder in END_TO_END else "unit"
         if kind in baseline:
             continue
@@ -260,42 +282,70 @@ def main():
         if code != 0:
             sys.exit(f"mutation: the unmutated tests fail ({kind}); fix them first\n" + log[-3000:])
         print(f"unmutated {kind} tests pass in {baseline[kind]:.0f} s", flush=True)
+    return ws, baseline
 
-    results = []
-    started = time.time()
-    for i, (folder, f, number, start, end, repl, name) in enumerate(plan, 1):
-        path = os.path.join(ws.src, f)
-        original = open(path, encoding="utf-8").read()
-        lines = original.split("\n")
-        line = lines[number - 1]
-        mutated_line = line[:start] + repl + line[end:]
-        lines[number - 1] = mutated_line
+
+def try_mutant(ws, a, baseline, folder, f, number, line, mutated_line, name):
+    """Builds and tests the copy with line `number` of f replaced; restores it after."""
+    path = os.path.join(ws.src, f)
+    original = open(path, encoding="utf-8").read()
+    lines = original.split("\n")
+    lines[number - 1] = mutated_line
+    with open(path, "w", encoding="utf-8") as out:
+        out.write("\n".join(lines))
+    kind = "end_to_end" if folder in END_TO_END else "unit"
+    timeout = a.timeout or max(60.0, 3 * baseline[kind])
+    try:
+        code, log = ws.compile(900)
+        if code != 0:
+            status = "stillborn"
+        else:
+            code, log = ws.test(folder, timeout)
+            status = "timeout" if code is None else "survived" if code == 0 else "killed"
+    finally:
         with open(path, "w", encoding="utf-8") as out:
-            out.write("\n".join(lines))
-        kind = "end_to_end" if folder in END_TO_END else "unit"
-        timeout = a.timeout or max(60.0, 3 * baseline[kind])
-        try:
-            code, log = ws.compile(900)
-            if code != 0:
-                status = "stillborn"
-            else:
-                code, log = ws.test(folder, timeout)
-                status = "timeout" if code is None else "survived" if code == 0 else "killed"
-        finally:
-            with open(path, "w", encoding="utf-8") as out:
-                out.write(original)
-        caught = ""
-        if status == "killed":
-            m = re.search(r"TEST CASE:\s+(.*)", log)
-            caught = m.group(1).strip() if m else ""
-        results.append({"folder": folder, "file": f, "line": number, "operator": name,
-                        "original": line.strip(), "mutated": mutated_line.strip(),
-                        "status": status, "caught_by": caught})
-        print(f"[{i}/{len(plan)}] {status:9} {f}:{number}  {name}: {mutated_line.strip()[:90]}"
-              f"  ({time.time() - started:.0f} s)", flush=True)
-    ws.compile(None)  # leave the copy built unmutated
+            out.write(original)
+    caught = ""
+    if status == "killed":
+        m = re.search(r"TEST CASE:\s+(.*)", log)
+        caught = m.group(1).strip() if m else ""
+    return {"folder": folder, "file": f, "line": number, "operator": name,
+            "original": line.strip(), "mutated": mutated_line.strip(), "status": status,
+            "caught_by": caught}
 
-    report(a, results, baseline)
+
+def recheck(a):
+    """Runs the survivors of an earlier report again, found by their code (lines move)."""
+    earlier = json.load(open(a.recheck, encoding="utf-8"))
+    survivors = [r for r in earlier["results"] if r["status"] == "survived"]
+    equivalent = load_equivalent()
+    todo = []
+    for r in survivors:
+        if (r["file"], r["original"], r["operator"]) in equivalent:
+            print(f"equivalent (listed)  {r['file']}:{r['line']}  {r['operator']}")
+            continue
+        lines = open(os.path.join(ROOT, r["file"]), encoding="utf-8").read().split("\n")
+        at = [i for i, l in enumerate(lines, 1) if l.strip() == r["original"]]
+        if not at:
+            print(f"gone (the line changed)  {r['file']}:{r['line']}  {r['original'][:80]}")
+            continue
+        number = min(at, key=lambda i: abs(i - r["line"]))
+        line = lines[number - 1]
+        todo.append((r["folder"], r["file"], number, line,
+                     line[:len(line) - len(line.lstrip())] + r["mutated"], r["operator"]))
+    ws, baseline = prepare(a, {t[0] for t in todo})
+    results = []
+    for i, t in enumerate(todo, 1):
+        results.append(try_mutant(ws, a, baseline, *t))
+        r = results[-1]
+        print(f"[{i}/{len(todo)}] {r['status']:9} {r['file']}:{r['line']}  {r['operator']}: "
+              f"{r['mutated'][:80]}  {r['caught_by']}", flush=True)
+    ws.compile(None)
+    left = [r for r in results if r["status"] == "survived"]
+    print(f"\n{len(results) - len(left)} of {len(results)} killed now; still surviving: "
+          f"{len(left)}")
+    for r in left:
+        print(f"- {r['file']}:{r['line']} {r['operator']}: {r['mutated']}")
     return 0
 
 
