@@ -47,6 +47,21 @@ TEST_CASE("random numbers are reproducible after manual_seed") {
   CHECK(*std::max_element(rv.begin(), rv.end()) == 6);
 }
 
+TEST_CASE("the generator is PCG32: the reference implementation's demo stream") {
+  // pcg32-demo seeds with pcg32_srandom(42, 54) and prints these six numbers first.
+  Generator g;
+  g.set_state({0, (54u << 1u) | 1u, false, 0.0f});  // pcg32_srandom: state 0, stream 54
+  g.next_u32();
+  auto s = g.get_state();
+  s.state += 42;
+  g.set_state(s);
+  g.next_u32();
+  std::vector<uint32_t> got;
+  for (int i = 0; i < 6; ++i) got.push_back(g.next_u32());
+  CHECK(got == std::vector<uint32_t>{0xa15c02b7, 0x7b47f409, 0xba1d3330, 0x83d2f293, 0xbfa4784b,
+                                     0xcbed606e});
+}
+
 TEST_CASE("copies share storage, and views share storage and see writes") {
   Tensor a = zeros({2, 3});
   Tensor b = a;  // a cheap handle
