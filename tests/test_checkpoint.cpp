@@ -143,6 +143,17 @@ TEST_CASE("resume: N steps, save, M steps == N + M steps uninterrupted, bit for 
   } o;
   nn::SGD os(o.parameters(), {});
   check_error([&] { nn::load_checkpoint(path, o, os, nullptr); }, {"does not fit", "fc1.weight"});
+
+  // A training state without its step, or with a generator state of the wrong type, is named.
+  auto broken = load_safetensors(path).tensors;
+  broken.erase("step");
+  broken["rng"] = zeros({4});  // float32, not int64
+  const std::string bad = tmp("broken_state.safetensors");
+  save_safetensors(bad, broken);
+  check_error([&] { nn::load_checkpoint(bad, b, ob, &sb); },
+              {"does not fit", "'step' is missing or is not int64 of shape []",
+               "'rng' is missing or is not int64 of shape [4]"});
+  std::filesystem::remove(bad);
   std::filesystem::remove(path);
 }
 
