@@ -262,6 +262,60 @@ TEST_CASE("top-k and top-p draw from exactly the kept tokens, in proportion") {
   CHECK(one.count(order[0]) == 1);
 }
 
+TEST_CASE("sampling with top-k 1 is greedy, token 0 included") {
+  auto c = small();
+  c.final_layer_norm = true;
+  manual_seed(8);
+  TransformerForCausalLM lm(c);
+  lm.eval();
+  NoGradGuard no_grad;
+  // Token 0 made the most likely next token everywhere: the final norm outputs nearly the same
+  // vector u at every position (gain 0.01, bias u), and token 0's output row is u.
+  const auto params = lm.state_dict();
+  float* gain = params.at("decoder.layer_norm.weight").data_ptr<float>();
+  float* bias = params.at("decoder.layer_norm.bias").data_ptr<float>();
+  float* row0 = lm.lm_head->weight.data_ptr<float>();
+  for (int64_t i = 0; i < c.hidden_size; ++i) {
+    gain[i] = 0.01f;
+    bias[i] = row0[i] = (i % 2 ? 1.0f : -1.0f);
+  }
+  const auto greedy = generate(lm, {2, 5}, 4, {.temperature = 0.0f}).tokens;
+  CHECK(greedy == std::vector<int64_t>{0, 0, 0, 0});
+  manual_seed(9);
+  CHECK(generate(lm, {2, 5}, 4, {.temperature = 1.0f, .top_k = 1}).tokens == greedy);
+  CHECK(generate(lm, {2, 5}, 4, {.temperature = 1.0f, .top_p = 0.5f}).tokens == greedy);
+}
+
+TEST_CASE("load_weights: a file in either attention layout loads into either model") {
+  const std::string dir = (std::filesystem::temp_directory_path() / "anatomy_layouts").string();
+  std::filesystem::create_directories(dir);
+  manual_seed(4);
+  TransformerForSequenceClassification fused_model(small(true)), book_model(small(false));
+  fused_model.eval();
+  book_model.eval();
+  save_safetensors(dir + "/fused.safetensors", fused_model.state_dict());
+  Tensor ids = tensor({{3, 7, 9, 11}});
+  const Tensor expected = fused_model.forward(ids);
+  for (const bool fused : {true, false}) {
+    CAPTURE(fused);
+    manual_seed(5);  // other weights until loaded
+    TransformerForSequenceClassification m(small(fused));
+    m.eval();
+    CHECK((m.forward(ids) - expected).abs().max().item() > 1e-3f);
+    load_weights(m, dir + "/fused.safetensors", small(fused));
+    CHECK_CLOSE(m.forward(ids), expected, 1e-5, 1e-4);
+    // And a file in the book's layout (separate q, k, v per head) into the same model.
+    book_model.load_state_dict(to_book_layout(fused_model.state_dict(), 4));
+    save_safetensors(dir + "/book.safetensors", book_model.state_dict());
+    manual_seed(6);
+    TransformerForSequenceClassification n(small(fused));
+    n.eval();
+    load_weights(n, dir + "/book.safetensors", small(fused));
+    CHECK_CLOSE(n.forward(ids), expected, 1e-5, 1e-4);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("beam search finds the best-scoring sequence, with GNMT's length penalty") {
   // A model small enough to score every output: 6 target tokens, outputs of up to 3.
   auto c = small();
@@ -345,6 +399,17 @@ TEST_CASE("bad inputs give clear errors") {
         s2s.forward(zeros({1, 30}, kInt64), tensor({{1}}));
       },
       {"30 tokens", "max_position_embeddings 24"});
+  // Either input not [batch, seq] is refused, the other being right.
+  check_error(
+      [&] {
+        s2s.forward(tensor({5, 6}), tensor({{1}}));
+      },
+      {"Seq2SeqTransformer", "expected ids [batch, seq]", "source [2]"});
+  check_error(
+      [&] {
+        s2s.forward(tensor({{5, 6}}), tensor({1}));
+      },
+      {"Seq2SeqTransformer", "expected ids [batch, seq]", "target [1]"});
   check_error(
       [&] {
         s2s.forward(tensor({{5, 6}, {7, 8}}), tensor({{1, 2, 3}}));

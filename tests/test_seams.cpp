@@ -1,6 +1,8 @@
 // The seams a student extends through: attention's additive bias (against PyTorch's float
 // attn_mask), parts chosen by registered name, the config declared once, Module::apply and
 // init_weights by module type, layers built from parts passed in.
+#include <map>
+
 #include "helpers.hpp"
 #include "models/models.hpp"
 
@@ -143,6 +145,19 @@ TEST_CASE("config: one declaration per field drives json, set() and checks") {
          n.max_position_embeddings == 64 && !n.bias && !n.embedding_layer_norm &&
          n.tie_word_embeddings));
   CHECK(TransformerConfig::preset("bert-base").to_json() == TransformerConfig().to_json());
+  // The sizes `anatomy config --preset NAME` prints: hidden, heads, layers, feed-forward.
+  for (const auto& [name, sizes] :
+       std::map<std::string, std::vector<int64_t>>{{"tiny", {64, 4, 2, 256}},
+                                                   {"small", {128, 4, 2, 512}},
+                                                   {"base", {256, 8, 3, 1024}},
+                                                   {"nanogpt", {128, 4, 4, 512}},
+                                                   {"gpt-small", {192, 6, 6, 768}},
+                                                   {"bert-base", {768, 12, 12, 3072}}}) {
+    CAPTURE(name);
+    const auto p = TransformerConfig::preset(name);
+    CHECK(std::vector<int64_t>{p.hidden_size, p.num_attention_heads, p.num_hidden_layers,
+                               p.intermediate_size} == sizes);
+  }
   check_error([] { TransformerConfig::preset("huge"); }, {"unknown preset 'huge'", "tiny"});
 }
 

@@ -117,6 +117,10 @@ TEST_CASE("char, word and BPE tokenizers: training, round trips, save and load")
   for (const auto& s : corpus) CHECK(bpe.decode(bpe.encode(s)) == s);
   CHECK(bpe.decode(bpe.encode("Hallo Welten")) == "Hallo Welten");  // unseen word, still spelled
   CHECK(bpe.tokenize("Hallo").size() < 5);                          // merges were learned
+  // With room to spare and min_frequency 1, pairs seen once are merged too, to the whole word.
+  auto once = BpeTokenizer::train({"abcd"}, 100, false, 1);
+  CHECK(once.tokenize("abcd") == std::vector<std::string>{"▁abcd"});
+  CHECK(once.tokenize("dcba") == std::vector<std::string>{"▁", "d", "c", "b", "a"});
 
   const std::string dir = (std::filesystem::temp_directory_path() / "anatomy_tok").string();
   std::filesystem::create_directories(dir);
@@ -167,6 +171,33 @@ TEST_CASE("char vocabularies with line breaks and backslashes survive save and l
   // BERT's plain vocab.txt is read as it is: a backslash line is the token "\".
   std::ofstream(dir + "/plain.txt") << "[PAD]\n\\\nn\n";
   CHECK(Vocabulary::load(dir + "/plain.txt").token(1) == "\\");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("BPE encoding applies the earliest-learned merge first, wherever it is in the word") {
+  const Vocabulary vocab({"[UNK]", "▁", "a", "b", "c", "ab", "bc"});
+  // (a, b) learned first: "▁abc" -> ▁ ab c, although (b, c) is also a merge.
+  BpeTokenizer ab_first(vocab, {{"a", "b"}, {"b", "c"}}, false);
+  CHECK(ab_first.tokenize("abc") == std::vector<std::string>{"▁", "ab", "c"});
+  BpeTokenizer bc_first(vocab, {{"b", "c"}, {"a", "b"}}, false);
+  CHECK(bc_first.tokenize("abc") == std::vector<std::string>{"▁", "a", "bc"});
+}
+
+TEST_CASE("a vocabulary without [UNK]: id 0 encodes, an unknown token is an error") {
+  WordTokenizer words(Vocabulary({"▁hallo", "▁welt"}), false);
+  CHECK(words.encode("hallo welt") == std::vector<int64_t>{0, 1});
+  check_error([&] { words.encode("hallo mars"); },
+              {"encode", "'▁mars' is not in the vocabulary", "no [UNK]"});
+}
+
+TEST_CASE("a word tokenizer file that does not say 'lowercase' keeps case") {
+  const std::string dir = (std::filesystem::temp_directory_path() / "anatomy_tok_word").string();
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/w.json") << R"({"kind": "word"})";
+  std::ofstream(dir + "/w.vocab.txt") << "[PAD]\n[UNK]\n[BOS]\n[EOS]\n▁Hallo\n▁hallo\n";
+  auto t = load_tokenizer(dir + "/w");
+  CHECK(t->tokenize("Hallo hallo") == std::vector<std::string>{"▁Hallo", "▁hallo"});
+  CHECK(t->encode("Hallo hallo") == std::vector<int64_t>{4, 5});
   std::filesystem::remove_all(dir);
 }
 
