@@ -304,3 +304,33 @@ TEST_CASE("numbers: every number from 1 to 9999, once") {
   CHECK(sources.count(english_number(9999)) == 1);
   CHECK(sources.count(english_number(10000)) == 0);
 }
+
+TEST_CASE("BLEU: of two references equally close in length, the shorter one counts") {
+  // sacreBLEU's closest reference length: the smallest |ref - hyp|, ties to the shorter ref.
+  for (const bool shorter_first : {true, false}) {
+    CAPTURE(shorter_first);
+    const std::vector<std::string> four = {"a b c d"}, six = {"a b c d e f"};
+    const auto s =
+        corpus_bleu({"a b c d e"}, shorter_first ? std::vector{four, six} : std::vector{six, four});
+    CHECK(s.sys_len == 5);
+    CHECK(s.ref_len == 4);
+    CHECK(s.bp == 1.0);
+  }
+}
+
+TEST_CASE("13a tokenization unescapes every entity, the first at the line's start too") {
+  // As sacreBLEU's str.replace: every occurrence, left to right.
+  CHECK(tokenize_13a("&quot;a&quot; &amp;&amp; &lt;b&gt;&gt;") == "\" a \" & & < b > >");
+}
+
+TEST_CASE("split_pairs: held-out sets must leave at least one training pair") {
+  std::vector<Pair> pairs;
+  for (int i = 0; i < 11; ++i) pairs.push_back({std::to_string(i), std::to_string(i)});
+  const Splits s = split_pairs(pairs, 5, 5, 1);
+  CHECK(s.train.size() == 1);
+  CHECK(s.valid.size() == 5);
+  CHECK(s.test.size() == 5);
+  pairs.pop_back();
+  check_error([&] { split_pairs(pairs, 5, 5, 1); },
+              {"split: 10 pairs are too few for 5 valid and 5 test pairs"});
+}
