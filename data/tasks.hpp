@@ -7,7 +7,9 @@
 //   dates     "March 3, 2021" -> "2021-03-03"
 //   toylang   "the big dog followed a small cat" -> "la hundo granda katon malgrandan sekvis"
 //             (a small rule-based language: subject-object-verb order, adjectives after the
-//             noun, plural -j, accusative -n, tense -as / -is)
+//             noun, plural -j, accusative -n, tense -as / -is); a noun phrase is drawn
+//             definite and with an adjective half of the time each, plural a third, and
+//             repeated sentences are dropped
 #pragma once
 
 #include "data/pairs.hpp"
