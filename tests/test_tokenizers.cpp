@@ -121,6 +121,12 @@ TEST_CASE("char, word and BPE tokenizers: training, round trips, save and load")
   auto once = BpeTokenizer::train({"abcd"}, 100, false, 1);
   CHECK(once.tokenize("abcd") == std::vector<std::string>{"▁abcd"});
   CHECK(once.tokenize("dcba") == std::vector<std::string>{"▁", "d", "c", "b", "a"});
+  // Traced by hand: (▁, b) is the only pair seen twice; then every pair is seen once and ties go
+  // to the smaller pair ("a" < "b" < "▁"). (b, c) keeps its count after (▁, b) is merged next
+  // to it in "▁bbc", and is merged in its turn.
+  const std::vector<std::pair<std::string, std::string>> traced = {
+      {"▁", "b"}, {"a", "a"}, {"aa", "b"}, {"b", "c"}, {"▁", "aab"}, {"▁b", "a"}, {"▁b", "bc"}};
+  CHECK(BpeTokenizer::train({"ba bbc aab"}, 100, false, 1).merges == traced);
 
   const std::string dir = (std::filesystem::temp_directory_path() / "anatomy_tok").string();
   std::filesystem::create_directories(dir);
