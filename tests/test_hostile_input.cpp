@@ -276,18 +276,21 @@ TEST_CASE("run.json is checked field by field before a resume trusts it") {
   refused(R"({"best": {"valid_loss": null}})", "'best.valid_loss' is null (expected a number");
   refused(R"({"history": [{"step": "ten"}]})", "'history[0].step' is \"ten\" (expected an integer");
   refused(R"({"history": [7]})", "'history[0]' is 7 (expected an object)");
+  refused(R"({"history": [{"step": 4, "bleu": null}]})", "'history[0].bleu' is null");
   refused(R"({"curve": [[1, 2.0]]})", "'curve[0]' is [1,2.0] (expected [step, loss, lr])");
   refused(R"({"curve": [[1e300, 2.0, 0.1]]})", "'curve[0][0]' is 1e+300 (expected an integer");
-  // What passes comes back whole.
+  // What passes comes back whole, including the null train_loss of a history line written
+  // with no batch trained since the line before (an interrupt right after an evaluation).
   std::ofstream(dir + "/run.json")
       << R"({"best": {"valid_loss": 1.5}, "history": [{"step": 4, "valid_loss": 1.5, "bleu": 2,
-             "complete": true}], "curve": [[2, 3.5, 0.01], [4, 2.5, 0.02]]})";
+             "complete": true}, {"step": 4, "train_loss": null, "valid_loss": 1.5,
+             "complete": false}], "curve": [[2, 3.5, 0.01], [4, 2.5, 0.02]]})";
   const auto h = training::read_history(run.read_run());
   CHECK(h.best["valid_loss"].get<double>() == 1.5);
   REQUIRE(h.curve.train.size() == 2);
   CHECK(h.curve.train[1].step == 4);
   CHECK(h.curve.train[1].train_loss == 2.5);
-  REQUIRE(h.curve.eval.size() == 1);
+  REQUIRE(h.curve.eval.size() == 2);
   CHECK(h.curve.eval[0].score == 2);
 }
 
