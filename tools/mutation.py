@@ -207,6 +207,7 @@ def main():
     ap.add_argument("--recheck", default="",
                     help="a report.json: run its survivors again (after writing tests for them)")
     a = ap.parse_args()
+    a.out = os.path.abspath(a.out)  # the tests run with the build folder as working directory
     if a.recheck:
         return recheck(a)
 
