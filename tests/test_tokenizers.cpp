@@ -44,6 +44,48 @@ TEST_CASE("BERT tokenizer: the reference vectors with bert-base-uncased's vocab"
   }
 }
 
+TEST_CASE("BERT tokenizer: the book's sentence pair, as Hugging Face encodes it") {
+  auto tok = bert_base();
+  if (!tok) return;
+  // tokenizer("time flies like an arrow", "fruit flies like a banana")
+  const auto e = tok->encode_plus("time flies like an arrow", "fruit flies like a banana");
+  CHECK(e.input_ids == std::vector<int64_t>{101, 2051, 10029, 2066, 2019, 8612, 102, 5909, 10029,
+                                            2066, 1037, 15212, 102});
+  CHECK(e.token_type_ids == std::vector<int64_t>{0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1});
+  CHECK(e.attention_mask == std::vector<int64_t>(13, 1));
+  CHECK(e.sentence_b_start == 7);
+  CHECK(e.tokens[6] == "[SEP]");
+  CHECK(e.tokens[7] == "fruit");
+  // One sentence: what the model sees with its special tokens, all of type 0.
+  const auto one = tok->encode_plus("time flies like an arrow");
+  CHECK(one.input_ids == tok->encode_with_special_tokens("time flies like an arrow"));
+  CHECK(one.token_type_ids == std::vector<int64_t>(7, 0));
+  CHECK(one.sentence_b_start == -1);
+}
+
+TEST_CASE("BERT tokenizer: longest_first truncation of a pair") {
+  const BertTokenizer tok(
+      Vocabulary({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "b", "c", "d", "e"}));
+  auto tokens = [&](const std::string& a, const std::optional<std::string>& b, int64_t max) {
+    return tok.encode_plus(a, b, max).tokens;
+  };
+  using V = std::vector<std::string>;
+  // Equal lengths: the second sentence loses a token first, then they take turns.
+  CHECK(tokens("a b c d e", "e d c b a", 10) ==
+        V{"[CLS]", "a", "b", "c", "d", "[SEP]", "e", "d", "c", "[SEP]"});
+  // The longer one is cut until it is no longer the longer one.
+  CHECK(tokens("a b c d e", "e", 6) == V{"[CLS]", "a", "b", "[SEP]", "e", "[SEP]"});
+  CHECK(tokens("a", "a b c d e", 7) == V{"[CLS]", "a", "[SEP]", "a", "b", "c", "[SEP]"});
+  // A single sentence is cut at its end; room to spare changes nothing.
+  CHECK(tokens("a b c d e", std::nullopt, 4) == V{"[CLS]", "a", "b", "[SEP]"});
+  CHECK(tokens("a b", "c", 100).size() == 6);
+  // Only the special tokens left.
+  CHECK(tokens("a b", "c d", 3) == V{"[CLS]", "[SEP]", "[SEP]"});
+  check_error([&] { tok.encode_plus("a", "b", 2); },
+              {"encode_plus", "at least 3", "a pair", "got 2"});
+  check_error([&] { tok.encode_plus("a", std::nullopt, -1); }, {"at least 2", "got -1"});
+}
+
 TEST_CASE("BERT tokenizer: Hugging Face's test cases") {
   auto hf = shared_json("bert-base-uncased/hf_tokenizer_expectations.json");
   if (!hf) return;

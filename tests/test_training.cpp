@@ -205,6 +205,19 @@ TEST_CASE("bleu and tokenize commands") {
   auto tj = run("tokenize --vocab " + vocab + " --format json \"I like strawberries\"");
   CHECK(nlohmann::json::parse(tj.output)["tokens"] ==
         nlohmann::json({"i", "like", "straw", "##berries"}));
+  // The book's pair, as BERT reads it.
+  auto p = run("tokenize --vocab " + vocab +
+               " --pair \"time flies like an arrow\" \"fruit flies like a banana\"");
+  CHECK(p.output ==
+        "[CLS] time flies like an arrow [SEP] fruit flies like a banana [SEP]\t101 2051 10029 2066 "
+        "2019 8612 102 5909 10029 2066 1037 15212 102\t0 0 0 0 0 0 0 1 1 1 1 1 1\n");
+  auto pj = run("tokenize --vocab " + vocab + " --pair --format json --max-length 10 a \"b c\"");
+  const auto pair = nlohmann::json::parse(pj.output);
+  CHECK(pair["token_type_ids"] == nlohmann::json({0, 0, 0, 1, 1, 1}));
+  CHECK(pair["sentence_b_start"] == 3);
+  auto odd = run("tokenize --vocab " + vocab + " --pair one");
+  CHECK(odd.code != 0);
+  CHECK(odd.output.find("texts come two at a time") != std::string::npos);
 }
 
 // A toy corpus in Tatoeba's layout: `n` pairs over 35 sources, each source with several targets.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "autograd/tensor.hpp"
 #include "tokenizers/unicode.hpp"
 
 namespace anatomy::text {
@@ -141,6 +142,53 @@ std::vector<int64_t> BertTokenizer::encode_with_special_tokens(const std::string
   for (int64_t id : encode(text)) ids.push_back(id);
   ids.push_back(vocab_.id("[SEP]"));
   return ids;
+}
+
+BertEncoding BertTokenizer::encode_plus(const std::string& text,
+                                        const std::optional<std::string>& text_pair,
+                                        int64_t max_length) const {
+  std::vector<std::string> a = tokenize(text), b;
+  if (text_pair) b = tokenize(*text_pair);
+  const int64_t specials = text_pair ? 3 : 2;
+  if (max_length < 0 || (max_length > 0 && max_length < specials))
+    throw Error(fmt::format(
+        "encode_plus: max_length must be 0 (no truncation) or at least {}, the [CLS] and [SEP] "
+        "tokens of {}, got {}",
+        specials, text_pair ? "a pair" : "one sentence", max_length));
+  if (max_length > 0) {
+    auto length = [&] { return static_cast<int64_t>(a.size() + b.size()) + specials; };
+    while (length() > max_length) {
+      if (a.size() > b.size())
+        a.pop_back();
+      else
+        b.pop_back();
+    }
+  }
+  BertEncoding e;
+  auto add = [&](const std::string& token, int64_t type) {
+    e.tokens.push_back(token);
+    e.token_type_ids.push_back(type);
+  };
+  add("[CLS]", 0);
+  for (const auto& t : a) add(t, 0);
+  add("[SEP]", 0);
+  if (text_pair) {
+    e.sentence_b_start = static_cast<int64_t>(e.tokens.size());
+    for (const auto& t : b) add(t, 1);
+    add("[SEP]", 1);
+  }
+  const int64_t unk = vocab_.find("[UNK]");
+  for (const auto& t : e.tokens) {
+    const int64_t id = vocab_.find(t);
+    if (id < 0 && unk < 0)
+      throw Error(
+          fmt::format("encode_plus: token '{}' is not in the vocabulary, which has no "
+                      "[UNK]",
+                      t));
+    e.input_ids.push_back(id < 0 ? unk : id);
+  }
+  e.attention_mask.assign(e.input_ids.size(), 1);
+  return e;
 }
 
 std::string BertTokenizer::decode(const std::vector<int64_t>& ids) const {

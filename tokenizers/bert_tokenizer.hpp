@@ -28,6 +28,15 @@ std::vector<std::string> wordpiece_tokenize(const std::string& text, const Vocab
                                             const std::string& unk = "[UNK]",
                                             size_t max_input_chars_per_word = 100);
 
+// What Hugging Face's tokenizer(text) or tokenizer(text, text_pair) returns for BERT:
+// [CLS] a [SEP] (b [SEP]), token_type_ids 0 for the first sentence with its [CLS] and [SEP] and 1
+// for the second with its [SEP], attention_mask all 1 (nothing is padded).
+struct BertEncoding {
+  std::vector<std::string> tokens;
+  std::vector<int64_t> input_ids, token_type_ids, attention_mask;
+  int64_t sentence_b_start = -1;  // the second sentence's first position (BertViz's); -1: none
+};
+
 class BertTokenizer : public Tokenizer {
  public:
   explicit BertTokenizer(Vocabulary vocab, bool do_lower_case = true);
@@ -37,6 +46,12 @@ class BertTokenizer : public Tokenizer {
   std::vector<std::string> tokenize(const std::string& text) const override;
   // [CLS] ids [SEP], as the model sees a single sentence.
   std::vector<int64_t> encode_with_special_tokens(const std::string& text) const;
+  // One sentence or a pair, as Hugging Face encodes them. max_length > 0 truncates as its
+  // "longest_first" does: one token at a time from the end of the longer sentence (of two equally
+  // long ones, the second), until the whole, special tokens included, fits.
+  BertEncoding encode_plus(const std::string& text,
+                           const std::optional<std::string>& text_pair = {},
+                           int64_t max_length = 0) const;
   std::string decode(const std::vector<int64_t>& ids) const override;
   BasicTokenizerOptions options;
   size_t max_input_chars_per_word = 100;
