@@ -114,7 +114,11 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                   const Tensor& bias, float eps) {
   check_float("layer_norm", x);
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
-  bool ok = k >= 1 && x.dim() >= k;
+  if (k == 0)
+    throw Error(
+        "layer_norm: Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
+        "least one element, but got normalized_shape = []");
+  bool ok = x.dim() >= k;
   for (int64_t i = 0; ok && i < k; ++i) ok = x.size(x.dim() - k + i) == normalized_shape[i];
   if (!ok)
     throw Error(fmt::format(

@@ -105,6 +105,9 @@ TEST_CASE("default initialization follows PyTorch's") {
   Tensor w = empty({200, 300});
   nn::init::xavier_uniform_(w);
   CHECK(w.abs().max().item() <= std::sqrt(6.0f / 500.0f));
+  CHECK(w.abs().max().item() > 0.99f * std::sqrt(6.0f / 500.0f));  // U(-a, a), a = √(6 / 500)
+  nn::init::xavier_normal_(w, 2.0f);
+  CHECK(std::abs(w.var().item() - 4.0f * 2.0f / 500.0f) < 0.0005f);  // gain² · 2 / (300 + 200)
   nn::init::kaiming_normal_(w, 0.0f, "fan_in", "relu");
   CHECK(std::abs(w.var().item() - 2.0f / 300.0f) < 0.001f);
 }

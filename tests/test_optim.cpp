@@ -101,3 +101,16 @@ TEST_CASE("optimizer state survives state_dict / load_state_dict") {
   bad["state.0.exp_avg"] = zeros({4});
   check_error([&] { ob.load_state_dict(bad); }, {"AdamW", "state.0.exp_avg", "[4]"});
 }
+
+TEST_CASE("AdamW's decoupled weight decay: p times (1 - lr * wd), whatever wd") {
+  // With a zero gradient Adam's step is 0, so only the decay moves p (as in torch.optim.AdamW).
+  for (const double wd : {0.0, 0.5, 1.0}) {
+    CAPTURE(wd);
+    Tensor p = tensor({2.0f, -4.0f}).requires_grad_();
+    nn::AdamW opt({p}, {.lr = 0.1, .weight_decay = wd});
+    p.set_grad(zeros({2}));
+    opt.step();
+    const float f = static_cast<float>(1.0 - 0.1 * wd);
+    CHECK(p.to_vector() == std::vector<float>{2.0f * f, -4.0f * f});
+  }
+}

@@ -47,6 +47,26 @@ TEST_CASE("random numbers are reproducible after manual_seed") {
   CHECK(*std::max_element(rv.begin(), rv.end()) == 6);
 }
 
+namespace {
+// The default generator before any test draws from it or seeds it.
+const Generator::State kInitialState = default_generator().get_state();
+}  // namespace
+
+TEST_CASE("before any manual_seed, the default generator is as manual_seed(0) leaves it") {
+  const auto zero = Generator(0).get_state();
+  CHECK(kInitialState.state == zero.state);
+  CHECK(kInitialState.inc == zero.inc);
+}
+
+TEST_CASE("index_select along an inner dimension, as torch") {
+  Tensor a = arange(24, kFloat32).reshape({2, 3, 4});
+  // torch.index_select(torch.arange(24.).reshape(2, 3, 4), 1, torch.tensor([2, 0]))
+  CHECK(index_select(a, 1, tensor({2, 0})).to_vector() ==
+        std::vector<float>{8, 9, 10, 11, 0, 1, 2, 3, 20, 21, 22, 23, 12, 13, 14, 15});
+  CHECK(index_select(a, 2, tensor({3, 3, 1})).to_vector() ==
+        std::vector<float>{3, 3, 1, 7, 7, 5, 11, 11, 9, 15, 15, 13, 19, 19, 17, 23, 23, 21});
+}
+
 TEST_CASE("the generator is PCG32: the reference implementation's demo stream") {
   // pcg32-demo seeds with pcg32_srandom(42, 54) and prints these six numbers first.
   Generator g;
@@ -175,6 +195,11 @@ TEST_CASE("errors name the op, what was expected and what came") {
         layer_norm(randn({1, 5, 512}), {768});
       },
       {"layer_norm", "normalized_shape=[768]", "[*, 768]", "[1, 5, 512]"});
+  check_error(
+      [&] {
+        layer_norm(randn({2, 3}), Shape{});
+      },
+      {"layer_norm", "at least 1-dimensional", "normalized_shape = []"});
   check_error(
       [&] {
         cat({randn({2, 3}), randn({3, 3})}, 1);
