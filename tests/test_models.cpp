@@ -116,6 +116,17 @@ TEST_CASE("bias-free layers (nanoGPT's): no biases anywhere, both attention layo
   CHECK_FALSE(ln.bias.defined());
 }
 
+TEST_CASE("scaled_dot_product_attention takes 2-D inputs (one sequence, no batch) as torch") {
+  manual_seed(3);
+  Tensor q = randn({3, 4}), k = randn({5, 4}), v = randn({5, 2});
+  const auto flat = scaled_dot_product_attention(q, k, v);
+  const auto batched = scaled_dot_product_attention(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0));
+  CHECK(flat.output.shape() == Shape{3, 2});
+  CHECK(flat.output.to_vector() == batched.output.to_vector());
+  check_error([&] { scaled_dot_product_attention(randn({4}), k, v); },
+              {"scaled_dot_product_attention", "at least 2 dims", "[4]"});
+}
+
 TEST_CASE("a query whose every key is masked gets zeros, not NaN") {
   Tensor q = randn({1, 3, 4}).requires_grad_();
   Tensor mask = tensor({{1.0f, 1.0f, 0.0f}, {0.0f, 0.0f, 0.0f}, {1.0f, 0.0f, 0.0f}});

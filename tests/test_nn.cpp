@@ -95,6 +95,10 @@ TEST_CASE("default initialization follows PyTorch's") {
   CHECK(lin.weight.min().item() >= -bound);
   CHECK(lin.weight.max().item() > 0.9f * bound);  // spread over the whole range
   CHECK(lin.bias.abs().max().item() <= bound);
+  // One input: the bound is 1 / √1 = 1, for the bias as for the weight.
+  nn::Linear one(1, 400);
+  CHECK(one.bias.abs().max().item() <= 1.0f);
+  CHECK(one.bias.abs().max().item() > 0.9f);
   nn::Embedding emb(1000, 100, 3);
   CHECK(std::abs(emb.weight.mean().item()) < 0.02f);
   CHECK(std::abs(emb.weight.var().item() - 1.0f) < 0.03f);
