@@ -162,7 +162,9 @@ class Workspace:
             if os.path.exists(dst) and open(src, "rb").read() == open(dst, "rb").read():
                 continue  # unchanged: keep its time stamp, so the build stays incremental
             os.makedirs(os.path.dirname(dst), exist_ok=True)
-            shutil.copy2(src, dst)
+            # A fresh time stamp: a copy left mutated by an interrupted run must be rebuilt,
+            # although the repository's file is older than the mutant's object file.
+            shutil.copyfile(src, dst)
         # The tests read ../shared/data relative to the repository.
         shared = os.path.join(self.out, "shared")
         real = os.path.abspath(os.path.join(ROOT, "..", "shared"))
