@@ -165,6 +165,7 @@ class Workspace:
             # A fresh time stamp: a copy left mutated by an interrupted run must be rebuilt,
             # although the repository's file is older than the mutant's object file.
             shutil.copyfile(src, dst)
+            shutil.copymode(src, dst)
         # The tests read ../shared/data relative to the repository.
         shared = os.path.join(self.out, "shared")
         real = os.path.abspath(os.path.join(ROOT, "..", "shared"))
