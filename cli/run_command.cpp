@@ -28,7 +28,7 @@ std::vector<int64_t> parse_ids(const std::string& flag, const std::string& text)
 namespace {
 
 struct RunOptions {
-  std::string config, weights, model, input_ids, decoder_input_ids, output;
+  std::string config, weights, model, input_ids, decoder_input_ids, token_type_ids, output;
 };
 
 void add_list(std::map<std::string, Tensor>& out, const std::string& name,
@@ -43,12 +43,22 @@ int run(const RunOptions& o) {
   const Tensor input = from_vector(ids, {1, static_cast<int64_t>(ids.size())});
   std::map<std::string, Tensor> out;
   NoGradGuard no_grad;
+  Tensor types;
+  if (!o.token_type_ids.empty()) {
+    if (o.model != "encoder")
+      throw Error(fmt::format("run: --token-type-ids is for --model encoder (got '{}')", o.model));
+    const auto t = parse_ids("--token-type-ids", o.token_type_ids);
+    if (t.size() != ids.size())
+      throw Error(fmt::format("run: --token-type-ids has {} ids but --input-ids has {}", t.size(),
+                              ids.size()));
+    types = from_vector(t, {1, static_cast<int64_t>(t.size())});
+  }
   if (o.model == "encoder" || o.model == "classifier") {
     if (o.model == "encoder") {
       TransformerEncoder m(config);
       load_weights(m, o.weights, config);
       m.eval();
-      out["last_hidden_state"] = m.forward(input);
+      out["last_hidden_state"] = m.forward(input, Tensor(), types);
       add_list(out, "attentions", m.attentions());
     } else {
       TransformerForSequenceClassification m(config);
@@ -106,6 +116,8 @@ Runner add_run_command(CLI::App& app) {
   cmd->add_option("--model", o->model, "encoder | classifier | causal-lm | seq2seq")->required();
   cmd->add_option("--input-ids", o->input_ids, "token ids, e.g. 2051,10029,2066")->required();
   cmd->add_option("--decoder-input-ids", o->decoder_input_ids, "target ids so far (seq2seq)");
+  cmd->add_option("--token-type-ids", o->token_type_ids,
+                  "sentence A/B of each token, e.g. 0,0,0,1,1 (encoder; config type_vocab_size)");
   cmd->add_option("--output", o->output, "where to write the outputs (.safetensors)")->required();
   return [o] { return run(*o); };
 }

@@ -75,10 +75,10 @@ nlohmann::json parse_value(const std::string& text) {
 
 // Hugging Face keys that carry nothing this project uses.
 const std::set<std::string> kIgnoredKeys = {
-    "architectures",          "model_type",           "type_vocab_size",    "use_cache",
-    "gradient_checkpointing", "transformers_version", "classifier_dropout", "torch_dtype",
-    "bos_token_id",           "eos_token_id",         "id2label",           "label2id",
-    "_name_or_path",          "problem_type"};
+    "architectures",        "model_type",         "use_cache",   "gradient_checkpointing",
+    "transformers_version", "classifier_dropout", "torch_dtype", "bos_token_id",
+    "eos_token_id",         "id2label",           "label2id",    "_name_or_path",
+    "problem_type"};
 
 // Sets the field called `key` from a JSON value; false if no field has that name.
 bool set_field(TransformerConfig& c, const std::string& key, const nlohmann::json& value,

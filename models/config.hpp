@@ -30,6 +30,8 @@ namespace anatomy::models {
   FIELD(int64_t, num_labels, 3, positive, "classes of the classification head")                 \
   FIELD(std::string, hidden_act, "gelu", activation, "gelu, gelu_new (tanh form) or relu")      \
   FIELD(int64_t, pad_token_id, 0, non_negative, "the padding token, masked in attention")       \
+  FIELD(int64_t, type_vocab_size, 0, non_negative,                                              \
+        "token types (BERT's sentence A/B: 2); 0: none")                                        \
   FIELD(std::string, position_embedding_type, "absolute", position,                             \
         "absolute (learned), sinusoidal, relative_key, relative_key_query, alibi, rotary, ...") \
   FIELD(double, rope_theta, 10000.0, positive, "rotary: the base of the rotation angles")       \

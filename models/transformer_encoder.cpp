@@ -17,8 +17,9 @@ TransformerEncoder::TransformerEncoder(const TransformerConfig& c) {
   if (c.final_layer_norm) layer_norm = register_module("layer_norm", make_norm(c));
 }
 
-Tensor TransformerEncoder::forward(const Tensor& input_ids, const Tensor& attention_mask) {
-  Tensor x = embeddings->forward(input_ids);
+Tensor TransformerEncoder::forward(const Tensor& input_ids, const Tensor& attention_mask,
+                                   const Tensor& token_type_ids) {
+  Tensor x = embeddings->forward(input_ids, 0, token_type_ids);
   const Tensor mask = as_key_mask(attention_mask);
   for (const auto& layer : *layers)
     x = dynamic_cast<TransformerEncoderLayer&>(*layer).forward(x, mask);

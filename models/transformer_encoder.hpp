@@ -11,8 +11,10 @@ class TransformerEncoder : public nn::Module {
  public:
   explicit TransformerEncoder(const TransformerConfig& config);
   // int64 ids [B, T] -> hidden states [B, T, E]. attention_mask: [B, T] with 1 for real
-  // tokens and 0 for padding (or any mask broadcasting to [B, T, T]).
-  Tensor forward(const Tensor& input_ids, const Tensor& attention_mask);
+  // tokens and 0 for padding (or any mask broadcasting to [B, T, T]). token_type_ids: [B, T],
+  // for models with type_vocab_size > 0 (BERT's sentence A = 0, B = 1).
+  Tensor forward(const Tensor& input_ids, const Tensor& attention_mask,
+                 const Tensor& token_type_ids = Tensor());
   Tensor forward(const Tensor& input_ids) override { return forward(input_ids, Tensor()); }
   // Each layer's last attention weights, [B, H, T, T].
   std::vector<Tensor> attentions() const;

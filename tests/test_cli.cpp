@@ -80,6 +80,9 @@ TEST_CASE("anatomy run: bad input gives a clear message, a non-zero exit and no 
   expect_failure(base + "--model seq2seq --input-ids 1,50 --decoder-input-ids 1",
                  "token id 50 is out of range");
   expect_failure(base + "--model gpt --input-ids 1", "unknown --model 'gpt'");
+  expect_failure(
+      base + "--model seq2seq --input-ids 1,2 --decoder-input-ids 1 --token-type-ids 0,1",
+      "--token-type-ids is for --model encoder");
   expect_failure(base + "--model encoder --input-ids 1,2", "Missing key(s)");  // seq2seq weights
   std::string long_ids = "1";
   for (int i = 0; i < 20; ++i) long_ids += ",1";  // 21 tokens; the model has 16 positions

@@ -53,6 +53,43 @@ TEST_CASE("the chapter's shapes with bert-base-uncased's config") {
   CHECK(classifier.forward(inputs).shape() == Shape{1, 3});
 }
 
+TEST_CASE("token types: BERT's embeddings add a sentence A/B table, zeros when not given") {
+  auto c = small();
+  c.type_vocab_size = 2;
+  CHECK(TransformerConfig::from_json_file(bert_config_path()).type_vocab_size == 2);
+  manual_seed(11);
+  Embeddings emb(c);
+  emb.eval();
+  NoGradGuard no_grad;
+  const Tensor ids = tensor({{3, 7, 9, 4}}), types = tensor({{0, 0, 1, 1}});
+  // Hugging Face's BertEmbeddings: LayerNorm(word[ids] + position[0..T) + token_type[types]).
+  auto expected = [&](const Tensor& t) {
+    Tensor sum = index_select(emb.token_embeddings->weight, 0, ids.select(0, 0)) +
+                 emb.state_dict().at("position_embeddings.weight").narrow(0, 0, 4) +
+                 index_select(emb.token_type_embeddings->weight, 0, t.select(0, 0));
+    return emb.layer_norm->forward(sum.unsqueeze(0));
+  };
+  CHECK_CLOSE(emb.forward(ids, 0, types), expected(types), 1e-6, 1e-5);
+  CHECK_CLOSE(emb.forward(ids), expected(zeros({1, 4}, kInt64)), 1e-6, 1e-5);
+  CHECK((emb.forward(ids, 0, types) - emb.forward(ids)).abs().max().item() > 1e-2f);
+  // The encoder passes them on; a model without token types refuses them.
+  TransformerEncoder enc(c);
+  enc.eval();
+  CHECK((enc.forward(ids, Tensor(), types) - enc.forward(ids)).abs().max().item() > 1e-3f);
+  check_error(
+      [&] {
+        emb.forward(ids, 0, tensor({{0, 2, 0, 0}}));
+      },
+      {"Embeddings", "token type 2 is out of range for type_vocab_size 2"});
+  check_error(
+      [&] {
+        emb.forward(ids, 0, tensor({{0, 1}}));
+      },
+      {"Embeddings", "token_type_ids must be int64 [1, 4]", "[1, 2]"});
+  Embeddings plain(small());
+  check_error([&] { plain.forward(ids, 0, types); }, {"Embeddings", "type_vocab_size 0"});
+}
+
 TEST_CASE("config.json: unknown and invalid values are clear errors") {
   check_error([] { TransformerConfig::from_json(R"({"hiden_size": 768})", "c.json"); },
               {"c.json", "unknown key 'hiden_size'"});

@@ -52,11 +52,13 @@ inline text::BertTokenizer bert_tokenizer(const Tutorial& t, bool& real) {
 }
 
 // bert-base-uncased's config.json (kept in models/configs/), with the book's attention classes
-// (MultiHeadAttention made of AttentionHeads) rather than the fused layout models train with.
+// (MultiHeadAttention made of AttentionHeads) rather than the fused layout models train with,
+// and the book's Embeddings: token and position tables, no token types.
 inline models::TransformerConfig bert_config() {
   auto config = models::TransformerConfig::from_json_file(std::string(ANATOMY_SOURCE_DIR) +
                                                           "/models/configs/bert-base-uncased.json");
   config.attention_type = "book";
+  config.type_vocab_size = 0;
   return config;
 }
 

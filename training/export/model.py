@@ -4,7 +4,8 @@ post-layer norm, learned or sinusoidal positions, bias-free layers, tied embeddi
 decoder the book leaves as homework. Parameter names are anatomy's (the book's, per-head
 attention), so a state_dict moves between the two by name.
 
-Written by `anatomy export`; config.json beside it says which options the run uses.
+Written by `anatomy export`;
+config.json beside it says which options the run uses.
 """
 import json
 import math
@@ -14,11 +15,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-# anatomy's TransformerConfig defaults (models/config.hpp), for keys a config.json leaves out.
+#anatomy's TransformerConfig defaults (models/config.hpp), for keys a config.json leaves out.
 DEFAULTS = dict(vocab_size=30522, hidden_size=768, num_attention_heads=12, num_hidden_layers=12,
                 intermediate_size=3072, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
                 max_position_embeddings=512, layer_norm_eps=1e-12, num_labels=3, hidden_act="gelu",
-                pad_token_id=0, position_embedding_type="absolute", tie_word_embeddings=False,
+                pad_token_id=0, type_vocab_size=0, position_embedding_type="absolute",
+                tie_word_embeddings=False,
                 initializer_range=0.02, norm_type="layer_norm", ffn_type="feed_forward",
                 attention_type="fused", pre_layer_norm=True, final_layer_norm=False,
                 embedding_layer_norm=True, num_decoder_layers=0, target_vocab_size=0,
@@ -121,11 +123,14 @@ class Embeddings(nn.Module):
         else:
             self.position_embeddings = nn.Embedding(config.max_position_embeddings,
                                                     config.hidden_size)
-        # GPT's layout has no norm after the embeddings
+#BERT's sentence A/B table, when the config has token types
+        if config.type_vocab_size > 0:
+            self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+#GPT's layout has no norm after the embeddings
         self.layer_norm = layer_norm(config) if config.embedding_layer_norm else nn.Identity()
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, input_ids):
+    def forward(self, input_ids, token_type_ids=None):
         seq_length = input_ids.size(1)
         position_ids = torch.arange(seq_length, dtype=torch.long,
                                     device=input_ids.device).unsqueeze(0)
@@ -133,7 +138,12 @@ class Embeddings(nn.Module):
             positions = self.pe[:seq_length].unsqueeze(0)
         else:
             positions = self.position_embeddings(position_ids)
-        return self.dropout(self.layer_norm(self.token_embeddings(input_ids) + positions))
+        x = self.token_embeddings(input_ids) + positions
+        if hasattr(self, "token_type_embeddings"):  # all sentence A when not given, as BERT
+            if token_type_ids is None:
+                token_type_ids = torch.zeros_like(input_ids)
+            x = x + self.token_type_embeddings(token_type_ids)
+        return self.dropout(self.layer_norm(x))
 
 
 class TransformerEncoderLayer(nn.Module):
@@ -183,8 +193,7 @@ class TransformerForSequenceClassification(nn.Module):
         x = self.encoder(x, attention_mask)[:, 0, :]  # the hidden state of the first token
         return self.classifier(self.dropout(x))
 
-
-# --- the decoder: the book's homework, in the book's style ---
+#-- - the decoder : the book 's homework, in the book' s style -- -
 
 class TransformerDecoderLayer(nn.Module):
     def __init__(self, config, cross_attention=True):
