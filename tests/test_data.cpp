@@ -22,6 +22,10 @@ TEST_CASE("numbers: English and German number words") {
   CHECK(german_number(1001) == "eintausendeins");
   CHECK(german_number(30) == "dreißig");
   CHECK(german_number(17) == "siebzehn");
+  CHECK(german_number(20) == "zwanzig");  // the first tens word, at the edge of the teens
+  CHECK(german_number(120) == "einhundertzwanzig");
+  CHECK(english_number(20) == "twenty");
+  CHECK(english_number(19) == "nineteen");
   CHECK(german_number(9999) == "neuntausendneunhundertneunundneunzig");
   CHECK(english_number(1000) == "one thousand");
   CHECK(english_number(15) == "fifteen");
@@ -89,6 +93,7 @@ TEST_CASE("TSV corpus: pairs, extra columns, and errors with line numbers") {
   check_error([&] { read_tsv(write("empty.tsv", "")); }, {"no usable pairs"});
   check_error([&] { read_tsv(dir + "/missing.tsv"); }, {"cannot open"});
   CHECK(read_tsv(write("long.tsv", "a\tb\nlonger\tc\n"), {.max_chars = 3}).skipped_long == 1);
+  CHECK(read_tsv(write("one.tsv", "a\tb\nab\tc\n"), {.max_chars = 1}).skipped_long == 1);
   std::filesystem::remove_all(dir);
 }
 
@@ -388,4 +393,42 @@ TEST_CASE("toylang: subjects are definite half of the time") {
       ++n;
     }
   CHECK(std::abs(definite / n - 0.5) < 0.02);
+}
+
+TEST_CASE("toylang: every sentence has its subject, its object in the accusative, then the verb") {
+  const Task t = make_task("toylang", 6);
+  for (const Pair& p : t.splits.test) {
+    CAPTURE(p.target);
+    std::vector<std::string> w;
+    std::istringstream in(p.target);
+    for (std::string x; in >> x;) w.push_back(x);
+    REQUIRE(w.size() >= 3);
+    CHECK((w.back().ends_with("is") || w.back().ends_with("as")));  // the verb, last
+    // One noun in the nominative (-o, -oj) and one in the accusative (-on, -ojn).
+    int nominative = 0, accusative = 0;
+    for (const auto& x : w) {
+      nominative += x.ends_with("o") || x.ends_with("oj");
+      accusative += x.ends_with("on") || x.ends_with("ojn");
+    }
+    CHECK(nominative == 1);
+    CHECK(accusative == 1);
+  }
+}
+
+TEST_CASE("Splits::split names each part, and refuses other names") {
+  Splits s;
+  s.train = {{"a", "b"}};
+  s.valid = {{"c", "d"}, {"e", "f"}};
+  s.test = {{"g", "h"}, {"i", "j"}, {"k", "l"}};
+  CHECK(s.split("train").size() == 1);
+  CHECK(s.split("valid").size() == 2);
+  CHECK(s.split("test").size() == 3);
+  check_error([&] { s.split("dev"); }, {"unknown split 'dev'", "train, valid or test"});
+}
+
+TEST_CASE("BLEU: an empty reference is a length like any other") {
+  // sacreBLEU: the closest reference length to a 1-word hypothesis among 0 and 3 words is 0.
+  const auto s = corpus_bleu({"a"}, {{""}, {"a b c"}});
+  CHECK(s.ref_len == 0);
+  CHECK(s.sys_len == 1);
 }

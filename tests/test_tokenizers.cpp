@@ -238,6 +238,29 @@ TEST_CASE("a vocabulary without [UNK]: id 0 encodes, an unknown token is an erro
               {"encode", "'▁mars' is not in the vocabulary", "no [UNK]"});
 }
 
+TEST_CASE("BERT's punctuation: every ASCII symbol and the Unicode P* categories") {
+  BasicTokenizerOptions o;
+  o.do_lower_case = false;
+  // ':' (58) and '@' (64) end one ASCII range, '$' and '`' are symbols BERT splits off too;
+  // then Pd (—), Pi («), Pf (»), Po (¿), Ps (「), Pe (」), Pc (‿).
+  CHECK(basic_tokenize("a:b@c$d`e", o) ==
+        std::vector<std::string>{"a", ":", "b", "@", "c", "$", "d", "`", "e"});
+  CHECK(basic_tokenize("a—b«c»¿d「e」f‿g", o) == std::vector<std::string>{"a", "—", "b", "«", "c",
+                                                                          "»", "¿", "d", "「", "e",
+                                                                          "」", "f", "‿", "g"});
+  CHECK(basic_tokenize("a+b", o) == std::vector<std::string>{"a", "+", "b"});  // ASCII Sm too
+  CHECK(basic_tokenize("a×b", o) == std::vector<std::string>{"a×b"});          // Unicode Sm is not
+}
+
+TEST_CASE("a BERT tokenizer file that does not say 'do_lower_case' lower-cases, as BERT") {
+  const std::string dir = (std::filesystem::temp_directory_path() / "anatomy_tok_bert").string();
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/b.json") << R"({"kind": "bert"})";
+  std::ofstream(dir + "/b.vocab.txt") << "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhallo\n";
+  CHECK(load_tokenizer(dir + "/b")->tokenize("Hallo") == std::vector<std::string>{"hallo"});
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("a word tokenizer file that does not say 'lowercase' keeps case") {
   const std::string dir = (std::filesystem::temp_directory_path() / "anatomy_tok_word").string();
   std::filesystem::create_directories(dir);
