@@ -123,6 +123,22 @@ TEST_CASE("numeric options out of range are refused with their range, before any
     CHECK_MESSAGE(r.output.find("must be a number in [") != std::string::npos, r.output);
   }
   CHECK_FALSE(std::filesystem::exists(out));
+  // Each range's own ends are accepted: parsing gets past them to the unknown task.
+  for (const std::string edge :
+       {"--label-smoothing 0", "--label-smoothing 0.99", "--clip 0", "--warmup 1", "--max-tokens 8",
+        "--epochs 1", "--iters 1", "--threads 1", "--threads 256", "--limit 1", "--max-chars 1",
+        "--vocab-size 16", "--time-budget 1", "--lr 1e-12"}) {
+    CAPTURE(edge);
+    auto r = anatomy_cli("train --task klingon " + edge + " --out " + out);
+    CHECK(r.output.find("unknown task 'klingon'") != std::string::npos);
+    CHECK(r.output.find("must be a number") == std::string::npos);
+  }
+  // --help shows each range.
+  const auto help = anatomy_cli("train --help").output;
+  CHECK(help.find("--label-smoothing") != std::string::npos);
+  CHECK(help.find("in [0, 0.99]") != std::string::npos);
+  CHECK(help.find("in [1, 256]") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(out));
 }
 
 TEST_CASE("a run folder's stale temporary files (a save killed halfway) are removed on resume" *

@@ -519,3 +519,51 @@ TEST_CASE("share_embeddings: one table for source and target, trained as one") {
   bad.share_embeddings = true;  // 30 source tokens, 20 target tokens
   check_error([&] { bad.validate(); }, {"share_embeddings", "one vocabulary"});
 }
+
+TEST_CASE("beam search scores each beam's extensions with that beam's own log-probabilities") {
+  // A greedy trap: the best 3-token output does not start with the most likely first token, so
+  // it lives in a beam other than the first. Models are tried seed by seed until one sets it.
+  auto c = small();
+  c.target_vocab_size = 6;
+  const Tensor src = tensor({{5, 6, 7}});
+  const int64_t bos = 1, eos = 2;
+  int traps = 0;
+  for (uint64_t seed = 20; seed < 60 && traps < 2; ++seed) {
+    manual_seed(seed);
+    Seq2SeqTransformer s2s(c);
+    s2s.eval();
+    NoGradGuard no_grad;
+    float* w = s2s.generator->weight.data_ptr<float>();
+    for (int64_t i = 0; i < s2s.generator->weight.numel(); ++i) w[i] *= 6.0f;
+    // log P of every full 3-token output without [EOS] (none is allowed to end early here:
+    // [EOS] gets a very low score).
+    s2s.generator->bias.data_ptr<float>()[eos] -= 100.0f;
+    auto lp_all = [&](const std::vector<int64_t>& prefix) {
+      std::vector<int64_t> in{bos};
+      in.insert(in.end(), prefix.begin(), prefix.end());
+      auto lp = log_softmax(
+          s2s.forward(src, from_vector(in, {1, static_cast<int64_t>(in.size())})).select(0, 0), -1);
+      return lp.select(0, static_cast<int64_t>(prefix.size())).to_vector();
+    };
+    const auto first = lp_all({});
+    const int64_t greedy_first = std::max_element(first.begin(), first.end()) - first.begin();
+    double best = -1e30;
+    std::vector<int64_t> best_tokens;
+    for (int64_t a = 0; a < 6; ++a)
+      for (int64_t b = 0; b < 6; ++b) {
+        const auto second = lp_all({a});
+        const auto third = lp_all({a, b});
+        for (int64_t d = 0; d < 6; ++d) {
+          const double score = first[a] + second[b] + third[d];
+          if (score > best) best = score, best_tokens = {a, b, d};
+        }
+      }
+    if (best_tokens[0] == greedy_first) continue;
+    ++traps;
+    CAPTURE(seed);
+    const auto wide = beam_search(s2s, src, bos, eos, 3, 400, 0.0f);
+    CHECK(wide.tokens == best_tokens);
+    CHECK(wide.score == doctest::Approx(best).epsilon(1e-4));
+  }
+  CHECK(traps > 0);
+}
