@@ -2,6 +2,8 @@
 // `anatomy run` gives; train.py under torch.distributed (2 processes, gloo) continues training
 // with the loss still falling and identical replicas; the folder it writes comes back to
 // `anatomy translate` with the tokens PyTorch's greedy decoding gives.
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -13,6 +15,23 @@
 using namespace anatomy;
 
 namespace {
+
+// A TCP port no one listens on now, for torch.distributed's rendezvous: a fixed one fails when
+// two test runs (or another program) use it at the same time.
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;  // the kernel picks
+  socklen_t len = sizeof(addr);
+  int port = 29517;
+  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    port = ntohs(addr.sin_port);
+  if (fd >= 0) close(fd);
+  return port;
+}
 
 struct Result {
   int code;
@@ -90,10 +109,9 @@ TEST_CASE("export: PyTorch gets the same model, continues it with DDP, and it co
   CHECK_CLOSE(theirs, ours, 1e-4, 1e-4);
 
   // 2. Two processes (gloo) continue the run: the loss keeps falling, the replicas agree.
-  auto d =
-      sh(kPython +
-         " -m torch.distributed.run --nproc_per_node 2 --master_port 29517 --redirects 1 --tee 1 " +
-         "--log_dir " + back + "_logs " + pkg + "/train.py --steps 40 --out " + back);
+  auto d = sh(kPython + " -m torch.distributed.run --nproc_per_node 2 --master_port " +
+              std::to_string(free_port()) + " --redirects 1 --tee 1 " + "--log_dir " + back +
+              "_logs " + pkg + "/train.py --steps 40 --out " + back);
   REQUIRE_MESSAGE(d.code == 0, d.output);
   std::ifstream meta_file(back + "/run.json");
   const auto meta = nlohmann::json::parse(meta_file);
