@@ -215,6 +215,13 @@ TEST_CASE("bleu and tokenize commands") {
   const auto pair = nlohmann::json::parse(pj.output);
   CHECK(pair["token_type_ids"] == nlohmann::json({0, 0, 0, 1, 1, 1}));
   CHECK(pair["sentence_b_start"] == 3);
+  // A run's own tokenizer has no pairs and no [CLS]/[SEP] to keep when truncating.
+  for (const std::string flag : {"--pair", "--max-length 1"}) {
+    auto r = run("tokenize --tokenizer /nonexistent/source_tokenizer " + flag + " a b");
+    CHECK(r.code != 0);
+    CHECK_MESSAGE(r.output.find("--pair and --max-length are BERT's") != std::string::npos,
+                  r.output);
+  }
   auto odd = run("tokenize --vocab " + vocab + " --pair one");
   CHECK(odd.code != 0);
   CHECK(odd.output.find("texts come two at a time") != std::string::npos);
