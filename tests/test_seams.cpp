@@ -146,17 +146,18 @@ TEST_CASE("config: one declaration per field drives json, set() and checks") {
          n.tie_word_embeddings));
   CHECK(TransformerConfig::preset("bert-base").to_json() == TransformerConfig().to_json());
   // The sizes `anatomy config --preset NAME` prints: hidden, heads, layers, feed-forward.
-  for (const auto& [name, sizes] :
+  for (const auto& preset :
        std::map<std::string, std::vector<int64_t>>{{"tiny", {64, 4, 2, 256}},
                                                    {"small", {128, 4, 2, 512}},
                                                    {"base", {256, 8, 3, 1024}},
                                                    {"nanogpt", {128, 4, 4, 512}},
                                                    {"gpt-small", {192, 6, 6, 768}},
                                                    {"bert-base", {768, 12, 12, 3072}}}) {
+    const std::string& name = preset.first;  // not a structured binding: CAPTURE needs a variable
     CAPTURE(name);
     const auto p = TransformerConfig::preset(name);
     CHECK(std::vector<int64_t>{p.hidden_size, p.num_attention_heads, p.num_hidden_layers,
-                               p.intermediate_size} == sizes);
+                               p.intermediate_size} == preset.second);
   }
   check_error([] { TransformerConfig::preset("huge"); }, {"unknown preset 'huge'", "tiny"});
 }
