@@ -79,16 +79,16 @@ Runner add_tokenize_command(CLI::App& app) {
       for (const auto& [a, b] : pairs) print_encoding(bert.encode_plus(a, b, o->max_length));
       return 0;
     }
-    const std::unique_ptr<text::Tokenizer> tok =
-        o->tokenizer.empty() ? std::make_unique<text::BertTokenizer>(
-                                   text::BertTokenizer::from_vocab_file(o->vocab, !o->cased))
-                             : text::load_tokenizer(o->tokenizer);
     auto texts = o->texts.empty() ? read_lines(std::cin) : o->texts;
     if (o->max_length > 0) {
       const auto bert = text::BertTokenizer::from_vocab_file(o->vocab, !o->cased);
       for (const auto& t : texts) print_encoding(bert.encode_plus(t, std::nullopt, o->max_length));
       return 0;
     }
+    const std::unique_ptr<text::Tokenizer> tok =
+        o->tokenizer.empty() ? std::make_unique<text::BertTokenizer>(
+                                   text::BertTokenizer::from_vocab_file(o->vocab, !o->cased))
+                             : text::load_tokenizer(o->tokenizer);
     for (const auto& t : texts) {
       const auto tokens = tok->tokenize(t);
       const auto ids = tok->encode(t);

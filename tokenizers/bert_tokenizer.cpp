@@ -177,16 +177,7 @@ BertEncoding BertTokenizer::encode_plus(const std::string& text,
     for (const auto& t : b) add(t, 1);
     add("[SEP]", 1);
   }
-  const int64_t unk = vocab_.find("[UNK]");
-  for (const auto& t : e.tokens) {
-    const int64_t id = vocab_.find(t);
-    if (id < 0 && unk < 0)
-      throw Error(
-          fmt::format("encode_plus: token '{}' is not in the vocabulary, which has no "
-                      "[UNK]",
-                      t));
-    e.input_ids.push_back(id < 0 ? unk : id);
-  }
+  e.input_ids = convert_tokens_to_ids(e.tokens);
   e.attention_mask.assign(e.input_ids.size(), 1);
   return e;
 }

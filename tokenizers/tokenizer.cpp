@@ -18,9 +18,14 @@
 namespace anatomy::text {
 
 std::vector<int64_t> Tokenizer::encode(const std::string& text) const {
+  return convert_tokens_to_ids(tokenize(text));
+}
+
+std::vector<int64_t> Tokenizer::convert_tokens_to_ids(
+    const std::vector<std::string>& tokens) const {
   const int64_t unk = vocab_.find("[UNK]");
   std::vector<int64_t> ids;
-  for (const auto& t : tokenize(text)) {
+  for (const auto& t : tokens) {
     const int64_t id = vocab_.find(t);
     if (id < 0 && unk < 0)
       throw Error(

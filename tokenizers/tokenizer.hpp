@@ -24,6 +24,8 @@ class Tokenizer {
   virtual std::vector<std::string> tokenize(const std::string& text) const = 0;
   // Ids of tokenize(text); a token missing from the vocabulary becomes [UNK].
   std::vector<int64_t> encode(const std::string& text) const;
+  // Tokens to ids; unknown ones are [UNK] (an error if the vocabulary has none).
+  std::vector<int64_t> convert_tokens_to_ids(const std::vector<std::string>& tokens) const;
   // Text of the ids, skipping [PAD], [BOS], [EOS] (and [CLS], [SEP] for BERT).
   virtual std::string decode(const std::vector<int64_t>& ids) const = 0;
   const Vocabulary& vocab() const { return vocab_; }
