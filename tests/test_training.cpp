@@ -416,6 +416,42 @@ TEST_CASE("train --config FILE and --set change the model, bad fields are refuse
   // The book's layout has no KV cache: greedy decoding recomputes instead.
   auto t = run("translate --checkpoint " + dir + " \"a b c\"");
   CHECK_MESSAGE(t.code == 0, t.output);
+  // One layer/head of this one-layer, three-head model as an SVG heatmap; the range check names
+  // both counts.
+  auto svg = run("attention --checkpoint " + dir + " --out " + dir + "/a.html --svg " + dir +
+                 "/a.svg --head 2 \"a b c\"");
+  REQUIRE_MESSAGE(svg.code == 0, svg.output);
+  const std::string picture = bytes(dir + "/a.svg");
+  CHECK(picture.find("<svg") == 0);
+  CHECK_MESSAGE(picture.find("layer 0, head 2") != std::string::npos, picture.substr(0, 400));
+  {
+    // Its cells are head 2's weights in the page's last section (encoder-decoder attention),
+    // row by row, and head 2 differs from head 0 there, so a picture of the wrong head fails.
+    std::string page = bytes(dir + "/a.html");
+    const std::string open = "<script id=\"data\" type=\"application/json\">";
+    const auto from = page.find(open) + open.size();
+    std::string json = page.substr(from, page.find("</script>", from) - from);
+    for (size_t p = 0; (p = json.find("<\\/", p)) != std::string::npos;) json.erase(p + 1, 1);
+    const auto heads = nlohmann::json::parse(json)["sections"].back()["layers"][0];
+    std::vector<double> cells, wanted;
+    for (size_t p = 0; (p = picture.find("<title>", p)) != std::string::npos; p += 7)
+      cells.push_back(std::atof(picture.c_str() + p + 7));
+    for (const auto& row : heads[2])
+      for (const auto& v : row) wanted.push_back(v.get<double>());
+    CHECK(heads[2] != heads[0]);
+    REQUIRE(cells.size() == wanted.size());
+    for (size_t i = 0; i < cells.size(); ++i) {
+      const double error = std::abs(cells[i] - wanted[i]);  // both round to 3 decimals
+      CHECK(error <= 1.1e-3);
+    }
+  }
+  for (const char* range : {"--head 3", "--layer 1"}) {
+    auto out = run("attention --checkpoint " + dir + " --out " + dir + "/b.html --svg " + dir +
+                   "/b.svg " + range + " \"a b c\"");
+    CHECK(out.code != 0);
+    CHECK_MESSAGE(out.output.find("out of range (1 layers, 3 heads)") != std::string::npos,
+                  out.output);
+  }
   auto e1 = run("train --task copy --set hidden_size=big --out " + bad);
   CHECK(e1.code != 0);
   CHECK_MESSAGE(e1.output.find("hidden_size must be an integer") != std::string::npos, e1.output);
