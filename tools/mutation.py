@@ -255,7 +255,9 @@ def main():
     results = []
     started = time.time()
     for i, (folder, f, number, start, end, repl, name) in enumerate(plan, 1):
-        line = open(os.path.join(ROOT, f), encoding="utf-8").read().split("\n")[number - 1]
+        # From the workspace's copy, synced when the plan was made: the repository's file may
+        # have been edited since (lines moved), and the plan's line numbers are the copy's.
+        line = open(os.path.join(ws.src, f), encoding="utf-8").read().split("\n")[number - 1]
         results.append(try_mutant(ws, a, baseline, folder, f, number, line,
                                   line[:start] + repl + line[end:], name))
         print(f"[{i}/{len(plan)}] {results[-1]['status']:9} {f}:{number}  {name}: "
