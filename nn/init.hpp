@@ -26,6 +26,7 @@ Tensor& kaiming_normal_(Tensor& t, float a = 0.0f, const std::string& mode = "fa
 
 // (fan_in, fan_out) of a weight: [out, in, *receptive field].
 std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& t);
-float calculate_gain(const std::string& nonlinearity, float param = 0.0f);
+// param: leaky_relu's negative slope (PyTorch's default when none is given: 0.01).
+float calculate_gain(const std::string& nonlinearity, float param = 0.01f);
 
 }  // namespace anatomy::nn::init

@@ -60,3 +60,23 @@ TEST_CASE("gemm results do not depend on the thread count") {
   gemm(M, N, K, A.data(), K, 1, B.data(), N, 1, C2.data(), N, false);
   CHECK(C1 == C2);
 }
+
+// One sentence's product: few rows (M = 5, a single block) and enough work for threads, which
+// then share the N panels instead of the M blocks.
+TEST_CASE("gemm with few rows splits the columns between threads, and matches a naive loop") {
+  manual_seed(2);
+  const int64_t M = 5, N = 2000, K = 1600;  // 2·M·N·K = 3.2e7 flops, over kParallelFlops
+  static_assert(2.0 * 5 * 2000 * 1600 >= kParallelFlops);
+  auto A = randn({M * K}).to_vector();
+  auto B = randn({K * N}).to_vector();
+  const int before = get_num_threads();
+  std::vector<float> C1(M * N), C2(M * N, 7.0f);
+  set_num_threads(1);
+  gemm(M, N, K, A.data(), K, 1, B.data(), N, 1, C1.data(), N, false);
+  set_num_threads(2);
+  gemm(M, N, K, A.data(), K, 1, B.data(), N, 1, C2.data(), N, false);
+  set_num_threads(before);
+  CHECK_CLOSE(from_vector(C2, {M, N}), from_vector(naive(M, N, K, A, K, 1, B, N, 1), {M, N}), 2e-3,
+              1e-4);
+  CHECK(C1 == C2);
+}

@@ -166,3 +166,46 @@ TEST_CASE("state_dict round trip, and loading validates before applying") {
   CHECK(result.unexpected_keys == std::vector<std::string>{"extra"});
   CHECK(c->fc1->weight.to_vector() == a->fc1->weight.to_vector());
 }
+
+// torch.nn.init.calculate_gain, and dropout at p = 1 (allowed in PyTorch: every element dropped,
+// no 0 * inf NaN, a zero gradient).
+TEST_CASE("calculate_gain as PyTorch's, and dropout with p = 1 drops everything") {
+  CHECK(nn::init::calculate_gain("linear") == 1.0f);
+  CHECK(nn::init::calculate_gain("sigmoid") == 1.0f);
+  CHECK(nn::init::calculate_gain("tanh") == doctest::Approx(1.6666666666666667).epsilon(1e-6));
+  CHECK(nn::init::calculate_gain("relu") == doctest::Approx(1.4142135623730951).epsilon(1e-6));
+  CHECK(nn::init::calculate_gain("leaky_relu") ==
+        doctest::Approx(1.4141428569978354).epsilon(1e-6));
+  CHECK(nn::init::calculate_gain("leaky_relu", 0.2f) ==
+        doctest::Approx(1.3867504905630728).epsilon(1e-6));
+  check_error([] { nn::init::calculate_gain("selu_typo"); },
+              {"Unsupported nonlinearity selu_typo"});
+  nn::Dropout drop(1.0f);
+  drop.train();
+  Tensor x = ones({3, 4}).requires_grad_();
+  Tensor y = drop.forward(x);
+  CHECK_CLOSE(y, zeros({3, 4}), 0, 0);
+  y.sum().backward();
+  CHECK_CLOSE(x.grad(), zeros({3, 4}), 0, 0);
+}
+
+// Every value inside [a, b], and the truncated normal's mean and std (from the normal's pdf and
+// cdf; 20000 draws give about 0.005 of noise): redrawing outside values, not clamping them.
+TEST_CASE("trunc_normal_ draws from the normal truncated to [a, b]") {
+  manual_seed(3);
+  struct Case {
+    float mean, std, a, b;
+    double want_mean, want_std;
+  };
+  for (const Case c :
+       {Case{0, 1, 0, 3, 0.7911568, 0.5894131}, Case{1, 2, -1, 2, 0.5867376, 0.8313201}}) {
+    CAPTURE(c.a);
+    Tensor t = empty({20000});
+    nn::init::trunc_normal_(t, c.mean, c.std, c.a, c.b);
+    CHECK(t.min().item() >= c.a);
+    CHECK(t.max().item() <= c.b);
+    const double mean = t.mean().item(), std = std::sqrt(t.var().item());
+    CHECK(std::abs(mean - c.want_mean) < 0.02);
+    CHECK(std::abs(std - c.want_std) < 0.02);
+  }
+}
