@@ -229,9 +229,21 @@ TEST_CASE("KV cache: greedy decoding with and without it gives the same tokens a
   for (size_t b = 0; b < 2; ++b) {
     CHECK(cached[b].tokens == plain[b].tokens);
     REQUIRE(cached[b].logits.size() == plain[b].logits.size());
-    for (size_t i = 0; i < cached[b].logits.size(); ++i)
+    for (size_t i = 0; i < cached[b].logits.size(); ++i) {
       CHECK_CLOSE(cached[b].logits[i], plain[b].logits[i], 1e-5, 1e-4);
+      // Row b's logits over the 20 target tokens, whose argmax is the token chosen.
+      REQUIRE(cached[b].logits[i].shape() == Shape{20});
+      const int64_t chosen = argmax(cached[b].logits[i], -1).item<int64_t>();
+      if (i < cached[b].tokens.size())
+        CHECK(chosen == cached[b].tokens[i]);
+      else
+        CHECK(chosen == 2);  // the last step chose the end token
+    }
   }
+  CHECK_FALSE(cached[0].logits.empty());
+  CHECK(s2s.decoder->has_kv_cache());
+  Seq2SeqTransformer book(small(false));  // the book's heads keep no cache: decoding recomputes
+  CHECK_FALSE(book.decoder->has_kv_cache());
   // Beam size 1 is greedy.
   auto beam1 = beam_search(s2s, src.narrow(0, 0, 1), 1, 2, 10, 1, 0.0f);
   CHECK(beam1.tokens == cached[0].tokens);

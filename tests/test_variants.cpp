@@ -118,6 +118,10 @@ TEST_CASE("relative positions: Hugging Face's parameter, distances, and no absol
   CHECK_CLOSE(r.distance_vectors(5, 1, 6).select(0, 0).select(0, 0), r.weight.select(0, 28), 0, 0);
   check_error([&] { r.distance_vectors(20, 5, 25); },
               {"RelativePositions", "max_position_embeddings = 24"});
+  // Either side alone past the table: queries up to position 25, or 25 keys.
+  check_error([&] { r.distance_vectors(20, 5, 3); }, {"positions up to 25 and 3 keys"});
+  check_error([&] { r.distance_vectors(0, 1, 25); }, {"positions up to 1 and 25 keys"});
+  CHECK(r.distance_vectors(20, 4, 24).shape() == Shape{4, 24, 4});  // both at the limit
   // Shifting a whole sequence changes nothing that only relative positions see: the bias of
   // queries at 3.. against keys 3.. equals that of queries at 0.. against keys 0...
   Tensor q = randn({1, 4, 3, 4}), k = randn({1, 4, 6, 4});
