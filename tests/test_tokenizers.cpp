@@ -252,6 +252,18 @@ TEST_CASE("BERT's punctuation: every ASCII symbol and the Unicode P* categories"
   CHECK(basic_tokenize("a×b", o) == std::vector<std::string>{"a×b"});          // Unicode Sm is not
 }
 
+// BERT's _clean_text: NUL and U+FFFD (the replacement character, which is not a control
+// character) vanish; other control characters too; tab and newline are whitespace.
+TEST_CASE("BERT's cleaning drops NUL, U+FFFD and control characters") {
+  BasicTokenizerOptions o;
+  CHECK(basic_tokenize("fo\xEF\xBF\xBD"
+                       "o b\x01"
+                       "ar",
+                       o) == std::vector<std::string>{"foo", "bar"});
+  CHECK(basic_tokenize(std::string("a\0b", 3), o) == std::vector<std::string>{"ab"});
+  CHECK(basic_tokenize("a\tb\nc", o) == std::vector<std::string>{"a", "b", "c"});
+}
+
 TEST_CASE("a BERT tokenizer file that does not say 'do_lower_case' lower-cases, as BERT") {
   const std::string dir = (std::filesystem::temp_directory_path() / "anatomy_tok_bert").string();
   std::filesystem::create_directories(dir);
