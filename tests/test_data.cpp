@@ -27,6 +27,10 @@ TEST_CASE("numbers: English and German number words") {
   CHECK(english_number(20) == "twenty");
   CHECK(english_number(19) == "nineteen");
   CHECK(german_number(9999) == "neuntausendneunhundertneunundneunzig");
+  CHECK(german_number(100) == "einhundert");  // the hundreds at their first value
+  CHECK(german_number(1100) == "eintausendeinhundert");
+  CHECK(german_number(999999) == "neunhundertneunundneunzigtausendneunhundertneunundneunzig");
+  CHECK(english_number(100) == "one hundred");
   CHECK(english_number(1000) == "one thousand");
   CHECK(english_number(15) == "fifteen");
   CHECK(english_number(90210) == "ninety thousand two hundred ten");
@@ -90,6 +94,10 @@ TEST_CASE("TSV corpus: pairs, extra columns, and errors with line numbers") {
   // The check reads to the line's last byte.
   check_error([&] { read_tsv(write("utf8end.tsv", "a\tb\nc\td\xff\n")); },
               {"line 2 is not valid UTF-8"});
+  // NUL is valid UTF-8 (code point 0): kept, as any other character.
+  const auto nul = read_tsv(write("nul.tsv", std::string("a\0b\tc\n", 6)));
+  REQUIRE(nul.pairs.size() == 1);
+  CHECK(nul.pairs[0].source == std::string("a\0b", 3));
   check_error([&] { read_tsv(write("empty.tsv", "")); }, {"no usable pairs"});
   check_error([&] { read_tsv(dir + "/missing.tsv"); }, {"cannot open"});
   CHECK(read_tsv(write("long.tsv", "a\tb\nlonger\tc\n"), {.max_chars = 3}).skipped_long == 1);
