@@ -41,6 +41,14 @@ TEST_CASE("toy tasks: splits never share a source, and a seed fixes the data") {
   for (const auto& name : task_names()) {
     CAPTURE(name);
     const Task t = make_task(name, 1);
+    // Words are joined by single spaces: no empty word where a part went missing.
+    std::string gap;  // the first pair with an empty word, if any
+    for (const auto& p : t.splits.train)
+      for (const std::string& s : {p.source, p.target})
+        if (gap.empty() &&
+            (s.empty() || s.find("  ") != std::string::npos || s.front() == ' ' || s.back() == ' '))
+          gap = p.source + " -> " + p.target;
+    CHECK_MESSAGE(gap.empty(), gap);
     CHECK(t.splits.valid.size() == 500);
     CHECK(t.splits.test.size() == 500);
     CHECK(t.splits.train.size() > 5000);
@@ -247,6 +255,10 @@ TEST_CASE("batching: padding, BOS/EOS, the token budget, every row once") {
   // max_rows caps the rows of a batch as well.
   for (const auto& b : make_batches(src, tgt, {.max_tokens = 64, .max_rows = 3, .seed = 3}))
     CHECK(b.rows.size() <= 3);
+  // Its smallest value too: one row per batch, every row once.
+  const auto single = make_batches(src, tgt, {.max_tokens = 64, .max_rows = 1, .seed = 3});
+  CHECK(single.size() == src.size());
+  for (const auto& b : single) CHECK(b.rows.size() == 1);
 }
 
 TEST_CASE("BLEU: every case of sacreBLEU's vectors, to 4 decimals") {
@@ -439,4 +451,15 @@ TEST_CASE("BLEU: an empty reference is a length like any other") {
   const auto s = corpus_bleu({"a"}, {{""}, {"a b c"}});
   CHECK(s.ref_len == 0);
   CHECK(s.sys_len == 1);
+}
+
+// sacreBLEU splits a line with Python's str.split(): any run of ASCII whitespace separates words,
+// carriage return, form feed and vertical tab included.
+TEST_CASE("BLEU: words are split at every kind of ASCII whitespace") {
+  BleuOptions o;
+  o.tokenize = "none";
+  const auto s =
+      corpus_bleu({"one\ttwo\rthree\ffour\vfive\nsix"}, {{"one two three four five six"}}, o);
+  CHECK(s.sys_len == 6);
+  CHECK(s.score == doctest::Approx(100.0));
 }
