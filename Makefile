@@ -104,6 +104,7 @@ golden:
 	/usr/bin/python3 tests/parity/make_golden_nn.py
 	/usr/bin/python3 tests/parity/make_golden_models.py
 	/usr/bin/python3 tests/parity/make_golden_run.py
+	/usr/bin/python3 tests/parity/make_golden_bert.py
 	/usr/bin/python3 tests/parity/make_golden_train.py
 	/usr/bin/python3 tests/parity/make_golden_schedules.py
 	/usr/bin/python3 tests/parity/make_golden_attention.py

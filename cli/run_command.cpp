@@ -1,6 +1,8 @@
-// anatomy run: load a model by the book's parameter names, run it once in eval mode, and write
-// what it computed. How a student checks a model against the book's PyTorch code.
+// anatomy run: load a model by the book's parameter names (or a Hugging Face BERT checkpoint's),
+// run it once in eval mode, and write what it computed. How a student checks a model against the
+// book's PyTorch code, or the book's encoder against a real BERT.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
 #include "models/models.hpp"
@@ -36,9 +38,37 @@ void add_list(std::map<std::string, Tensor>& out, const std::string& name,
   for (size_t i = 0; i < tensors.size(); ++i) out[fmt::format("{}.{}", name, i)] = tensors[i];
 }
 
+// Hugging Face BERT weights: the config gets BERT's architecture, the names the book's. Prints
+// the mapping, so that a student sees which tensor became which of the book's parameters.
+nn::StateDict import_bert(const RunOptions& o, models::TransformerConfig& config,
+                          const nn::StateDict& state) {
+  using namespace models;
+  if (o.model != "encoder")
+    throw Error(fmt::format(
+        "run: {} holds Hugging Face BERT names, which load into --model encoder (got '{}')",
+        o.weights, o.model));
+  config = bert_architecture(config, state);
+  const auto imported = from_bert_checkpoint(state, config);
+  fmt::print("{}: Hugging Face BERT names{}, loaded into the book's TransformerEncoder\n",
+             o.weights, imported.prefix.empty() ? "" : " (prefix 'bert.')");
+  fmt::print("BERT's architecture: post-LN layers, LayerNorm eps {:g}, {} ({}){}\n",
+             config.layer_norm_eps, config.hidden_act,
+             config.hidden_act == "gelu" ? "exact, with erf" : "as the config names it",
+             config.add_pooling_layer ? ", a pooler" : "");
+  for (const auto& [hf, book] : bert_name_map())
+    fmt::print("  {:45} -> {}\n", imported.prefix + hf, book);
+  if (config.attention_type == "fused")
+    fmt::print("  (the fused attention joins the heads' q, k and v rows into attention.qkv)\n");
+  if (!imported.unused.empty())
+    fmt::print("not used (outside the encoder): {}\n", fmt::join(imported.unused, ", "));
+  return imported.state;
+}
+
 int run(const RunOptions& o) {
   using namespace models;
-  const TransformerConfig config = TransformerConfig::from_json_file(o.config);
+  TransformerConfig config = TransformerConfig::from_json_file(o.config);
+  nn::StateDict state = load_safetensors(o.weights).tensors;
+  if (is_bert_checkpoint(state)) state = import_bert(o, config, state);
   const auto ids = parse_ids("--input-ids", o.input_ids);
   const Tensor input = from_vector(ids, {1, static_cast<int64_t>(ids.size())});
   std::map<std::string, Tensor> out;
@@ -56,13 +86,14 @@ int run(const RunOptions& o) {
   if (o.model == "encoder" || o.model == "classifier") {
     if (o.model == "encoder") {
       TransformerEncoder m(config);
-      load_weights(m, o.weights, config);
+      load_state(m, state, config);
       m.eval();
       out["last_hidden_state"] = m.forward(input, Tensor(), types);
+      if (m.pooler) out["pooler_output"] = m.pooler->forward(out["last_hidden_state"]);
       add_list(out, "attentions", m.attentions());
     } else {
       TransformerForSequenceClassification m(config);
-      load_weights(m, o.weights, config);
+      load_state(m, state, config);
       m.eval();
       out["logits"] = m.forward(input);
       out["last_hidden_state"] = m.encoder->forward(input);
@@ -70,7 +101,7 @@ int run(const RunOptions& o) {
     }
   } else if (o.model == "causal-lm") {
     TransformerForCausalLM m(config);
-    load_weights(m, o.weights, config);
+    load_state(m, state, config);
     m.eval();
     Tensor hidden = m.decoder->forward(input);
     out["last_hidden_state"] = hidden;
@@ -81,7 +112,7 @@ int run(const RunOptions& o) {
       throw Error("run: --model seq2seq needs --decoder-input-ids (the target ids so far)");
     const auto dec = parse_ids("--decoder-input-ids", o.decoder_input_ids);
     Seq2SeqTransformer m(config);
-    load_weights(m, o.weights, config);
+    load_state(m, state, config);
     m.eval();
     auto [memory, mask] = m.encode(input);
     Tensor hidden =
@@ -110,7 +141,8 @@ Runner add_run_command(CLI::App& app) {
   cmd->add_option("--config", o->config, "Hugging Face style config.json")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--weights", o->weights, "weights (.safetensors), book or fused layout")
+  cmd->add_option("--weights", o->weights,
+                  "weights (.safetensors): book or fused layout, or Hugging Face BERT's names")
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("--model", o->model, "encoder | classifier | causal-lm | seq2seq")->required();

@@ -36,6 +36,8 @@ namespace anatomy::models {
         "absolute (learned), sinusoidal, relative_key, relative_key_query, alibi, rotary, ...") \
   FIELD(double, rope_theta, 10000.0, positive, "rotary: the base of the rotation angles")       \
   FIELD(bool, tie_word_embeddings, false, any, "the output layer shares the token table")       \
+  FIELD(bool, add_pooling_layer, false, any,                                                    \
+        "BERT's pooler: tanh(Linear) of the first token's state (pooler_output)")               \
   FIELD(double, initializer_range, 0.02, positive, "std of init_weights' normal init")          \
   /* --- the parts a layer is built from, by registered name --- */                             \
   FIELD(std::string, norm_type, "layer_norm", norm, "layer_norm, rms_norm, ...")                \

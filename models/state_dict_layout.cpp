@@ -1,5 +1,7 @@
 #include "models/state_dict_layout.hpp"
 
+#include "models/bert_checkpoint.hpp"
+
 namespace anatomy::models {
 
 namespace {
@@ -59,9 +61,16 @@ nn::StateDict to_book_layout(const nn::StateDict& state, int64_t H) {
   return out;
 }
 
-nn::LoadResult load_weights(nn::Module& model, const std::string& path,
-                            const TransformerConfig& config, bool strict) {
-  nn::StateDict state = load_safetensors(path).tensors;
+nn::LoadResult load_state(nn::Module& model, nn::StateDict state, const TransformerConfig& config,
+                          bool strict) {
+  if (is_bert_checkpoint(state)) {
+    if (config.pre_layer_norm)
+      throw Error(
+          "load_state: these are Hugging Face BERT weights, whose layers normalize after the "
+          "residual sum; build the model from bert_architecture(config, weights) (post-LN, "
+          "pooler), not a pre-LN config");
+    state = from_bert_checkpoint(state, config).state;
+  }
   bool file_fused = false, file_book = false;
   for (const auto& [k, t] : state) {
     file_fused = file_fused || ends_with(k, "qkv.weight");
@@ -72,6 +81,11 @@ nn::LoadResult load_weights(nn::Module& model, const std::string& path,
   if (config.attention_type == "book" && file_fused)
     state = to_book_layout(state, config.num_attention_heads);
   return model.load_state_dict(state, strict);
+}
+
+nn::LoadResult load_weights(nn::Module& model, const std::string& path,
+                            const TransformerConfig& config, bool strict) {
+  return load_state(model, load_safetensors(path).tensors, config, strict);
 }
 
 }  // namespace anatomy::models

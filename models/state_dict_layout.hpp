@@ -1,6 +1,6 @@
 // Attention weights in the book's per-head layout (heads.<h>.{q,k,v}.{weight,bias}) or the
 // fused one (qkv.{weight,bias}: every head's q rows, then k rows, then v rows). A checkpoint in
-// either layout loads into a model of either kind.
+// either layout loads into a model of either kind, and so does a Hugging Face BERT checkpoint.
 #pragma once
 
 #include "models/config.hpp"
@@ -11,7 +11,12 @@ namespace anatomy::models {
 nn::StateDict to_fused_layout(const nn::StateDict& state, int64_t num_heads);
 nn::StateDict to_book_layout(const nn::StateDict& state, int64_t num_heads);
 
-// Loads a safetensors file into `model`, converting the attention layout to the model's.
+// Loads tensors into `model`, converting the attention layout to the model's. Hugging Face
+// BERT names (bert_checkpoint.hpp) are renamed first; their model must have BERT's
+// architecture (bert_architecture), or this throws rather than compute something else.
+nn::LoadResult load_state(nn::Module& model, nn::StateDict state, const TransformerConfig& config,
+                          bool strict = true);
+// load_state from a safetensors file.
 nn::LoadResult load_weights(nn::Module& model, const std::string& path,
                             const TransformerConfig& config, bool strict = true);
 

@@ -15,6 +15,7 @@ TransformerEncoder::TransformerEncoder(const TransformerConfig& c) {
   for (int64_t i = 0; i < c.num_hidden_layers; ++i)
     layers->push_back(std::make_shared<TransformerEncoderLayer>(c));
   if (c.final_layer_norm) layer_norm = register_module("layer_norm", make_norm(c));
+  if (c.add_pooling_layer) pooler = register_module("pooler", std::make_shared<Pooler>(c));
 }
 
 Tensor TransformerEncoder::forward(const Tensor& input_ids, const Tensor& attention_mask,

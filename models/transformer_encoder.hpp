@@ -1,8 +1,10 @@
-// TransformerEncoder (the book's): embeddings, then a stack of encoder layers.
+// TransformerEncoder (the book's): embeddings, then a stack of encoder layers. A loaded BERT
+// also has a pooler (pooler->forward(hidden states) is Hugging Face's pooler_output).
 // Shapes: models.hpp's letters (B batch, T positions, E hidden size, H heads).
 #pragma once
 
 #include "models/embeddings.hpp"
+#include "models/pooler.hpp"
 #include "models/transformer_encoder_layer.hpp"
 
 namespace anatomy::models {
@@ -22,6 +24,7 @@ class TransformerEncoder : public nn::Module {
   std::shared_ptr<Embeddings> embeddings;
   std::shared_ptr<nn::ModuleList> layers;
   std::shared_ptr<nn::Module> layer_norm;  // only with config.final_layer_norm
+  std::shared_ptr<Pooler> pooler;          // only with config.add_pooling_layer (BERT's)
 };
 
 // A [B, T] 0/1 attention mask as a key mask [B, 1, T]; other masks pass through.

@@ -2,6 +2,7 @@
 // PyTorch models (tests/parity/make_golden_run.py) writes what PyTorch computed.
 #include <unistd.h>
 
+#include <fmt/ranges.h>
 #include <cstdio>
 #include <fstream>
 
@@ -28,6 +29,15 @@ Result run(const std::string& args) {
 
 std::string golden_dir(const std::string& kind) {
   return testing::test_path("parity/golden/run/" + kind);
+}
+
+std::string bert_dir(const std::string& folder) {
+  return testing::test_path("parity/golden/" + folder);
+}
+
+std::string bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
 }  // namespace
@@ -94,4 +104,94 @@ TEST_CASE("anatomy run: bad input gives a clear message, a non-zero exit and no 
           "--input-ids 1 --output {1}",
           dir, out),
       "does not exist");
+}
+
+// A small random BERT in Hugging Face's layout (tests/parity/make_golden_bert.py): as BertModel
+// stores it, and as BertForMaskedLM does (`bert.` prefix, a cls head), like bert-base-uncased.
+TEST_CASE("anatomy run loads a Hugging Face BERT checkpoint into the book's encoder") {
+  const auto want = load_safetensors(bert_dir("bert") + "/expected.safetensors").tensors;
+  auto ids = [&](const std::string& name) {
+    const auto v = want.at(name).to_int_vector();
+    return fmt::format("{}", fmt::join(v, ","));
+  };
+  const std::string out = (std::filesystem::temp_directory_path() /
+                           fmt::format("anatomy_bert_{}.safetensors", getpid()))
+                              .string();
+  for (const std::string folder : {"bert", "bert-for-masked-lm"}) {
+    CAPTURE(folder);
+    const std::string dir = bert_dir(folder);
+    const std::string base = fmt::format(
+        "run --config {0}/config.json --weights {0}/model.safetensors --model encoder "
+        "--input-ids {1} --output {2}",
+        dir, ids("input_ids"), out);
+    const auto r = run(base + " --token-type-ids " + ids("token_type_ids"));
+    REQUIRE_MESSAGE(r.code == 0, r.output);
+    const auto got = load_safetensors(out).tensors;
+    for (const std::string name :
+         {"last_hidden_state", "pooler_output", "attentions.0", "attentions.1"}) {
+      CAPTURE(name);
+      REQUIRE(got.count(name));
+      CHECK_CLOSE(got.at(name), want.at(name), 1e-4, 0);  // max abs diff <= 1e-4
+    }
+    // The mapping is printed, with the checkpoint's own names.
+    const std::string prefix = folder == "bert" ? "" : "bert.";
+    const std::vector<std::pair<std::string, std::string>> mapped = {
+        {prefix + "encoder.layer.N.attention.self.query", "layers.N.attention.heads.h.q"},
+        {prefix + "encoder.layer.N.output.LayerNorm", "layers.N.layer_norm_2"},
+        {prefix + "embeddings.word_embeddings", "embeddings.token_embeddings"}};
+    for (const auto& [hf_name, book_name] : mapped) {
+      const std::string from = hf_name, to = book_name;
+      const auto at = r.output.find("  " + from + " ");
+      REQUIRE_MESSAGE(at != std::string::npos, r.output);
+      const std::string line = r.output.substr(at, r.output.find('\n', at) - at);
+      CHECK_MESSAGE(line.ends_with("-> " + to), line);
+    }
+    CHECK(r.output.find("post-LN") != std::string::npos);
+    if (!prefix.empty())
+      CHECK_MESSAGE(r.output.find("not used (outside the encoder): cls.predictions.bias") !=
+                        std::string::npos,
+                    r.output);
+    // Sentence B's token types count: without them (all sentence A) the states differ.
+    const auto a_only = run(base);
+    REQUIRE_MESSAGE(a_only.code == 0, a_only.output);
+    const Tensor diff =
+        (load_safetensors(out).tensors.at("last_hidden_state") - want.at("last_hidden_state"))
+            .abs()
+            .max();
+    CHECK(diff.item<float>() > 1e-2f);
+  }
+  std::filesystem::remove(out);
+}
+
+TEST_CASE("anatomy run: a BERT checkpoint that does not fit its config is refused by name") {
+  const std::string dir = bert_dir("bert");
+  const auto tmp = std::filesystem::temp_directory_path();
+  const std::string out = (tmp / fmt::format("anatomy_bert_bad_{}.safetensors", getpid())).string();
+  const std::string config = (tmp / fmt::format("anatomy_bert_{}.json", getpid())).string();
+  std::filesystem::remove(out);
+  auto expect_failure = [&](const std::string& args, std::initializer_list<std::string> parts) {
+    const auto r = run(args);
+    CHECK_MESSAGE(r.code != 0, args);
+    for (const auto& part : parts)
+      CHECK_MESSAGE(r.output.find(part) != std::string::npos, r.output);
+    CHECK_FALSE(std::filesystem::exists(out));
+  };
+  const std::string weights = fmt::format("--weights {}/model.safetensors --output {}", dir, out);
+  expect_failure(fmt::format("run --config {}/config.json {} --model classifier --input-ids 3,4",
+                             dir, weights),
+                 {"Hugging Face BERT names", "--model encoder", "'classifier'"});
+  // Three layers in the config, two in the checkpoint: layer 2's names are missing.
+  std::string text = bytes(dir + "/config.json");
+  text.replace(text.find("\"num_hidden_layers\": 2"), 22, "\"num_hidden_layers\": 3");
+  std::ofstream(config) << text;
+  expect_failure(fmt::format("run --config {} {} --model encoder --input-ids 3,4", config, weights),
+                 {"do not match a BertModel with 3 layers",
+                  "missing 16:", "encoder.layer.2.attention.self.query.weight", "unexpected 0"});
+  // No token types in the config: the checkpoint's table is unexpected.
+  text = bytes(dir + "/config.json");
+  text.replace(text.find("\"type_vocab_size\": 2"), 20, "\"type_vocab_size\": 0");
+  std::ofstream(config) << text;
+  expect_failure(fmt::format("run --config {} {} --model encoder --input-ids 3,4", config, weights),
+                 {"missing 0", "unexpected 1: [embeddings.token_type_embeddings.weight]"});
+  std::filesystem::remove(config);
 }

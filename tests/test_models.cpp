@@ -1,4 +1,7 @@
 // The chapter's shapes, masks, the KV cache, configs and input validation.
+#include <unistd.h>
+
+#include <fstream>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -578,4 +581,130 @@ TEST_CASE("beam search scores each beam's extensions with that beam's own log-pr
     CHECK(wide.score == doctest::Approx(best).epsilon(1e-4));
   }
   CHECK(traps > 0);
+}
+
+// Hugging Face BERT names onto the book's encoder (models/bert_checkpoint.hpp). The values are
+// checked against the PyTorch reference in test_cli.cpp; these check the renaming's edges.
+TEST_CASE("a BERT checkpoint: prefix, TensorFlow's gamma/beta, and names that do not fit") {
+  const auto hf =
+      load_safetensors(testing::test_path("parity/golden/bert/model.safetensors")).tensors;
+  auto config =
+      TransformerConfig::from_json_file(testing::test_path("parity/golden/bert/config.json"));
+  CHECK(is_bert_checkpoint(hf));
+  CHECK_FALSE(is_bert_checkpoint(TransformerEncoder(small()).state_dict()));
+  CHECK(config.pre_layer_norm);  // the config.json alone says nothing of BERT's layout
+  config = bert_architecture(config, hf);
+  CHECK_FALSE(config.pre_layer_norm);
+  CHECK(config.add_pooling_layer);
+  CHECK(config.type_vocab_size == 2);
+
+  const auto plain = from_bert_checkpoint(hf, config);
+  CHECK(plain.prefix.empty());
+  CHECK(plain.unused.empty());
+  // Head 1's query is rows 8..15 of the query matrix (hidden 32, 4 heads of 8).
+  CHECK_CLOSE(plain.state.at("layers.1.attention.heads.1.q.weight"),
+              hf.at("encoder.layer.1.attention.self.query.weight").narrow(0, 8, 8), 0, 0);
+  CHECK_CLOSE(plain.state.at("layers.0.attention.heads.3.v.bias"),
+              hf.at("encoder.layer.0.attention.self.value.bias").narrow(0, 24, 8), 0, 0);
+  CHECK_CLOSE(plain.state.at("layers.0.layer_norm_1.weight"),
+              hf.at("encoder.layer.0.attention.output.LayerNorm.weight"), 0, 0);
+
+  // As BertForMaskedLM stores it, with TensorFlow's LayerNorm names and a position_ids buffer.
+  nn::StateDict tf;
+  for (const auto& [k, t] : hf) {
+    std::string name = "bert." + k;
+    if (name.ends_with("LayerNorm.weight")) name.replace(name.size() - 6, 6, "gamma");
+    if (name.ends_with("LayerNorm.bias")) name.replace(name.size() - 4, 4, "beta");
+    tf[name] = t;
+  }
+  tf["bert.embeddings.position_ids"] = arange(0, 32).unsqueeze(0);
+  tf["cls.predictions.bias"] = zeros({40});
+  CHECK(bert_architecture(TransformerConfig(config), tf).add_pooling_layer);
+  const auto renamed = from_bert_checkpoint(tf, config);
+  CHECK(renamed.prefix == "bert.");
+  CHECK(renamed.unused ==
+        std::vector<std::string>{"bert.embeddings.position_ids", "cls.predictions.bias"});
+  REQUIRE(renamed.state.size() == plain.state.size());
+  for (const auto& [k, t] : plain.state) {
+    const std::string name = k;
+    CAPTURE(name);
+    CHECK_CLOSE(renamed.state.at(name), t, 0, 0);
+  }
+
+  // The encoder loads them; a pre-LN model would silently compute something else: refused.
+  TransformerEncoder encoder(config);
+  CHECK(load_state(encoder, hf, config).missing_keys.empty());
+  CHECK_CLOSE(encoder.pooler->dense->weight, hf.at("pooler.dense.weight"), 0, 0);
+  auto pre = config;
+  pre.pre_layer_norm = true;
+  TransformerEncoder pre_ln(pre);
+  check_error([&] { load_state(pre_ln, hf, pre); }, {"BERT weights", "bert_architecture"});
+
+  // A misspelt name is both missing and unexpected; a query of the wrong size is named.
+  auto typo = hf;
+  typo["encoder.layer.0.output.dense.wieght"] = typo.at("encoder.layer.0.output.dense.weight");
+  typo.erase("encoder.layer.0.output.dense.weight");
+  check_error([&] { from_bert_checkpoint(typo, config); },
+              {"missing 1: [encoder.layer.0.output.dense.weight]",
+               "unexpected 1: [encoder.layer.0.output.dense.wieght]"});
+  auto narrow = hf;
+  narrow["encoder.layer.1.attention.self.key.weight"] = zeros({32, 16});
+  check_error([&] { from_bert_checkpoint(narrow, config); },
+              {"'encoder.layer.1.attention.self.key.weight' has shape [32, 16]", "[32, 32]"});
+  auto no_pooler = config;
+  no_pooler.add_pooling_layer = false;
+  check_error([&] { from_bert_checkpoint(hf, no_pooler); },
+              {"no pooler", "unexpected 2: [pooler.dense.bias, pooler.dense.weight]"});
+}
+
+TEST_CASE("load_bert_folder: a save_pretrained folder into the book's encoder, or a clear error") {
+  namespace fs = std::filesystem;
+  const std::string golden = testing::test_path("parity/golden/bert");
+  const auto bert = load_bert_folder(golden);
+  CHECK(bert.vocab == golden + "/vocab.txt");
+  CHECK_FALSE(bert.model->is_training());
+  const auto want = load_safetensors(golden + "/expected.safetensors").tensors;
+  {
+    NoGradGuard no_grad;
+    const Tensor hidden =
+        bert.model->forward(want.at("input_ids"), Tensor(), want.at("token_type_ids"));
+    CHECK_CLOSE(hidden, want.at("last_hidden_state"), 1e-4, 0);
+    CHECK_CLOSE(bert.model->pooler->forward(hidden), want.at("pooler_output"), 1e-4, 0);
+  }
+
+  const fs::path tmp = fs::temp_directory_path() / fmt::format("anatomy_bert_folder_{}", getpid());
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  auto copy_golden = [&](std::initializer_list<const char*> files) {
+    for (const char* f : files)
+      fs::copy_file(golden + "/" + f, tmp / f, fs::copy_options::overwrite_existing);
+  };
+  check_error([&] { load_bert_folder((tmp / "nope").string()); }, {"is not a folder", "nope"});
+  copy_golden({"config.json", "vocab.txt"});
+  check_error([&] { load_bert_folder(tmp.string()); }, {"no model.safetensors"});
+  std::ofstream(tmp / "pytorch_model.bin") << "pickle";
+  check_error([&] { load_bert_folder(tmp.string()); }, {"pytorch_model.bin", "pickle"});
+  // The book-style encoder's weights under a BERT config: not BERT's names.
+  fs::copy_file(testing::test_path("parity/golden/run/encoder/weights.safetensors"),
+                tmp / "model.safetensors");
+  check_error([&] { load_bert_folder(tmp.string()); }, {"does not have Hugging Face BERT's names"});
+  std::string config = [&] {
+    std::ifstream f(tmp / "config.json");
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  }();
+  config.replace(config.find("\"bert\""), 6, "\"gpt2\"");
+  std::ofstream(tmp / "config.json") << config;
+  check_error([&] { load_bert_folder(tmp.string()); }, {"model_type \"gpt2\", not \"bert\""});
+
+  // The Hugging Face cache: models--<name>/snapshots/<revision>/ with the three files.
+  const fs::path snapshot = tmp / "hub" / "models--bert-base-uncased" / "snapshots" / "abc123";
+  fs::create_directories(snapshot);
+  setenv("HF_HUB_CACHE", (tmp / "hub").c_str(), 1);
+  CHECK(find_in_hugging_face_cache() == "");  // an empty snapshot does not count
+  for (const char* f : {"config.json", "model.safetensors", "vocab.txt"})
+    fs::copy_file(golden + "/" + f, snapshot / f);
+  CHECK(find_in_hugging_face_cache() == snapshot.string());
+  CHECK(find_in_hugging_face_cache("bert-large-cased") == "");
+  unsetenv("HF_HUB_CACHE");
+  fs::remove_all(tmp);
 }

@@ -2,6 +2,8 @@
 // "time flies like an arrow" into token ids with BERT's tokenizer, then each id into a
 // 768-dimensional vector with an embedding table: the [batch, tokens, hidden] tensor that every
 // later step transforms.
+#include <numeric>
+
 #include "chapter.hpp"
 
 using namespace anatomy;
@@ -35,5 +37,39 @@ int main(int argc, char** argv) {
   t.check(
       (inputs_embeds.select(1, 2) - token_emb.weight.select(0, ids[2])).abs().max().item() == 0.0f,
       "row 2 of the output is the table's row for \"like\"");
+
+  t.section("The same lookup in a pretrained BERT's table");
+  if (const auto bert = tutorial::pretrained_bert(t)) {
+    // The untrained table above is random; BERT's was learned, so tokens used alike sit close.
+    const auto bert_tokenizer = text::BertTokenizer::from_vocab_file(bert->vocab);
+    const auto bert_ids = bert_tokenizer.encode(tutorial::kText);
+    auto& table = *bert->model->embeddings->token_embeddings;
+    NoGradGuard no_grad;
+    Tensor trained =
+        table.forward(from_vector(bert_ids, {1, static_cast<int64_t>(bert_ids.size())}));
+    fmt::print("embeddings.word_embeddings: {} rows of {}\n", table.weight.size(0),
+               table.weight.size(1));
+    fmt::print("trained_embeds.size()\n{}\n", trained.sizes());
+    t.check(trained.sizes() ==
+                Shape{1, static_cast<int64_t>(bert_ids.size()), bert->config.hidden_size},
+            "one row of the pretrained table per token");
+    t.check((trained.select(1, 2) - table.weight.select(0, bert_ids[2])).abs().max().item() == 0.0f,
+            "row 2 is the pretrained table's row for \"like\"");
+    // Cosine similarity of every row with each token's row: its nearest neighbours.
+    const Tensor w = table.weight / (table.weight * table.weight).sum({-1}, true).sqrt();
+    for (size_t i = 0; i < bert_ids.size(); ++i) {
+      const auto sim = matmul(w, w.select(0, bert_ids[i]).unsqueeze(1)).squeeze(1).to_vector();
+      std::vector<int64_t> order(sim.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::partial_sort(order.begin(), order.begin() + 6, order.end(),
+                        [&](int64_t a, int64_t b) { return sim[a] > sim[b]; });
+      std::vector<std::string> near;
+      for (int k = 1; k < 6; ++k)  // order[0] is the token itself
+        near.push_back(
+            fmt::format("{} ({:.2f})", bert_tokenizer.vocab().token(order[k]), sim[order[k]]));
+      fmt::print("nearest to {:8} {}\n", bert_tokenizer.vocab().token(bert_ids[i]),
+                 fmt::join(near, ", "));
+    }
+  }
   return t.finish();
 }

@@ -72,5 +72,45 @@ int main(int argc, char** argv) {
       "For a trained model's attention: anatomy attention --checkpoint DIR --out FILE.html TEXT\n",
       page);
   t.check(std::filesystem::exists(page), "the attention page was written");
+
+  t.section("The book's pair on a pretrained BERT: [CLS] A [SEP] B [SEP]");
+  if (const auto bert = tutorial::pretrained_bert(t)) {
+    // As the book feeds BertViz: one input, sentence B marked by token_type_ids.
+    const auto tok = text::BertTokenizer::from_vocab_file(bert->vocab);
+    const auto pair = tok.encode_plus(tutorial::kText, std::string("fruit flies like a banana"));
+    const auto T = static_cast<int64_t>(pair.input_ids.size());
+    fmt::print("tokens: [{}]\ntoken_type_ids: [{}]\n", fmt::join(pair.tokens, ", "),
+               fmt::join(pair.token_type_ids, ", "));
+    NoGradGuard no_grad;
+    bert->model->forward(from_vector(pair.input_ids, {1, T}), Tensor(),
+                         from_vector(pair.token_type_ids, {1, T}));
+    std::vector<Tensor> layers;
+    for (const auto& w : bert->model->attentions()) layers.push_back(w.select(0, 0));
+    t.check(static_cast<int64_t>(layers.size()) == bert->config.num_hidden_layers &&
+                layers[0].sizes() == Shape{bert->config.num_attention_heads, T, T},
+            "one [heads, tokens, tokens] attention per layer");
+    // The chapter's observation: the two "flies" are one token but attend differently, because
+    // their contexts differ. Each one's strongest key, averaged over the heads of every layer:
+    const auto first = std::find(pair.tokens.begin(), pair.tokens.end(), "flies");
+    const auto second = std::find(first + 1, pair.tokens.end(), "flies");
+    if (second != pair.tokens.end()) {
+      const int64_t a = first - pair.tokens.begin(), b = second - pair.tokens.begin();
+      float largest = 0;
+      for (size_t l = 0; l < layers.size(); ++l) {
+        const Tensor mean = layers[l].mean({0});  // [T, T]
+        const auto pick = [&](int64_t row) {
+          return pair.tokens[argmax(mean.select(0, row), -1).item<int64_t>()];
+        };
+        largest = std::max(largest, (mean.select(0, a) - mean.select(0, b)).abs().max().item());
+        fmt::print("layer {:2}: flies(A) looks most at {:8} flies(B) at {}\n", l, pick(a), pick(b));
+      }
+      t.check(largest > 0.01f, "the two \"flies\" attend differently");
+    }
+    const std::string bert_page = t.output("03_bert_attention.html");
+    viz::write_attention_html(bert_page,
+                              "BERT: time flies like an arrow / fruit flies like a banana",
+                              {{"BERT self-attention", pair.tokens, pair.tokens, layers}});
+    fmt::print("wrote {}: the pretrained model's heads, every layer\n", bert_page);
+  }
   return t.finish();
 }

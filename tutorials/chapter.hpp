@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include "models/models.hpp"
 #include "tokenizers/tokenizers.hpp"
@@ -49,6 +50,25 @@ inline text::BertTokenizer bert_tokenizer(const Tutorial& t, bool& real) {
                                      "time",  "flies", "like",   "an",    "arrow",
                                      "fruit", "a",     "banana", "."};
   return text::BertTokenizer(text::Vocabulary(tokens));
+}
+
+// A pretrained BERT: --bert DIR, or bert-base-uncased in the Hugging Face cache. Without one
+// the tutorial says how to get it and goes on with untrained weights, as the book does there.
+inline std::optional<models::BertFolder> pretrained_bert(const Tutorial& t) {
+  std::string dir = t.option("--bert");
+  if (dir.empty()) dir = models::find_in_hugging_face_cache("bert-base-uncased");
+  if (dir.empty()) {
+    fmt::print(
+        "(no pretrained BERT: pass --bert DIR, a folder with config.json, model.safetensors and\n"
+        " vocab.txt as Hugging Face's save_pretrained writes them, or have bert-base-uncased in\n"
+        " the Hugging Face cache; the README says how. Going on with untrained weights.)\n");
+    return std::nullopt;
+  }
+  auto bert = models::load_bert_folder(dir);  // a bad folder stops with what is wrong
+  fmt::print("(pretrained BERT: {}: {} layers, {} heads, hidden size {})\n", dir,
+             bert.config.num_hidden_layers, bert.config.num_attention_heads,
+             bert.config.hidden_size);
+  return bert;
 }
 
 // bert-base-uncased's config.json (kept in models/configs/), with the book's attention classes

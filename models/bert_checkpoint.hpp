@@ -1,0 +1,75 @@
+// Hugging Face BERT checkpoints in the book's classes. A `model.safetensors` written by
+// Hugging Face's BertModel (or BertForMaskedLM & co., whose names start with `bert.`) holds the
+// same tensors as the chapter's TransformerEncoder under other names; this file renames them,
+// splits each query/key/value matrix into the book's heads, and says which architecture
+// choices BERT made (post-LN, a pooler). The model is the book's encoder, not a second family.
+//
+//   Hugging Face (bert. prefix optional)         the book (TransformerEncoder)
+//   embeddings.word_embeddings                -> embeddings.token_embeddings
+//   embeddings.position_embeddings            -> embeddings.position_embeddings
+//   embeddings.token_type_embeddings          -> embeddings.token_type_embeddings
+//   embeddings.LayerNorm                      -> embeddings.layer_norm
+//   encoder.layer.N.attention.self.query      -> layers.N.attention.heads.h.q  (rows h*D..h*D+D)
+//   encoder.layer.N.attention.self.key        -> layers.N.attention.heads.h.k
+//   encoder.layer.N.attention.self.value      -> layers.N.attention.heads.h.v
+//   encoder.layer.N.attention.output.dense    -> layers.N.attention.output_linear
+//   encoder.layer.N.attention.output.LayerNorm-> layers.N.layer_norm_1
+//   encoder.layer.N.intermediate.dense        -> layers.N.feed_forward.linear_1
+//   encoder.layer.N.output.dense              -> layers.N.feed_forward.linear_2
+//   encoder.layer.N.output.LayerNorm          -> layers.N.layer_norm_2
+//   pooler.dense                              -> pooler.dense
+//
+// bert_name_map() is this table, for printing. Heads on top of BERT (`cls.*`, a classifier)
+// are not part of the encoder: they are reported as unused, as Hugging Face's AutoModel does.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/config.hpp"
+#include "models/transformer_encoder.hpp"
+#include "nn/nn.hpp"
+
+namespace anatomy::models {
+
+struct BertName {
+  std::string hugging_face, book;  // module names; N stands for the layer, h for the head
+};
+const std::vector<BertName>& bert_name_map();
+
+// True when the names are Hugging Face BERT's (with or without the `bert.` prefix).
+bool is_bert_checkpoint(const nn::StateDict& state);
+
+// BERT's architecture on top of a config.json's sizes: post-LN layers, a LayerNorm after the
+// embeddings, no final norm, biases, the book's LayerNorm and feed-forward, and a pooler when the
+// checkpoint has one. The sizes, eps, hidden_act and type_vocab_size stay the config's.
+TransformerConfig bert_architecture(TransformerConfig config, const nn::StateDict& state);
+
+struct BertImport {
+  nn::StateDict state;              // the book's names, per-head attention layout
+  std::vector<std::string> unused;  // names outside the encoder (cls.*, position_ids, ...)
+  std::string prefix;               // "bert." or ""
+};
+
+// Renames a BERT checkpoint for a TransformerEncoder built from `config` (see
+// bert_architecture). Throws anatomy::Error listing the missing and unexpected names when the
+// checkpoint does not match the config (a layer count, a table, the pooler), and naming any
+// tensor whose shape does not fit.
+BertImport from_bert_checkpoint(const nn::StateDict& state, const TransformerConfig& config);
+
+// A folder as Hugging Face's save_pretrained writes it: config.json, model.safetensors,
+// vocab.txt. The model is the book's TransformerEncoder with BERT's architecture, in eval mode.
+struct BertFolder {
+  std::string dir, vocab;  // vocab: the path of vocab.txt (for text::BertTokenizer)
+  TransformerConfig config;
+  std::shared_ptr<TransformerEncoder> model;
+  BertImport names;  // the prefix and the unused names (state: moved into the model)
+};
+// Throws anatomy::Error naming the folder and what is missing or not BERT.
+BertFolder load_bert_folder(const std::string& dir);
+
+// The newest snapshot of a model in the Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub or
+// ~/.cache/huggingface/hub) that has config.json, model.safetensors and vocab.txt; "" if none.
+std::string find_in_hugging_face_cache(const std::string& model = "bert-base-uncased");
+
+}  // namespace anatomy::models
