@@ -1,7 +1,8 @@
 // anatomy attention: the attention of a trained model on one input, as a self-contained HTML
 // page (and optionally one layer/head as an SVG heatmap). For a translation model: encoder
 // self-attention, decoder self-attention, and encoder-decoder attention (the alignment between
-// the source and the translation the model produces).
+// the source and the translation the model produces). With --bert DIR: a pretrained BERT's
+// self-attention on one sentence or a pair ([CLS] A [SEP] B [SEP], as the book shows it).
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
@@ -25,29 +26,81 @@ std::vector<std::string> token_strings(const text::Tokenizer& tok,
   return out;
 }
 
+struct AttentionOptions {
+  std::string checkpoint, bert, out, svg, text, text_pair;
+  int64_t layer = -1, head = 0;
+};
+
+// The HTML page of every section, and --svg's heatmap of the last one.
+int write_pages(const AttentionOptions& o, const std::vector<viz::AttentionSection>& sections) {
+  const std::string title = o.text_pair.empty()
+                                ? fmt::format("Attention: \"{}\"", o.text)
+                                : fmt::format("Attention: \"{}\" / \"{}\"", o.text, o.text_pair);
+  viz::write_attention_html(o.out, title, sections);
+  fmt::print("wrote {}: open it in a browser\n", o.out);
+  if (!o.svg.empty()) {
+    const auto& sec = sections.back();
+    const int64_t L = static_cast<int64_t>(sec.layers.size());
+    const int64_t layer = o.layer < 0 ? L - 1 : o.layer;
+    if (layer >= L || o.head < 0 || o.head >= sec.layers[0].size(0))
+      throw Error(
+          fmt::format("attention: --layer {} / --head {} out of range ({} layers, {} heads)", layer,
+                      o.head, L, sec.layers[0].size(0)));
+    write_file_atomically(
+        o.svg, viz::heatmap_svg(sec.layers[layer].select(0, o.head), sec.left, sec.right,
+                                fmt::format("{}, layer {}, head {}", sec.name, layer, o.head)));
+    fmt::print("wrote {}\n", o.svg);
+  }
+  return 0;
+}
+
 }  // namespace
 
 Runner add_attention_command(CLI::App& app) {
-  struct Options {
-    std::string checkpoint, out, svg, text;
-    int64_t layer = -1, head = 0;
-  };
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<AttentionOptions>();
   auto* cmd =
       app.add_subcommand("attention", "Write a model's attention on one input as an HTML page");
-  cmd->add_option("--checkpoint", o->checkpoint, "a run folder from anatomy train")->required();
+  auto* checkpoint =
+      cmd->add_option("--checkpoint", o->checkpoint, "a run folder from anatomy train");
+  auto* bert = cmd->add_option(
+      "--bert", o->bert,
+      "a Hugging Face BERT folder (config.json, model.safetensors, vocab.txt) instead");
+  checkpoint->excludes(bert);
+  bert->excludes(checkpoint);
   cmd->add_option("--out", o->out, "the HTML file to write")->required();
   cmd->add_option("--svg", o->svg, "also write one layer/head as an SVG heatmap");
   cmd->add_option("--layer", o->layer, "layer for --svg (default: the last)")
       ->check(in_range(-1, 1e4));
   cmd->add_option("--head", o->head, "head for --svg (default 0)")->check(in_range(0, 1e4));
   cmd->add_option("text", o->text, "the input text")->required();
+  cmd->add_option("text_pair", o->text_pair, "a second sentence (--bert: [CLS] A [SEP] B [SEP])");
   return [o] {
+    if (o->checkpoint.empty() && o->bert.empty())
+      throw Error(
+          "attention: give --checkpoint RUN (a trained model) or --bert DIR (a BERT folder)");
+    if (!o->text_pair.empty() && o->bert.empty())
+      throw Error("attention: a second sentence is for --bert (a run's model reads one input)");
+    std::vector<viz::AttentionSection> sections;
+    NoGradGuard no_grad;
+    if (!o->bert.empty()) {
+      const auto bert = models::load_bert_folder(o->bert);
+      const auto tok = text::BertTokenizer::from_vocab_file(bert.vocab);
+      const auto enc =
+          o->text_pair.empty() ? tok.encode_plus(o->text) : tok.encode_plus(o->text, o->text_pair);
+      const auto T = static_cast<int64_t>(enc.input_ids.size());
+      if (T > bert.config.max_position_embeddings)
+        throw Error(fmt::format("attention: the input is {} tokens; this model reads at most {}", T,
+                                bert.config.max_position_embeddings));
+      bert.model->forward(
+          from_vector(enc.input_ids, {1, T}), Tensor(),
+          bert.config.type_vocab_size > 0 ? from_vector(enc.token_type_ids, {1, T}) : Tensor());
+      sections.push_back(
+          {"BERT self-attention", enc.tokens, enc.tokens, first_row(bert.model->attentions())});
+      return write_pages(*o, sections);
+    }
     training::RunDir run{o->checkpoint};
     const auto meta = run.read_run();
     const std::string kind = meta.value("kind", "");
-    std::vector<viz::AttentionSection> sections;
-    NoGradGuard no_grad;
     if (kind == "translation") {
       training::Translator tr = training::Translator::load(o->checkpoint);
       const auto src = tr.encode_source(o->text);
@@ -85,22 +138,7 @@ Runner add_attention_command(CLI::App& app) {
           fmt::format("attention: {} holds a {} model; translation and lm runs are supported",
                       o->checkpoint, kind.empty() ? "?" : kind));
     }
-    viz::write_attention_html(o->out, fmt::format("Attention: \"{}\"", o->text), sections);
-    fmt::print("wrote {}: open it in a browser\n", o->out);
-    if (!o->svg.empty()) {
-      const auto& sec = sections.back();
-      const int64_t L = static_cast<int64_t>(sec.layers.size());
-      const int64_t layer = o->layer < 0 ? L - 1 : o->layer;
-      if (layer >= L || o->head < 0 || o->head >= sec.layers[0].size(0))
-        throw Error(
-            fmt::format("attention: --layer {} / --head {} out of range ({} layers, {} heads)",
-                        layer, o->head, L, sec.layers[0].size(0)));
-      write_file_atomically(
-          o->svg, viz::heatmap_svg(sec.layers[layer].select(0, o->head), sec.left, sec.right,
-                                   fmt::format("{}, layer {}, head {}", sec.name, layer, o->head)));
-      fmt::print("wrote {}\n", o->svg);
-    }
-    return 0;
+    return write_pages(*o, sections);
   };
 }
 

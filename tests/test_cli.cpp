@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
 
@@ -194,4 +195,46 @@ TEST_CASE("anatomy run: a BERT checkpoint that does not fit its config is refuse
   expect_failure(fmt::format("run --config {} {} --model encoder --input-ids 3,4", config, weights),
                  {"missing 0", "unexpected 1: [embeddings.token_type_embeddings.weight]"});
   std::filesystem::remove(config);
+}
+
+TEST_CASE("anatomy attention --bert draws a BERT folder's attention on the book's pair") {
+  const std::string dir = bert_dir("bert");
+  const std::string page =
+      (std::filesystem::temp_directory_path() / fmt::format("anatomy_bert_{}.html", getpid()))
+          .string();
+  const auto r = run(fmt::format(
+      "attention --bert {} --out {} \"time flies like an arrow\" \"fruit flies like a banana\"",
+      dir, page));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  std::string html = bytes(page);
+  const std::string open = "<script id=\"data\" type=\"application/json\">";
+  const auto from = html.find(open) + open.size();
+  std::string json = html.substr(from, html.find("</script>", from) - from);
+  for (size_t p = 0; (p = json.find("<\\/", p)) != std::string::npos;) json.erase(p + 1, 1);
+  const auto section = nlohmann::json::parse(json)["sections"][0];
+  CHECK(section["left"].get<std::vector<std::string>>() ==
+        std::vector<std::string>{"[CLS]", "time", "flies", "like", "an", "arrow", "[SEP]", "fruit",
+                                 "flies", "like", "a", "banana", "[SEP]"});
+  // The weights are the reference BERT's (the page rounds them to 3 decimals).
+  const auto want = load_safetensors(dir + "/expected.safetensors").tensors;
+  for (int layer = 0; layer < 2; ++layer) {
+    const auto w = want.at(fmt::format("attentions.{}", layer)).select(0, 0).to_vector();
+    std::vector<double> shown;
+    for (const auto& head : section["layers"][layer])
+      for (const auto& row : head)
+        for (const auto& v : row) shown.push_back(v.get<double>());
+    REQUIRE(shown.size() == w.size());
+    double worst = 0;
+    for (size_t i = 0; i < w.size(); ++i) worst = std::max(worst, std::abs(shown[i] - w[i]));
+    CHECK(worst <= 6e-4);
+  }
+  std::filesystem::remove(page);
+  const auto no_model = run("attention --out " + page + " \"a\"");
+  CHECK(no_model.code != 0);
+  CHECK_MESSAGE(no_model.output.find("give --checkpoint RUN") != std::string::npos,
+                no_model.output);
+  const auto both =
+      run(fmt::format("attention --bert {0} --checkpoint {0} --out {1} \"a\"", dir, page));
+  CHECK(both.code != 0);
+  CHECK_FALSE(std::filesystem::exists(page));
 }
