@@ -55,8 +55,11 @@ nn::StateDict import_bert(const RunOptions& o, models::TransformerConfig& config
              config.layer_norm_eps, config.hidden_act,
              config.hidden_act == "gelu" ? "exact, with erf" : "as the config names it",
              config.add_pooling_layer ? ", a pooler" : "");
+  size_t width = 0;
   for (const auto& [hf, book] : bert_name_map())
-    fmt::print("  {:45} -> {}\n", imported.prefix + hf, book);
+    width = std::max(width, imported.prefix.size() + hf.size());
+  for (const auto& [hf, book] : bert_name_map())
+    fmt::print("  {:{}} -> {}\n", imported.prefix + hf, width, book);
   if (config.attention_type == "fused")
     fmt::print("  (the fused attention joins the heads' q, k and v rows into attention.qkv)\n");
   if (!imported.unused.empty())

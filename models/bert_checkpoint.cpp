@@ -1,5 +1,7 @@
 #include "models/bert_checkpoint.hpp"
 
+#include "models/state_dict_layout.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -252,7 +254,8 @@ BertFolder load_bert_folder(const std::string& dir) {
   out.config = bert_architecture(config, state);
   out.names = from_bert_checkpoint(state, out.config);
   out.model = std::make_shared<TransformerEncoder>(out.config);
-  out.model->load_state_dict(out.names.state, true);
+  // The book's per-head names; load_state joins them for the fused attention.
+  load_state(*out.model, std::move(out.names.state), out.config);
   out.names.state.clear();  // the model holds the tensors now
   out.model->eval();
   return out;

@@ -64,10 +64,16 @@ inline std::optional<models::BertFolder> pretrained_bert(const Tutorial& t) {
         " the Hugging Face cache; the README says how. Going on with untrained weights.)\n");
     return std::nullopt;
   }
-  auto bert = models::load_bert_folder(dir);  // a bad folder stops with what is wrong
+  std::optional<models::BertFolder> bert;
+  try {
+    bert = models::load_bert_folder(dir);
+  } catch (const Error& e) {  // a folder that is not BERT stops the tutorial, saying why
+    fmt::print(stderr, "error: {}\n", e.what());
+    std::exit(2);
+  }
   fmt::print("(pretrained BERT: {}: {} layers, {} heads, hidden size {})\n", dir,
-             bert.config.num_hidden_layers, bert.config.num_attention_heads,
-             bert.config.hidden_size);
+             bert->config.num_hidden_layers, bert->config.num_attention_heads,
+             bert->config.hidden_size);
   return bert;
 }
 
