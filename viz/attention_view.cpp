@@ -64,13 +64,35 @@ function fillSelectors() {
   option(headSel, 'all', 'all heads');
   s.layers[0].forEach((_, h) => option(headSel, h, 'head ' + h));
 }
+// The tokens are drawn once per selection; hovering redraws only the lines. (Rebuilding the
+// label under the cursor on mouseenter would lose its mouseleave, and the filter would stick.)
+let lines = null;
 function draw() {
-  const s = data.sections[sectionSel.value], layer = s.layers[layerSel.value];
+  const s = data.sections[sectionSel.value];
   const rowH = 26, top = 30, leftX = 160, rightX = 460;
   const n = Math.max(s.left.length, s.right.length);
   svg.setAttribute('height', top + n * rowH + 10);
   svg.innerHTML = '';
+  focus = null;
   const ns = 'http://www.w3.org/2000/svg';
+  lines = document.createElementNS(ns, 'g');
+  svg.appendChild(lines);
+  const label = (text, x, y, anchor, side, i) => {
+    const t = document.createElementNS(ns, 'text');
+    t.setAttribute('x', x); t.setAttribute('y', y + 5); t.setAttribute('text-anchor', anchor);
+    t.textContent = text; t.style.cursor = 'pointer';
+    t.addEventListener('mouseenter', () => { focus = {side, i}; t.style.fontWeight = 'bold'; drawLines(); });
+    t.addEventListener('mouseleave', () => { focus = null; t.style.fontWeight = ''; drawLines(); });
+    svg.appendChild(t);
+  };
+  s.left.forEach((tok, i) => label(tok, leftX, top + i * rowH, 'end', 'l', i));
+  s.right.forEach((tok, j) => label(tok, rightX, top + j * rowH, 'start', 'r', j));
+  drawLines();
+}
+function drawLines() {
+  const s = data.sections[sectionSel.value], layer = s.layers[layerSel.value];
+  const rowH = 26, top = 30, leftX = 160, rightX = 460, ns = 'http://www.w3.org/2000/svg';
+  lines.innerHTML = '';
   const heads = headSel.value === 'all' ? layer.map((_, h) => h) : [Number(headSel.value)];
   for (const h of heads)
     layer[h].forEach((row, i) => row.forEach((w, j) => {
@@ -80,21 +102,11 @@ function draw() {
       line.setAttribute('x2', rightX - 8); line.setAttribute('y2', top + j * rowH);
       line.setAttribute('stroke', colors[h % colors.length]);
       line.setAttribute('stroke-width', 2); line.setAttribute('stroke-opacity', Math.min(1, w * (heads.length > 1 ? 1.2 : 1.5)));
-      svg.appendChild(line);
+      lines.appendChild(line);
     }));
-  const label = (text, x, y, anchor, side, i) => {
-    const t = document.createElementNS(ns, 'text');
-    t.setAttribute('x', x); t.setAttribute('y', y + 5); t.setAttribute('text-anchor', anchor);
-    t.textContent = text; t.style.cursor = 'pointer';
-    t.addEventListener('mouseenter', () => { focus = {side, i}; draw(); });
-    t.addEventListener('mouseleave', () => { focus = null; draw(); });
-    svg.appendChild(t);
-  };
-  s.left.forEach((tok, i) => label(tok, leftX, top + i * rowH, 'end', 'l', i));
-  s.right.forEach((tok, j) => label(tok, rightX, top + j * rowH, 'start', 'r', j));
 }
 sectionSel.onchange = () => { fillSelectors(); draw(); };
-layerSel.onchange = draw; headSel.onchange = draw;
+layerSel.onchange = drawLines; headSel.onchange = drawLines;
 fillSelectors(); draw();
 )JS";
 
