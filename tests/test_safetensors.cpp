@@ -58,6 +58,40 @@ TEST_CASE("safetensors reads F16 and BF16") {
   CHECK(f.tensors.at("b").to_vector() == std::vector<float>{1.0f, -2.0f, 0.5f});
 }
 
+// Half's edge cases, as torch converts them: signed zeros, the smallest subnormal, a subnormal
+// that needs normalizing, infinities, the largest finite value, NaN.
+TEST_CASE("safetensors: F16 subnormals, infinities and NaN convert as torch's .float()") {
+  const uint16_t bits[] = {0x0000, 0x8000, 0x0001, 0x81F7, 0x7C00, 0xFC00, 0x7BFF, 0x7E00};
+  std::string data;
+  for (uint16_t b : bits)
+    data += std::string{static_cast<char>(b & 0xff), static_cast<char>(b >> 8)};
+  auto f = parse_safetensors(
+      make_file(R"({"h":{"dtype":"F16","shape":[8],"data_offsets":[0,16]}})", data), "test");
+  const auto v = f.tensors.at("h").to_vector();
+  CHECK(v[0] == 0.0f);
+  CHECK_FALSE(std::signbit(v[0]));
+  CHECK(v[1] == 0.0f);
+  CHECK(std::signbit(v[1]));
+  CHECK(v[2] == 5.960464477539063e-08f);
+  CHECK(v[3] == -2.9981136322021484e-05f);
+  CHECK(v[4] == INFINITY);
+  CHECK(v[5] == -INFINITY);
+  CHECK(v[6] == 65504.0f);
+  CHECK(std::isnan(v[7]));
+}
+
+// Every broken entry is reported, each with its own reason, in one error.
+TEST_CASE("safetensors: a header with several broken entries lists them all") {
+  const std::string header = R"({"__metadata__": 3, "a": {"dtype": "F32"},)"
+                             R"( "b": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]},)"
+                             R"( "c": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]},)"
+                             R"( "d": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})";
+  check_error([&] { parse_safetensors(make_file(header, std::string(8, '\0')), "f"); },
+              {"f: 4 problem(s):", "__metadata__ is not an object",
+               "'a': needs dtype, shape and data_offsets", "'b': unsupported dtype U8",
+               "'c': malformed shape or data_offsets"});
+}
+
 TEST_CASE("safetensors: broken files give one clear error") {
   const std::string good =
       make_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", std::string(8, '\0'));
