@@ -209,3 +209,62 @@ TEST_CASE("trunc_normal_ draws from the normal truncated to [a, b]") {
     CHECK(std::abs(std - c.want_std) < 0.02);
   }
 }
+
+// Per-parameter weight decay (PyTorch's param groups): with zero gradients AdamW's step is the
+// decay alone, p * (1 - lr * wd), so a parameter set to 0 keeps its values.
+TEST_CASE("set_weight_decay: decay per parameter, and only for the optimizer's own") {
+  Tensor a = full({2, 2}, 2.0f).requires_grad_(), b = full({3}, 2.0f).requires_grad_();
+  nn::AdamW opt({a, b}, {.lr = 0.1, .weight_decay = 0.5});
+  opt.set_weight_decay({b}, 0.0);
+  a.set_grad(zeros({2, 2}));
+  b.set_grad(zeros({3}));
+  opt.step();
+  CHECK_CLOSE(a, full({2, 2}, 2.0f * 0.95f), 1e-6, 0);
+  CHECK_CLOSE(b, full({3}, 2.0f), 0, 0);
+  check_error([&] { opt.set_weight_decay({zeros({3})}, 0.1); },
+              {"AdamW", "not one of the parameters"});
+  check_error([&] { opt.set_weight_decay({a}, -1.0); }, {"Invalid weight_decay value: -1"});
+}
+
+// Buffers (nn.Module.register_buffer): state that is saved and loaded but not trained.
+TEST_CASE("buffers are in state_dict under their dotted name, load back, and are not parameters") {
+  struct Counter : nn::Module {
+    Counter() { steps = register_buffer("steps", zeros({2})); }
+    Tensor steps;
+  };
+  struct Outer : nn::Module {
+    Outer() { inner = register_module("inner", std::make_shared<Counter>()); }
+    std::shared_ptr<Counter> inner;
+  };
+  Outer m;
+  CHECK(m.parameters().empty());
+  const auto buffers = m.named_buffers();
+  REQUIRE(buffers.size() == 1);
+  CHECK(buffers[0].first == "inner.steps");
+  CHECK(m.inner->named_buffers(false).size() == 1);
+  CHECK(m.named_buffers(false).empty());
+  const auto state = m.state_dict();
+  REQUIRE(state.count("inner.steps"));
+  m.load_state_dict({{"inner.steps", tensor({3.0f, 4.0f})}});
+  CHECK_CLOSE(m.inner->steps, tensor({3.0f, 4.0f}), 0, 0);
+  check_error(
+      [] {
+        struct Bad : nn::Module {
+          Bad() { register_buffer("a.b", zeros({1})); }
+        };
+        Bad b;
+      },
+      {"contain no '.'"});
+}
+
+// torch.nn.utils.clip_grad_norm_(norm_type=inf): the largest absolute gradient element.
+TEST_CASE("clip_grad_norm_ with the infinity norm") {
+  Tensor a = zeros({2}).requires_grad_(), b = zeros({1}).requires_grad_();
+  a.set_grad(tensor({3.0f, -7.0f}));
+  b.set_grad(tensor({2.0f}));
+  const float norm = nn::clip_grad_norm_({a, b}, 1.0f, INFINITY);
+  CHECK(norm == 7.0f);
+  const float scale = 1.0f / (7.0f + 1e-6f);  // torch: max_norm / (norm + 1e-6)
+  CHECK_CLOSE(a.grad(), tensor({3.0f * scale, -7.0f * scale}), 1e-7, 1e-6);
+  CHECK_CLOSE(b.grad(), tensor({2.0f * scale}), 1e-7, 1e-6);
+}
