@@ -323,3 +323,35 @@ TEST_CASE("is_cjk: Hugging Face's _is_chinese_char blocks, each end in and its n
   CHECK_FALSE(is_cjk(U'a'));
   CHECK_FALSE(is_cjk(U'ア'));  // katakana is not in BERT's list
 }
+
+// Hugging Face's decode(ids, skip_special_tokens=True): specials dropped, "##" pieces joined to
+// the word before them, no space before punctuation; and a cased BERT tokenizer survives save
+// and load_tokenizer.
+TEST_CASE("BertTokenizer: decode joins word pieces and skips specials, and saves its casing") {
+  const Vocabulary vocab(std::vector<std::string>{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                                                  "un", "##aff", "##able", "time", "Time", "!",
+                                                  "don", "'", "t", ",", "."});
+  const BertTokenizer lower(vocab);
+  const auto pair = lower.encode_plus("unaffable time", std::string("TIME!"));
+  CHECK(pair.tokens == std::vector<std::string>{"[CLS]", "un", "##aff", "##able", "time", "[SEP]",
+                                                "time", "!", "[SEP]"});
+  CHECK(lower.decode(pair.input_ids) == "unaffable time time!");
+  CHECK(lower.decode(lower.encode("don't, time.")) == "don't, time.");
+  CHECK(lower.decode({}) == "");
+  CHECK(lower.decode({2, 3}) == "");  // only specials
+
+  BasicTokenizerOptions cased_options;
+  cased_options.do_lower_case = false;
+  const BertTokenizer cased(vocab, cased_options);
+  CHECK(cased.tokenize("Time time") == std::vector<std::string>{"Time", "time"});
+  const std::string dir = (std::filesystem::temp_directory_path() / "anatomy_tok_cased").string();
+  std::filesystem::create_directories(dir);
+  cased.save(dir + "/b");
+  const auto loaded = load_tokenizer(dir + "/b");
+  CHECK(loaded->kind() == "bert");
+  CHECK(loaded->tokenize("Time time") == std::vector<std::string>{"Time", "time"});
+  lower.save(dir + "/l");
+  CHECK(load_tokenizer(dir + "/l")->tokenize("Time time") ==
+        std::vector<std::string>{"time", "time"});
+  std::filesystem::remove_all(dir);
+}

@@ -192,6 +192,15 @@ std::string BertTokenizer::decode(const std::vector<int64_t>& ids) const {
     else
       out += (out.empty() ? "" : " ") + t;
   }
+  // Hugging Face's clean_up_tokenization (on for BERT): no space before punctuation and
+  // English contractions, as the text had them.
+  for (const char* piece : {" .", " ?", " !", " ,", " ' ", " n't", " 'm", " 's", " 've", " 're"}) {
+    const std::string from = piece, to = from == " ' " ? "'" : from.substr(1);
+    for (size_t at = 0; (at = out.find(from, at)) != std::string::npos;) {
+      out.replace(at, from.size(), to);
+      at += to.size();
+    }
+  }
   return out;
 }
 

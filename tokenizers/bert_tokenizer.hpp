@@ -52,6 +52,8 @@ class BertTokenizer : public Tokenizer {
   BertEncoding encode_plus(const std::string& text,
                            const std::optional<std::string>& text_pair = {},
                            int64_t max_length = 0) const;
+  // Hugging Face's decode(ids, skip_special_tokens=True): specials dropped, "##" pieces joined
+  // to the word before, no space before punctuation (clean_up_tokenization_spaces).
   std::string decode(const std::vector<int64_t>& ids) const override;
   BasicTokenizerOptions options;
   size_t max_input_chars_per_word = 100;
