@@ -203,6 +203,14 @@ TEST_CASE("bleu and tokenize commands") {
   CHECK(std::abs(j["score"].get<double>() - 48.530827) < 1e-4);
   CHECK(j["counts"] == nlohmann::json({14, 7, 5, 3}));
   CHECK(j["ref_len"] == 18);
+  // Case counts unless --lowercase is given (sacreBLEU's -lc).
+  std::ofstream(dir + "/upper.txt") << "THE DOG BIT THE MAN.\n";
+  std::ofstream(dir + "/lower.txt") << "The dog bit the man.\n";
+  auto cased = run(fmt::format("bleu --format json {0}/upper.txt {0}/lower.txt", dir));
+  auto uncased =
+      run(fmt::format("bleu --lowercase --format json {0}/upper.txt {0}/lower.txt", dir));
+  CHECK(nlohmann::json::parse(cased.output)["counts"] == nlohmann::json({1, 0, 0, 0}));  // "."
+  CHECK(nlohmann::json::parse(uncased.output)["score"].get<double>() == doctest::Approx(100.0));
   std::ofstream(dir + "/short.txt") << "one line\n";
   CHECK(run(fmt::format("bleu {0}/hyp.txt {0}/short.txt", dir)).output.find("has 1 lines") !=
         std::string::npos);
@@ -427,6 +435,11 @@ TEST_CASE("train --config FILE and --set change the model, bad fields are refuse
   CHECK_MESSAGE(t.code == 0, t.output);
   // One layer/head of this one-layer, three-head model as an SVG heatmap; the range check names
   // both counts.
+  // The smallest --layer and --head are accepted.
+  auto first_head = run("attention --checkpoint " + dir + " --out " + dir + "/a.html --svg " + dir +
+                        "/a0.svg --layer 0 --head 0 \"a b c\"");
+  REQUIRE_MESSAGE(first_head.code == 0, first_head.output);
+  CHECK(bytes(dir + "/a0.svg").find("layer 0, head 0") != std::string::npos);
   auto svg = run("attention --checkpoint " + dir + " --out " + dir + "/a.html --svg " + dir +
                  "/a.svg --head 2 \"a b c\"");
   REQUIRE_MESSAGE(svg.code == 0, svg.output);
