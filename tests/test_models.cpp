@@ -708,3 +708,25 @@ TEST_CASE("load_bert_folder: a save_pretrained folder into the book's encoder, o
   unsetenv("HF_HUB_CACHE");
   fs::remove_all(tmp);
 }
+
+// Hugging Face configs give the classes as id2label (num_labels is implied), and hidden_act
+// picks the feed-forward's activation: relu is max(0, x), gelu_new the tanh form.
+TEST_CASE("config: id2label sets num_labels, hidden_act picks the activation") {
+  const auto c = TransformerConfig::from_json(
+      R"({"hidden_size": 8, "num_attention_heads": 2, "intermediate_size": 16,
+          "id2label": {"0": "NEGATIVE", "1": "POSITIVE"}})",
+      "hf");
+  CHECK(c.num_labels == 2);
+  manual_seed(8);
+  Tensor x = randn({1, 3, 8});
+  for (const std::string act : {"relu", "gelu", "gelu_new"}) {
+    CAPTURE(act);
+    auto a = c;
+    a.hidden_act = act;
+    FeedForward ff(a);
+    ff.eval();
+    Tensor h = ff.linear_1->forward(x);
+    Tensor want = act == "relu" ? relu(h) : act == "gelu" ? gelu(h) : gelu(h, "tanh");
+    CHECK_CLOSE(ff.forward(x), ff.linear_2->forward(want), 1e-6, 1e-6);
+  }
+}

@@ -1,4 +1,6 @@
 // Printing matches PyTorch character for character (expected strings from torch 1.13's str()).
+#include <fstream>
+
 #include "helpers.hpp"
 
 using namespace anatomy;
@@ -65,6 +67,14 @@ TEST_CASE("graph: DOT export names ops and shapes") {
   CHECK(dot.find("x\\n[2, 3]") != std::string::npos);
   y.backward();
   CHECK(to_dot(y).find("SoftmaxBackward0") != std::string::npos);  // kept after backward
+  // save_dot writes the same text to a file (atomically: no .tmp is left behind).
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "anatomy_graph_test.dot").string();
+  save_dot(y, path);
+  std::ifstream f(path);
+  CHECK(std::string(std::istreambuf_iterator<char>(f), {}) == to_dot(y));
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("print: a suffix that would pass 80 columns goes on its own line, as in PyTorch") {

@@ -121,6 +121,23 @@ TEST_CASE("int64 index ops") {
   auto [values, indices] = max(tensor({{1.0f, 5.0f, 2.0f}, {7.0f, 0.0f, 3.0f}}), 0);
   CHECK(values.to_vector() == std::vector<float>{7, 5, 3});
   CHECK(indices.to_int_vector() == std::vector<int64_t>{1, 0, 1});
+  // Selection on int64 tensors keeps the values and the dtype (torch's index_select, gather,
+  // tril on a LongTensor).
+  Tensor l = tensor({{10, 11, 12}, {20, 21, 22}});
+  Tensor picked = index_select(l, 1, tensor({2, 0}));
+  CHECK(picked.dtype() == Dtype::Int64);
+  CHECK(picked.to_int_vector() == std::vector<int64_t>{12, 10, 22, 20});
+  Tensor gathered = gather(l, 1, tensor({{1, 1}, {0, 2}}));
+  CHECK(gathered.dtype() == Dtype::Int64);
+  CHECK(gathered.to_int_vector() == std::vector<int64_t>{11, 11, 20, 22});
+  Tensor lower = tril(l);
+  CHECK(lower.dtype() == Dtype::Int64);
+  CHECK(lower.to_int_vector() == std::vector<int64_t>{10, 0, 0, 20, 21, 0});
+  // Comparisons with a number, on floats and on ids (torch: x != 2, x < 2).
+  CHECK(ne(tensor({1.0f, 2.0f, 3.0f}), 2.0f).to_vector() == std::vector<float>{1, 0, 1});
+  CHECK(lt(tensor({1.0f, 2.0f, 3.0f}), 2.0f).to_vector() == std::vector<float>{1, 0, 0});
+  CHECK(ne(tensor({1, 2, 3}), 2.0f).to_vector() == std::vector<float>{1, 0, 1});
+  CHECK(lt(tensor({1, 2, 3}), 3.0f).to_vector() == std::vector<float>{1, 1, 0});
 }
 
 TEST_CASE("split, chunk, cat, stack") {
