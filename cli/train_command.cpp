@@ -67,6 +67,9 @@ Runner add_train_command(CLI::App& app) {
       "at the last epoch)");
   cmd->add_option("--label-smoothing", o->label_smoothing, "label smoothing (default 0.1)")
       ->check(in_range(0, 0.99));
+  cmd->add_option("--log-every", o->log_every,
+                  "also print a line every N steps within an epoch (for logs; default 0: none)")
+      ->check(in_range(0, 1e9));
   cmd->add_option("--clip", o->clip, "gradient norm clipping (default 1.0)")
       ->check(in_range(0, 1e6));
   cmd->add_option("--vocab-size", o->vocab_size, "BPE vocabulary size per side")

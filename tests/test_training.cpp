@@ -48,8 +48,15 @@ TEST_SUITE_BEGIN("end-to-end");
 
 TEST_CASE("a short training run learns, writes its folder, and translates") {
   const std::string dir = fresh_dir("reverse");
-  auto r = run("train --task reverse --epochs 3 --no-early-stop --out " + dir + " " + kQuick);
+  auto r = run("train --task reverse --epochs 3 --no-early-stop --log-every 4 --out " + dir + " " +
+               kQuick);
   REQUIRE_MESSAGE(r.code == 0, r.output);
+  // A log (not a terminal) gets a line every 4 steps inside the epochs, and the label-smoothed
+  // train loss comes with the plain NLL that the validation loss measures.
+  CHECK_MESSAGE(r.output.find("epoch 1/3, batch 4/") != std::string::npos, r.output);
+  CHECK_MESSAGE(r.output.find("epoch 1/3, batch 8/") != std::string::npos, r.output);
+  CHECK_MESSAGE(r.output.find("epoch 3/3, batch ") != std::string::npos, r.output);
+  CHECK(r.output.find("(nll ") != std::string::npos);
   for (const char* f :
        {"config.json", "run.json", "source_tokenizer.json", "target_tokenizer.vocab.txt",
         "best/model.safetensors", "last/model.safetensors", "last/training.safetensors", "loss.csv",
@@ -61,6 +68,8 @@ TEST_CASE("a short training run learns, writes its folder, and translates") {
   REQUIRE(h.size() == 3);
   CHECK(h[2]["train_loss"].get<double>() < h[0]["train_loss"].get<double>());  // the loss falls
   CHECK(h[2]["valid_loss"].get<double>() < h[0]["valid_loss"].get<double>());
+  // Smoothing 0.1 spreads probability over every token: the smoothed loss sits above the NLL.
+  CHECK(h[2]["train_nll"].get<double>() < h[2]["train_loss"].get<double>());
   CHECK(bytes(dir + "/loss.svg").find("<svg") == 0);
   auto t = run("translate --checkpoint " + dir + " \"a b c d\"");
   CHECK_MESSAGE(t.code == 0, t.output);

@@ -70,6 +70,7 @@ int train_classifier(const TrainOptions& o) {
                   {.epochs = epochs,
                    .time_budget = o.time_budget,
                    .clip = o.clip,
+                   .log_every = o.log_every,
                    .run_dir = o.out,
                    .resume = o.resume,
                    .title = "majority: loss",

@@ -163,6 +163,7 @@ int train_language_model(const TrainOptions& o) {
                    .clip = o.clip,
                    .eval_every = std::max<int64_t>(iters / 8, 50),
                    .curve_every = 10,
+                   .log_every = o.log_every,
                    .unit = "step",
                    .run_dir = o.out,
                    .resume = o.resume,

@@ -38,6 +38,7 @@ struct TrainOptions {
   bool early_stop = true;  // stop once validation exact match is 100%
   int threads = 0;
   bool detect_anomaly = false;  // name the op (and parameter) that first makes NaN or Inf
+  int64_t log_every = 0;        // a log line every N steps within an epoch (0: none)
 };
 
 // The options that shape the optimization (learning rate, warmup, batch size, label smoothing,

@@ -245,6 +245,7 @@ int train_translation(const TrainOptions& o) {
                   {.epochs = epochs,
                    .time_budget = o.time_budget,
                    .clip = o.clip,
+                   .log_every = o.log_every,
                    .run_dir = o.out,
                    .resume = o.resume,
                    .title = fmt::format("{}: loss", o.task.empty() ? o.corpus : o.task),
@@ -261,8 +262,19 @@ int train_translation(const TrainOptions& o) {
   };
   const auto smoothing = static_cast<float>(o.label_smoothing);
   trainer.loss = [&](int64_t, int64_t b) {
-    return BatchLoss{translation_loss(model, batches[b], smoothing, "mean"),
-                     batches[b].target_tokens};
+    const data::Batch& batch = batches[b];
+    Tensor logits = model.forward(batch.source, batch.target_in);  // [B, T, V]
+    logits = logits.reshape({-1, logits.size(-1)});
+    const Tensor targets = batch.target_out.reshape({-1});
+    BatchLoss out{
+        cross_entropy(logits, targets,
+                      {.ignore_index = 0, .label_smoothing = smoothing, .reduction = "mean"}),
+        batch.target_tokens};
+    if (smoothing > 0) {  // the plain NLL too, which the validation loss is (fairseq's nll_loss)
+      NoGradGuard no_grad;
+      out.nll = cross_entropy(logits.detach(), targets, {.ignore_index = 0}).item<double>();
+    }
+    return out;
   };
   trainer.evaluate = [&](bool) { return validate(tr, valid, max_tokens); };
   trainer.better = better;

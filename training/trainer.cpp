@@ -199,8 +199,17 @@ TrainResult Trainer::fit() {
     return o_.time_budget > 0 && seconds_since(started) + last_eval_seconds > o_.time_budget;
   };
   // Evaluates, keeps the best, saves and prints one line; sets `stop` when should_stop says so.
-  double epoch_loss = 0, window_loss = 0;
-  int64_t epoch_tokens = 0, window = 0, tokens_seen = 0;
+  double epoch_loss = 0, window_loss = 0, epoch_nll = 0;
+  int64_t epoch_tokens = 0, window = 0, tokens_seen = 0, epoch_nll_tokens = 0;
+  // Since the last --log-every line: the token-weighted loss (and NLL), tokens, and when.
+  double log_loss = 0, log_nll = 0;
+  int64_t log_tokens = 0, log_nll_tokens = 0;
+  Clock::time_point log_start = Clock::now();
+  // " (nll 1.2345)" when the loss was label-smoothed, else "".
+  auto nll_part = [](double nll_sum, int64_t tokens) {
+    return tokens ? fmt::format(" (nll {:.4f})", nll_sum / static_cast<double>(tokens))
+                  : std::string();
+  };
   Clock::time_point epoch_start = Clock::now();
   auto checkpoint = [&](bool complete, bool final, int64_t total_batches) {
     const auto t0 = Clock::now();
@@ -218,6 +227,7 @@ TrainResult Trainer::fit() {
       nlohmann::json h = {{o_.unit, o_.unit == "epoch" ? epoch_ + 1 : step_},
                           {"step", step_},
                           {"train_loss", epoch_tokens ? nlohmann::json(train_loss) : nullptr}};
+      if (epoch_nll_tokens) h["train_nll"] = epoch_nll / static_cast<double>(epoch_nll_tokens);
       for (const auto& [k, v] : m.items()) h[k] = v;
       h["complete"] = complete;
       h["seconds"] = seconds_since(started);
@@ -238,8 +248,9 @@ TrainResult Trainer::fit() {
                                                            : fmt::format(", step {}", step_))
                                     : fmt::format("step {}/{}", step_, total_batches);
       fmt::print(
-          "{}  train loss {}{}  ({} tok/s, {}){}\n", where,
-          epoch_tokens ? fmt::format("{:.4f}", train_loss) : "-", format_metrics(m),
+          "{}  train loss {}{}{}  ({} tok/s, {}){}\n", where,
+          epoch_tokens ? fmt::format("{:.4f}", train_loss) : "-",
+          nll_part(epoch_nll, epoch_nll_tokens), format_metrics(m),
           human(static_cast<double>(tokens_seen) / std::max(1e-9, seconds_since(epoch_start))),
           clock(seconds_since(started)),
           !is_best             ? ""
@@ -249,7 +260,7 @@ TrainResult Trainer::fit() {
     }
     if (evaluate && should_stop && should_stop(m)) stop = true;
     // The next line's train loss is the mean since this one.
-    epoch_loss = 0, epoch_tokens = 0, tokens_seen = 0;
+    epoch_loss = 0, epoch_tokens = 0, tokens_seen = 0, epoch_nll = 0, epoch_nll_tokens = 0;
     epoch_start = Clock::now();
   };
 
@@ -259,8 +270,9 @@ TrainResult Trainer::fit() {
                                        : std::string("training"),
                     n);
     epoch_start = Clock::now();
-    epoch_loss = window_loss = 0;
-    epoch_tokens = window = tokens_seen = 0;
+    epoch_loss = window_loss = epoch_nll = log_loss = log_nll = 0;
+    epoch_tokens = window = tokens_seen = epoch_nll_tokens = log_tokens = log_nll_tokens = 0;
+    log_start = Clock::now();
     const int64_t first_batch = batch_;
     const auto loop_start = Clock::now();  // for the ETA (epoch_start restarts at each log line)
     while (batch_ < n) {
@@ -292,6 +304,14 @@ TrainResult Trainer::fit() {
       epoch_loss += l * static_cast<double>(b.tokens);
       epoch_tokens += b.tokens;
       tokens_seen += b.tokens;
+      log_loss += l * static_cast<double>(b.tokens);
+      log_tokens += b.tokens;
+      if (std::isfinite(b.nll)) {
+        epoch_nll += b.nll * static_cast<double>(b.tokens);
+        epoch_nll_tokens += b.tokens;
+        log_nll += b.nll * static_cast<double>(b.tokens);
+        log_nll_tokens += b.tokens;
+      }
       window_loss += l;
       if (++window == o_.curve_every) {
         curve_.train.push_back(
@@ -311,6 +331,23 @@ TrainResult Trainer::fit() {
                                human(static_cast<double>(tokens_seen) /
                                      std::max(1e-9, seconds_since(epoch_start))),
                                clock(eta)));
+      }
+      // A line a log can follow inside a long epoch (the bar draws only on a terminal).
+      if (!o_.quiet && o_.log_every > 0 && step_ % o_.log_every == 0 && batch_ < n) {
+        bar.clear();
+        const std::string where = o_.unit == "epoch" ? fmt::format("epoch {}/{}, batch {}/{}",
+                                                                   epoch_ + 1, o_.epochs, batch_, n)
+                                                     : fmt::format("step {}/{}", step_, n);
+        fmt::print(
+            "{}  train loss {:.4f}{}  lr {:.2e}  ({} tok/s, {})\n", where,
+            log_loss / static_cast<double>(std::max<int64_t>(log_tokens, 1)),
+            nll_part(log_nll, log_nll_tokens), optimizer_.lr(),
+            human(static_cast<double>(log_tokens) / std::max(1e-9, seconds_since(log_start))),
+            clock(seconds_since(started)));
+        std::fflush(stdout);
+        log_loss = log_nll = 0;
+        log_tokens = log_nll_tokens = 0;
+        log_start = Clock::now();
       }
       if (o_.eval_every > 0 && step_ % o_.eval_every == 0 && batch_ < n) {
         bar.clear();

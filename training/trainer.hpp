@@ -14,6 +14,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -28,6 +29,9 @@ using Metrics = nlohmann::ordered_json;  // {"valid_loss": 1.23, "bleu": 4.5, ..
 struct BatchLoss {
   Tensor loss;         // a scalar, to minimize
   int64_t tokens = 1;  // its weight in the epoch's mean loss, and what tokens/s counts
+  // The plain negative log-likelihood when `loss` is label-smoothed (fairseq's nll_loss), which
+  // is what the validation loss measures; NaN when the loss is already it.
+  double nll = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct TrainerOptions {
@@ -36,6 +40,7 @@ struct TrainerOptions {
   double clip = 1.0;            // clip the gradient norm to this (0: no clipping)
   int64_t eval_every = 0;       // also evaluate every N steps inside an epoch (0: only at its end)
   int64_t curve_every = 20;     // a loss-curve point is the mean over this many steps
+  int64_t log_every = 0;        // also print a line every N steps (0: only at evaluations)
   std::string unit = "epoch";   // what a log line counts: "epoch" (e/E) or "step" (s/S)
   std::string run_dir;          // checkpoints, run.json and the loss curve; empty: none
   bool resume = false;          // continue the run in run_dir
