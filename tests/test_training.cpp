@@ -251,6 +251,14 @@ TEST_CASE("bleu and tokenize commands") {
   auto odd = run("tokenize --vocab " + vocab + " --pair one");
   CHECK(odd.code != 0);
   CHECK(odd.output.find("texts come two at a time") != std::string::npos);
+  // Pairs from standard input, one `A<TAB>B` per line, as the arguments give them.
+  auto piped = run("tokenize --vocab " + vocab + " --pair",
+                   "printf 'time flies like an arrow\\tfruit flies like a banana\\n' | ");
+  CHECK(piped.output == p.output);
+  auto no_tab = run("tokenize --vocab " + vocab + " --pair", "printf 'a b\\n' | ");
+  CHECK(no_tab.code != 0);
+  CHECK_MESSAGE(no_tab.output.find("standard input line 1 has no tab") != std::string::npos,
+                no_tab.output);
 }
 
 // A toy corpus in Tatoeba's layout: `n` pairs over 35 sources, each source with several targets.
