@@ -40,6 +40,11 @@ TEST_CASE("requires_grad propagates as in PyTorch") {
   CHECK(w.sum({0, 1}).grad_fn()->name == "SumBackward1");
   CHECK(w.mean().grad_fn()->name == "MeanBackward0");
   CHECK(w.mean({0}).grad_fn()->name == "MeanBackward1");
+  // transpose is a new view even when it changes nothing (a 1-D tensor, or a dim with itself).
+  Tensor v = randn({3}).requires_grad_();
+  CHECK(v.transpose(0, 0).grad_fn()->name == "TransposeBackward0");
+  CHECK(v.transpose(0, -1).grad_fn()->name == "TransposeBackward0");
+  CHECK(w.transpose(1, 1).grad_fn()->name == "TransposeBackward0");
   CHECK_FALSE(y.detach().requires_grad());
   CHECK(y.detach().is_leaf());
   check_error([&] { tensor({1, 2}).requires_grad_(); }, {"floating point"});

@@ -463,4 +463,8 @@ TEST_CASE("gradcheck catches a wrong backward") {
   manual_seed(1);
   Inputs in{leaf({3})};
   CHECK_FALSE(gradcheck(wrong, in).ok);
+  // An output that does not require grad has no gradient to check: that fails too, saying why.
+  const auto detached = gradcheck([](const Inputs& x) { return (x[0] * 2.0f).detach(); }, in);
+  CHECK_FALSE(detached.ok);
+  CHECK(detached.message.find("does not require grad") != std::string::npos);
 }

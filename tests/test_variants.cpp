@@ -175,3 +175,15 @@ TEST_CASE("variants: configs that cannot work are refused by name") {
   check_error([] { nn::RMSNorm(4).forward(randn({2, 3})); }, {"RMSNorm", "[..., 4]", "[2, 3]"});
   check_error([] { small("rope_theta=0"); }, {"rope_theta"});
 }
+
+// RMSNorm over a single vector [E] (as PyTorch's norms accept it) equals the same row in a batch.
+TEST_CASE("RMSNorm normalizes a 1-D input as a row of a batch") {
+  manual_seed(12);
+  nn::RMSNorm norm(4);
+  norm.weight = norm.weight * 0.0f + tensor({0.5f, 1.0f, 1.5f, 2.0f});
+  Tensor x = randn({4});
+  CHECK_CLOSE(norm.forward(x), norm.forward(x.unsqueeze(0)).squeeze(0), 0, 0);
+  const float rms = std::sqrt((x * x).mean().item() + norm.eps);
+  CHECK_CLOSE(norm.forward(x), x / rms * tensor({0.5f, 1.0f, 1.5f, 2.0f}), 1e-6, 1e-6);
+  check_error([&] { norm.forward(full({}, 1.0f)); }, {"RMSNorm", "expected input [..., 4]"});
+}
