@@ -271,6 +271,10 @@ TEST_CASE("sampling is reproducible and respects top-k") {
   CHECK(a.tokens.size() == 8);
   auto c = generate(lm, {1}, 30, {.temperature = 0.0f});  // past max positions: a sliding window
   CHECK(c.tokens.size() == 30);
+  // top_k = 1 keeps only the most likely token: greedy, however hot the temperature.
+  const auto greedy = generate(lm, {1}, 8, {.temperature = 0.0f});
+  manual_seed(7);
+  CHECK(generate(lm, {1}, 8, {.temperature = 5.0f, .top_k = 1}).tokens == greedy.tokens);
   // Every sampled token is among the 3 most likely after its prefix.
   NoGradGuard no_grad;
   std::vector<int64_t> seq{1};
@@ -729,4 +733,13 @@ TEST_CASE("config: id2label sets num_labels, hidden_act picks the activation") {
     Tensor want = act == "relu" ? relu(h) : act == "gelu" ? gelu(h) : gelu(h, "tanh");
     CHECK_CLOSE(ff.forward(x), ff.linear_2->forward(want), 1e-6, 1e-6);
   }
+}
+
+TEST_CASE("Seq2SeqTransformer names both batch sizes when they differ") {
+  Seq2SeqTransformer s2s(small());
+  check_error(
+      [&] {
+        s2s.forward(tensor({{4, 5}, {6, 7}}), tensor({{1}, {1}, {1}}));
+      },
+      {"source batch 2 and target batch 3 differ"});
 }
