@@ -221,8 +221,14 @@ TEST_CASE("bleu and tokenize commands") {
   CHECK(nlohmann::json::parse(cased.output)["counts"] == nlohmann::json({1, 0, 0, 0}));  // "."
   CHECK(nlohmann::json::parse(uncased.output)["score"].get<double>() == doctest::Approx(100.0));
   std::ofstream(dir + "/short.txt") << "one line\n";
-  CHECK(run(fmt::format("bleu {0}/hyp.txt {0}/short.txt", dir)).output.find("has 1 lines") !=
-        std::string::npos);
+  // A reference file of another length is named, first or later among the references.
+  for (const std::string refs : {"{0}/short.txt {0}/ref1.txt", "{0}/ref1.txt {0}/short.txt"}) {
+    const auto r = run(fmt::format(fmt::runtime("bleu {0}/hyp.txt " + refs), dir));
+    CHECK(r.code != 0);
+    CHECK_MESSAGE(r.output.find("bleu: " + dir + "/short.txt has 1 lines but " + dir +
+                                "/hyp.txt has 3") != std::string::npos,
+                  r.output);
+  }
 
   if (!testing::have_shared_data("bert-base-uncased/vocab.txt")) return;
   const std::string vocab = testing::shared_data("bert-base-uncased/vocab.txt");
