@@ -173,6 +173,9 @@ TEST_CASE("split_by_source: no held-out source is trained on, and every pair is 
   std::vector<Pair> one_source(10, Pair{"same.", "gleich."});
   CHECK_THROWS_WITH_AS(split_by_source(one_source, 1, 1, 0, "one.tsv"),
                        doctest::Contains("1 distinct source"), Error);
+  // The count needed is one per held-out split asked for, plus one to train on.
+  check_error([&] { split_by_source(one_source, 1, 0, 0, "one.tsv"); },
+              {"1 distinct source", "at least 2 are needed"});
   // Two sources are enough for one held-out split: one to hold out, one to train on.
   const std::vector<Pair> two = {{"a.", "x."}, {"b.", "y."}, {"b.", "z."}};
   SplitReport r2;
@@ -457,6 +460,11 @@ TEST_CASE("BLEU: an empty reference is a length like any other") {
   const auto s = corpus_bleu({"a"}, {{""}, {"a b c"}});
   CHECK(s.ref_len == 0);
   CHECK(s.sys_len == 1);
+  // An empty hypothesis against an empty reference is not too short: sacreBLEU's BP is 1.
+  const auto empty = corpus_bleu({""}, {{""}});
+  CHECK(empty.sys_len == 0);
+  CHECK(empty.bp == 1.0);
+  CHECK(empty.score == 0.0);
 }
 
 // sacreBLEU splits a line with Python's str.split(): any run of ASCII whitespace separates words,
