@@ -739,7 +739,8 @@ TEST_CASE("Seq2SeqTransformer names both batch sizes when they differ") {
   Seq2SeqTransformer s2s(small());
   check_error(
       [&] {
-        s2s.forward(tensor({{4, 5}, {6, 7}}), tensor({{1}, {1}, {1}}));
+        // batch 2 of length 4, not 2: a swapped size would hide behind equal sizes
+        s2s.forward(tensor({{4, 5, 6, 7}, {6, 7, 8, 9}}), tensor({{1}, {1}, {1}}));
       },
       {"source batch 2 and target batch 3 differ"});
 }
