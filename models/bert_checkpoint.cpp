@@ -86,7 +86,7 @@ const std::vector<Entry>& entries() {
   return table;
 }
 
-// `pattern` with its placeholder segment ".N." (or ".h.") given a number.
+// `pattern` with its segment ".N." (or ".h.") replaced by a number.
 std::string fill(std::string pattern, const std::string& segment, int64_t n) {
   const auto at = pattern.find(segment);
   if (at != std::string::npos) pattern.replace(at, segment.size(), fmt::format(".{}.", n));

@@ -49,9 +49,12 @@ class BertSelfAttention(nn.Module):
 
 
 class BertSelfOutput(nn.Module):
-    def __init__(self, c):
+    """dense (in_size -> hidden), dropout, then LayerNorm of the residual sum: post-LN. The same
+    module after attention (BertSelfOutput) and after the feed-forward (BertOutput)."""
+
+    def __init__(self, c, in_size=None):
         super().__init__()
-        self.dense = nn.Linear(c["hidden_size"], c["hidden_size"])
+        self.dense = nn.Linear(in_size or c["hidden_size"], c["hidden_size"])
         self.LayerNorm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
         self.dropout = nn.Dropout(c["hidden_dropout_prob"])
 
@@ -78,15 +81,8 @@ class BertIntermediate(nn.Module):
         return nn.functional.gelu(self.dense(x))  # exact: "gelu" in the config
 
 
-class BertOutput(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        self.dense = nn.Linear(c["intermediate_size"], c["hidden_size"])
-        self.LayerNorm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
-        self.dropout = nn.Dropout(c["hidden_dropout_prob"])
-
-    def forward(self, h, x):
-        return self.LayerNorm(self.dropout(self.dense(h)) + x)
+def BertOutput(c):
+    return BertSelfOutput(c, c["intermediate_size"])
 
 
 class BertLayer(nn.Module):
