@@ -125,6 +125,7 @@ Runner add_average_command(CLI::App& app) {
       ->check(in_range(2, 100));
   return [o] {
     const training::RunDir run{o->checkpoint};
+    run.read_run();                // "not a training run folder", before the lock file is made
     const auto lock = run.lock();  // not while a training writes there
     const auto a = training::average_translation_run(o->checkpoint, o->last);
     fmt::print("averaged {} checkpoints ({} ... {}):{}\nthe best before ({}):{}\n{}\n",

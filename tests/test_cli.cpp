@@ -238,3 +238,81 @@ TEST_CASE("anatomy attention --bert draws a BERT folder's attention on the book'
   CHECK(both.code != 0);
   CHECK_FALSE(std::filesystem::exists(page));
 }
+
+// Every numeric option's bounds: its smallest and largest values pass the parser (the command
+// then fails for the reason it is given, a missing run or an unknown task), one step outside is
+// refused by name with the range. A bound that drifted (a `<` that became `<=`, a 1 that became
+// 0) changes which of the two messages appears.
+TEST_CASE("command-line options: each numeric bound accepts its limits and refuses beyond them") {
+  struct Bound {
+    std::string command, after_parse, option, range;
+    std::vector<std::string> accepted, refused;
+  };
+  const std::string out =
+      (std::filesystem::temp_directory_path() / fmt::format("anatomy_bounds_{}", getpid()))
+          .string();
+  const std::string train = "train --task klingon --out " + out, unknown = "unknown task";
+  const std::string translate = "translate --checkpoint /nonexistent x", no_run = "no run.json";
+  const std::string evaluate = "evaluate --checkpoint /nonexistent";
+  const std::string generate = "generate --checkpoint /nonexistent x";
+  const std::string attention = "attention --checkpoint /nonexistent --out " + out + ".html x";
+  const std::vector<Bound> bounds = {
+      {train, unknown, "--average", "[0, 100]", {"0", "100"}, {"-1", "101"}},
+      {train, unknown, "--epochs", "[1, 1e+06]", {"1", "1000000"}, {"0", "1000001"}},
+      {train, unknown, "--iters", "[1, 1e+09]", {"1", "1000000000"}, {"0", "1000000001"}},
+      {train, unknown, "--time-budget", "[1, 1e+07]", {"1", "10000000"}, {"0", "10000001"}},
+      {train, unknown, "--lr", "[1e-12, 1e+30]", {"1e-12", "1e30"}, {"5e-13", "2e30"}},
+      {train, unknown, "--warmup", "[1, 1e+09]", {"1", "1000000000"}, {"0", "1000000001"}},
+      {train, unknown, "--max-tokens", "[8, 1e+07]", {"8", "10000000"}, {"7", "10000001"}},
+      {train, unknown, "--label-smoothing", "[0, 0.99]", {"0", "0.99"}, {"-0.01", "0.995"}},
+      {train, unknown, "--log-every", "[0, 1e+09]", {"0", "1000000000"}, {"-1", "1000000001"}},
+      {train, unknown, "--clip", "[0, 1e+06]", {"0", "1e6"}, {"-1", "1000001", "x", "1x", "nan"}},
+      {train, unknown, "--vocab-size", "[16, 1e+06]", {"16", "1000000"}, {"15", "1000001"}},
+      {train, unknown, "--limit", "[1, 1e+09]", {"1", "1000000000"}, {"0", "1000000001"}},
+      {train, unknown, "--max-chars", "[1, 1e+09]", {"1", "1000000000"}, {"0", "1000000001"}},
+      {train, unknown, "--threads", "[1, 256]", {"1", "256"}, {"0", "257"}},
+      {translate, no_run, "--length-penalty", "[0, 10]", {"0", "10"}, {"-0.5", "10.5", "inf"}},
+      {translate, no_run, "--max-length", "[1, 100000]", {"1", "100000"}, {"0", "100001"}},
+      {evaluate, no_run, "--length-penalty", "[0, 10]", {"0", "10"}, {"-0.5", "10.5"}},
+      {generate, no_run, "--temperature", "[0, 100]", {"0", "100"}, {"-0.5", "100.5"}},
+      {generate, no_run, "--top-k", "[0, 1e+06]", {"0", "1000000"}, {"-1", "1000001"}},
+      {generate, no_run, "--top-p", "[1e-06, 1]", {"1e-6", "1"}, {"0", "1.5"}},
+      {generate, no_run, "--max-new-tokens", "[1, 1e+06]", {"1", "1000000"}, {"0", "1000001"}},
+      {attention, no_run, "--layer", "[-1, 10000]", {"-1", "10000"}, {"-2", "10001"}},
+      {attention, no_run, "--head", "[0, 10000]", {"0", "10000"}, {"-1", "10001"}},
+      {"average --checkpoint /nonexistent",
+       no_run,
+       "--last",
+       "[2, 100]",
+       {"2", "100"},
+       {"1", "101"}},
+  };
+  for (const auto& b : bounds) {
+    for (const auto& v : b.accepted) {
+      const auto r = run(fmt::format("{} {}={}", b.command, b.option, v));
+      CHECK_MESSAGE(r.code != 0, r.output);
+      CHECK_MESSAGE(r.output.find(b.after_parse) != std::string::npos,
+                    b.option << " " << v << " should pass the parser: " << r.output);
+    }
+    for (const auto& v : b.refused) {
+      const auto r = run(fmt::format("{} {}={}", b.command, b.option, v));
+      CHECK_MESSAGE(r.code != 0, r.output);
+      CHECK_MESSAGE(r.output.find(fmt::format("{}: must be a number in {} (got '{}')", b.option,
+                                              b.range, v)) != std::string::npos,
+                    r.output);
+    }
+  }
+  CHECK_FALSE(std::filesystem::exists(out));  // nothing was created on the way
+  // tokenize --max-length 0 means no limit (a run's tokenizer then fails to load); below is
+  // refused.
+  const auto no_limit = run("tokenize --tokenizer /nonexistent/t --max-length 0 a");
+  CHECK_MESSAGE(no_limit.output.find("cannot open /nonexistent/t") != std::string::npos,
+                no_limit.output);
+  const auto negative = run("tokenize --tokenizer /nonexistent/t --max-length=-1 a");
+  CHECK(negative.code != 0);
+  CHECK_MESSAGE(negative.output.find("--max-length") != std::string::npos, negative.output);
+  // Without a command there is nothing to do: say so, and fail.
+  const auto none = run("");
+  CHECK(none.code != 0);
+  CHECK_MESSAGE(none.output.find("A subcommand is required") != std::string::npos, none.output);
+}

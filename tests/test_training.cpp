@@ -105,6 +105,37 @@ TEST_CASE("a short training run learns, writes its folder, and translates") {
   CHECK(page.find("<script") != std::string::npos);
   for (const char* token : {"\"▁c\"", "\"▁d\"", "\"▁e\""})  // the input, as the model reads it
     CHECK_MESSAGE(page.find(token) != std::string::npos, token);
+  // The page's translation is the one `translate` gives (greedy, the same length limit).
+  const auto greedy_cde = run("translate --checkpoint " + dir + " --beam 1 \"c d e\"");
+  CHECK_MESSAGE(a.output.find("translation: " + greedy_cde.output) != std::string::npos,
+                a.output << " / " << greedy_cde.output);
+  // --svg without --layer/--head: the last of the preset's two layers, head 0; --layer 0 is the
+  // first layer, not "the last".
+  for (const auto& flags_title : std::vector<std::pair<std::string, std::string>>{
+           {"", "layer 1, head 0"}, {"--layer 0", "layer 0, head 0"}}) {
+    const std::string flags = flags_title.first;
+    auto s = run("attention --checkpoint " + dir + " --out " + dir + "/s.html --svg " + dir +
+                 "/s.svg " + flags + " \"c d e\"");
+    REQUIRE_MESSAGE(s.code == 0, s.output);
+    CHECK_MESSAGE(bytes(dir + "/s.svg").find(flags_title.second) != std::string::npos, flags);
+  }
+  // Windows line ends in --file translate as the same lines.
+  std::ofstream(dir + "/crlf.txt") << "c d e f g\r\nt s r\r\n";
+  auto crlf = run("translate --checkpoint " + dir + " --beam 1 --file " + dir + "/crlf.txt");
+  CHECK(crlf.output == b.output);
+  // The unknown-token warning is for inputs mostly unknown: half is not; a long input is cut.
+  auto half = run("translate --checkpoint " + dir + " \"X Y a b\"");
+  CHECK_MESSAGE(half.output.find("unknown") == std::string::npos, half.output);
+  auto most = run("translate --checkpoint " + dir + " \"X Y Z W V U T S R Q P O N M L K J a\"");
+  CHECK_MESSAGE(most.output.find("17 of the 18 tokens of \"X Y Z W V U T S R Q P O N M L K J "
+                                 "a\" are") != std::string::npos,
+                most.output);
+  auto long_input = run("translate --checkpoint " + dir +
+                        " \"X Y Z W V U T S R Q P O N M L K J I H G F E D C B A\"");
+  CHECK_MESSAGE(
+      long_input.output.find("tokens of \"X Y Z W V U T S R Q P O N M L K J I H G ...\"") !=
+          std::string::npos,
+      long_input.output);
 }
 
 TEST_CASE("the majority task trains an encoder with a classification head") {
@@ -243,6 +274,12 @@ TEST_CASE("bleu and tokenize commands") {
   CHECK(p.output ==
         "[CLS] time flies like an arrow [SEP] fruit flies like a banana [SEP]\t101 2051 10029 2066 "
         "2019 8612 102 5909 10029 2066 1037 15212 102\t0 0 0 0 0 0 0 1 1 1 1 1 1\n");
+  // Uncased unless --cased: capitals are lower-cased in pairs and in truncated texts too.
+  auto upper = run("tokenize --vocab " + vocab +
+                   " --pair \"Time flies like an arrow\" \"Fruit flies like a banana\"");
+  CHECK(upper.output == p.output);
+  auto cut = run("tokenize --vocab " + vocab + " --max-length 5 \"Time flies like an arrow\"");
+  CHECK(cut.output == "[CLS] time flies like [SEP]\t101 2051 10029 2066 102\t0 0 0 0 0\n");
   auto pj = run("tokenize --vocab " + vocab + " --pair --format json --max-length 10 a \"b c\"");
   const auto pair = nlohmann::json::parse(pj.output);
   CHECK(pair["token_type_ids"] == nlohmann::json({0, 0, 0, 1, 1, 1}));
@@ -422,6 +459,14 @@ TEST_CASE("language model: trains on a text, generates, and resumes after Ctrl-C
   CHECK(g.output.size() > 60);
   auto greedy = run("generate --checkpoint " + whole + " --temperature 0 \"Or to take arms\"");
   CHECK_MESSAGE(greedy.output.find("Or to take arms against") == 0, greedy.output);
+  // The defaults are the ones --help names: seed 0, temperature 0.8, top-k 0 (all), top-p 1.
+  auto explicit_defaults =
+      run("generate --checkpoint " + whole +
+          " --seed 0 --temperature 0.8 --top-k 0 --top-p 1 --max-new-tokens 100 \"To be\"");
+  CHECK(explicit_defaults.output == g.output);
+  auto other_seed =
+      run("generate --checkpoint " + whole + " --seed 1 --max-new-tokens 100 \"To be\"");
+  CHECK(other_seed.output != g.output);  // so that the comparison above can fail
 
   // Ctrl-C after a second, then --resume (without --lr and --warmup): the same weights as the
   // uninterrupted run.
