@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "helpers.hpp"
 
@@ -147,11 +148,22 @@ TEST_CASE("anatomy run loads a Hugging Face BERT checkpoint into the book's enco
       const std::string line = r.output.substr(at, r.output.find('\n', at) - at);
       CHECK_MESSAGE(line.ends_with("-> " + to), line);
     }
-    CHECK(r.output.find("post-LN") != std::string::npos);
+    // The arrows line up: the names are padded to the longest, prefix included.
+    std::set<size_t> arrow_columns;
+    for (size_t at = 0; (at = r.output.find(" -> ", at)) != std::string::npos; ++at)
+      arrow_columns.insert(at - r.output.rfind('\n', at));
+    CHECK(arrow_columns.size() == 1);
+    CHECK(*arrow_columns.begin() == prefix.size() + 45);  // "  " + the longest name + " "
+    CHECK(r.output.find("post-LN layers, LayerNorm eps 1e-12, gelu (exact, with erf), a pooler") !=
+          std::string::npos);
+    CHECK(r.output.find("(the fused attention joins the heads' q, k and v rows") !=
+          std::string::npos);  // the config's attention_type is the default, fused
     if (!prefix.empty())
       CHECK_MESSAGE(r.output.find("not used (outside the encoder): cls.predictions.bias") !=
                         std::string::npos,
                     r.output);
+    else
+      CHECK_MESSAGE(r.output.find("not used") == std::string::npos, r.output);
     // Sentence B's token types count: without them (all sentence A) the states differ.
     const auto a_only = run(base);
     REQUIRE_MESSAGE(a_only.code == 0, a_only.output);
