@@ -33,6 +33,11 @@ class Attention : public nn::Module {
     return forward(hidden_state, hidden_state, Tensor());
   }
 
+  // The queries and keys of the last forward, [B, H, Tq, D] and [B, H, Tk, D], after the position
+  // scheme: the vectors whose scaled dot products became last_attention's scores (BertViz's
+  // neuron view draws them). A layout that does not keep them returns undefined tensors.
+  virtual std::pair<Tensor, Tensor> last_queries_keys() const { return {}; }
+
   Tensor last_attention;  // [B, H, Tq, Tk] of the last forward, for pictures
 };
 

@@ -11,10 +11,12 @@ AttentionHead::AttentionHead(int64_t embed_dim, int64_t head_dim, float p, bool 
 
 Tensor AttentionHead::forward(const Tensor& query_states, const Tensor& key_value_states,
                               const Tensor& mask) {
-  auto [out, weights] =
-      scaled_dot_product_attention(q->forward(query_states), k->forward(key_value_states),
-                                   v->forward(key_value_states), mask, dropout_p, is_training());
+  const Tensor queries = q->forward(query_states), keys = k->forward(key_value_states);
+  auto [out, weights] = scaled_dot_product_attention(queries, keys, v->forward(key_value_states),
+                                                     mask, dropout_p, is_training());
   last_attention = weights.detach();
+  last_query = queries.detach();
+  last_key = keys.detach();
   return out;
 }
 

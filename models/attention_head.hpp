@@ -22,7 +22,8 @@ class AttentionHead : public nn::Module {
 
   std::shared_ptr<nn::Linear> q, k, v;
   float dropout_p;
-  Tensor last_attention;  // [B, Tq, Tk] of the last forward
+  Tensor last_attention;        // [B, Tq, Tk] of the last forward
+  Tensor last_query, last_key;  // [B, Tq, D] and [B, Tk, D] of the last forward
 };
 
 }  // namespace anatomy::models

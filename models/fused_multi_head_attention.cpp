@@ -82,6 +82,8 @@ Tensor FusedMultiHeadAttention::attend(const Tensor& query_states, const Tensor&
   if (positions) options.bias = positions->bias(q, k, start);  // ALiBi, relative: [.., Tq, Tk]
   auto [out, weights] = scaled_dot_product_attention(q, k, v, options);
   last_attention = weights.detach();
+  last_q = q.detach();
+  last_k = k.detach();
   // (B, H, Tq, D) -> (B, Tq, H, D) -> (B, Tq, E)
   return output_linear->forward(out.transpose(1, 2).reshape({B, Tq, E}));
 }

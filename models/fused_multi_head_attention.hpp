@@ -23,6 +23,7 @@ class FusedMultiHeadAttention : public Attention {
   Tensor forward(const Tensor& query_states, const Tensor& key_value_states, const Tensor& mask,
                  KVCache& cache, bool static_kv) override;
   bool has_kv_cache() const override { return true; }
+  std::pair<Tensor, Tensor> last_queries_keys() const override { return {last_q, last_k}; }
 
   int64_t num_heads, head_dim;
   float dropout_p;
@@ -30,6 +31,7 @@ class FusedMultiHeadAttention : public Attention {
   std::shared_ptr<AttentionPositions> positions;  // may be null
 
  private:
+  Tensor last_q, last_k;  // of the last forward, [B, H, Tq, D] and [B, H, Tk, D]
   Tensor attend(const Tensor& query_states, const Tensor& key_value_states, const Tensor& mask,
                 KVCache* cache, bool static_kv);
 };

@@ -25,4 +25,15 @@ Tensor MultiHeadAttention::forward(const Tensor& query_states, const Tensor& key
   return output_linear->forward(cat(outputs, -1));  // [B, Tq, H·D] -> [B, Tq, E]
 }
 
+std::pair<Tensor, Tensor> MultiHeadAttention::last_queries_keys() const {
+  std::vector<Tensor> queries, keys;
+  for (const auto& module : *heads) {
+    const auto& head = dynamic_cast<const AttentionHead&>(*module);
+    if (!head.last_query.defined()) return {};  // no forward yet
+    queries.push_back(head.last_query);
+    keys.push_back(head.last_key);
+  }
+  return {stack(queries, 1), stack(keys, 1)};  // [B, H, Tq, D], [B, H, Tk, D]
+}
+
 }  // namespace anatomy::models

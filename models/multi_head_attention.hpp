@@ -21,6 +21,8 @@ class MultiHeadAttention : public Attention {
   // -> [B, Tq, E]
   Tensor forward(const Tensor& query_states, const Tensor& key_value_states,
                  const Tensor& mask) override;
+  // The heads' last queries and keys stacked (only when asked: a picture, not every step).
+  std::pair<Tensor, Tensor> last_queries_keys() const override;
 
   std::shared_ptr<nn::ModuleList> heads;
   std::shared_ptr<nn::Linear> output_linear;

@@ -55,6 +55,22 @@ bool TransformerDecoder::has_kv_cache() const {
   return true;
 }
 
+std::vector<std::pair<Tensor, Tensor>> TransformerDecoder::self_queries_keys() const {
+  std::vector<std::pair<Tensor, Tensor>> out;
+  for (const auto& l : *layers)
+    out.push_back(dynamic_cast<TransformerDecoderLayer&>(*l).self_attention->last_queries_keys());
+  return out;
+}
+
+std::vector<std::pair<Tensor, Tensor>> TransformerDecoder::cross_queries_keys() const {
+  std::vector<std::pair<Tensor, Tensor>> out;
+  for (const auto& l : *layers) {
+    auto& layer = dynamic_cast<TransformerDecoderLayer&>(*l);
+    if (layer.cross_attention) out.push_back(layer.cross_attention->last_queries_keys());
+  }
+  return out;
+}
+
 std::vector<Tensor> TransformerDecoder::self_attentions() const {
   std::vector<Tensor> out;
   for (const auto& l : *layers)

@@ -23,6 +23,9 @@ class TransformerDecoder : public nn::Module {
   bool has_kv_cache() const;
   std::vector<Tensor> self_attentions() const;
   std::vector<Tensor> cross_attentions() const;
+  // Each layer's last queries and keys (Attention::last_queries_keys), for the neuron view.
+  std::vector<std::pair<Tensor, Tensor>> self_queries_keys() const;
+  std::vector<std::pair<Tensor, Tensor>> cross_queries_keys() const;
 
   bool has_cross_attention;
   std::shared_ptr<Embeddings> embeddings;

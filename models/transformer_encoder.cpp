@@ -27,6 +27,13 @@ Tensor TransformerEncoder::forward(const Tensor& input_ids, const Tensor& attent
   return layer_norm ? layer_norm->forward(x) : x;
 }
 
+std::vector<std::pair<Tensor, Tensor>> TransformerEncoder::queries_keys() const {
+  std::vector<std::pair<Tensor, Tensor>> out;
+  for (const auto& layer : *layers)
+    out.push_back(dynamic_cast<TransformerEncoderLayer&>(*layer).attention->last_queries_keys());
+  return out;
+}
+
 std::vector<Tensor> TransformerEncoder::attentions() const {
   std::vector<Tensor> out;
   for (const auto& layer : *layers)

@@ -20,6 +20,8 @@ class TransformerEncoder : public nn::Module {
   Tensor forward(const Tensor& input_ids) override { return forward(input_ids, Tensor()); }
   // Each layer's last attention weights, [B, H, T, T].
   std::vector<Tensor> attentions() const;
+  // Each layer's last queries and keys (Attention::last_queries_keys), for the neuron view.
+  std::vector<std::pair<Tensor, Tensor>> queries_keys() const;
 
   std::shared_ptr<Embeddings> embeddings;
   std::shared_ptr<nn::ModuleList> layers;

@@ -131,6 +131,40 @@ TEST_CASE("the book's MultiHeadAttention and the fused one agree from the same w
   CHECK_CLOSE(again.forward(q, kv, mask), fused.forward(q, kv, mask), 1e-5, 1e-4);
 }
 
+// The neuron view's vectors: the queries of the query input and the keys of the other input,
+// whose scaled dot products, through a softmax, are the weights the module used.
+TEST_CASE("last_queries_keys: the q and k behind last_attention, in both layouts") {
+  manual_seed(3);
+  MultiHeadAttention book(small(false));
+  FusedMultiHeadAttention fused(small(true));
+  CHECK_FALSE(book.last_queries_keys().first.defined());  // no forward yet
+  fused.load_state_dict(to_fused_layout(book.state_dict(), 4));
+  book.eval();
+  fused.eval();
+  const Tensor x = randn({2, 5, 16}), memory = randn({2, 7, 16});
+  book.forward(x, memory, Tensor());
+  fused.forward(x, memory, Tensor());
+  const auto [q, k] = fused.last_queries_keys();
+  REQUIRE(q.shape() == Shape{2, 4, 5, 4});  // [B, H, Tq, D]: from x, not from memory
+  REQUIRE(k.shape() == Shape{2, 4, 7, 4});
+  const Tensor weights = softmax(matmul(q, k.transpose(-2, -1)) / 2.0f, -1);  // sqrt(D) = 2
+  CHECK_CLOSE(weights, fused.last_attention, 1e-6, 1e-4);
+  const auto [book_q, book_k] = book.last_queries_keys();
+  CHECK_CLOSE(book_q, q, 1e-5, 1e-4);
+  CHECK_CLOSE(book_k, k, 1e-5, 1e-4);
+  // Head 1's query is that head's own projection (the heads are stacked in order).
+  const auto& head1 = dynamic_cast<AttentionHead&>(*(*book.heads)[1]);
+  CHECK_CLOSE(book_q.select(1, 1), head1.q->forward(x), 1e-6, 1e-5);
+  // An encoder gives one pair per layer.
+  TransformerEncoder encoder(small(true));
+  encoder.eval();
+  encoder.forward(tensor({{1, 2, 3}}));
+  const auto layers = encoder.queries_keys();
+  REQUIRE(layers.size() == 2);
+  CHECK_CLOSE(softmax(matmul(layers[1].first, layers[1].second.transpose(-2, -1)) / 2.0f, -1),
+              encoder.attentions()[1], 1e-6, 1e-4);
+}
+
 TEST_CASE("bias-free layers (nanoGPT's): no biases anywhere, both attention layouts agree") {
   auto config = [](bool fused) {
     TransformerConfig c = small(fused);
