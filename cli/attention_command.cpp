@@ -26,6 +26,27 @@ std::vector<std::string> token_strings(const text::Tokenizer& tok,
   return out;
 }
 
+// What each position of a decoder predicts: the most likely next token of its logits [1, T, V].
+std::vector<std::string> predictions(const text::Tokenizer& tok, const Tensor& logits) {
+  return token_strings(tok, argmax(logits.select(0, 0), -1).to_int_vector());
+}
+
+// A section with the neuron view's vectors (the batch's only row), when the layout keeps them.
+viz::AttentionSection section(std::string name, std::vector<std::string> left,
+                              std::vector<std::string> right, const std::vector<Tensor>& weights,
+                              const std::vector<std::pair<Tensor, Tensor>>& queries_keys) {
+  viz::AttentionSection s{std::move(name), std::move(left), std::move(right), first_row(weights)};
+  for (const auto& qk : queries_keys) {
+    if (!qk.first.defined() || !qk.second.defined()) {
+      s.queries.clear(), s.keys.clear();
+      break;
+    }
+    s.queries.push_back(qk.first.select(0, 0));
+    s.keys.push_back(qk.second.select(0, 0));
+  }
+  return s;
+}
+
 struct AttentionOptions {
   std::string checkpoint, bert, out, svg, text, text_pair;
   int64_t layer = -1, head = 0;
@@ -94,8 +115,9 @@ Runner add_attention_command(CLI::App& app) {
       bert.model->forward(
           from_vector(enc.input_ids, {1, T}), Tensor(),
           bert.config.type_vocab_size > 0 ? from_vector(enc.token_type_ids, {1, T}) : Tensor());
-      sections.push_back(
-          {"BERT self-attention", enc.tokens, enc.tokens, first_row(bert.model->attentions())});
+      sections.push_back(section("BERT self-attention", enc.tokens, enc.tokens,
+                                 bert.model->attentions(), bert.model->queries_keys()));
+      sections.back().sentence_b_start = enc.sentence_b_start;
       return write_pages(*o, sections);
     }
     training::RunDir run{o->checkpoint};
@@ -111,15 +133,21 @@ Runner add_attention_command(CLI::App& app) {
                                                   tr.config.max_position_embeddings - 1));
       std::vector<int64_t> tgt{tr.bos};
       tgt.insert(tgt.end(), out[0].tokens.begin(), out[0].tokens.end());
-      tr.model->forward(src_t, from_vector(tgt, {1, static_cast<int64_t>(tgt.size())}));
+      const Tensor logits =
+          tr.model->forward(src_t, from_vector(tgt, {1, static_cast<int64_t>(tgt.size())}));
       const auto s = token_strings(*tr.source, src), t = token_strings(*tr.target, tgt);
+      const auto next = predictions(*tr.target, logits);
       fmt::print("translation: {}\n", tr.target->decode(out[0].tokens));
-      sections.push_back(
-          {"encoder self-attention", s, s, first_row(tr.model->encoder->attentions())});
-      sections.push_back(
-          {"decoder self-attention", t, t, first_row(tr.model->decoder->self_attentions())});
-      sections.push_back(
-          {"encoder-decoder attention", t, s, first_row(tr.model->decoder->cross_attentions())});
+      const auto& decoder = *tr.model->decoder;
+      sections.push_back(section("encoder self-attention", s, s, tr.model->encoder->attentions(),
+                                 tr.model->encoder->queries_keys()));
+      sections.push_back(section("decoder self-attention", t, t, decoder.self_attentions(),
+                                 decoder.self_queries_keys()));
+      sections.back().predicts = next;
+      sections.back().causal = true;
+      sections.push_back(section("encoder-decoder attention", t, s, decoder.cross_attentions(),
+                                 decoder.cross_queries_keys()));
+      sections.back().predicts = next;
     } else if (kind == "lm") {
       const auto generator = training::TextGenerator::load(o->checkpoint);
       auto& model = *generator.model;
@@ -129,10 +157,12 @@ Runner add_attention_command(CLI::App& app) {
       if (static_cast<int64_t>(ids.size()) > model.decoder->embeddings->max_positions)
         throw Error(fmt::format("attention: the text is {} tokens; this model reads at most {}",
                                 ids.size(), model.decoder->embeddings->max_positions));
-      model.forward(from_vector(ids, {1, static_cast<int64_t>(ids.size())}));
+      const Tensor logits = model.forward(from_vector(ids, {1, static_cast<int64_t>(ids.size())}));
       const auto t = token_strings(*tok, ids);
-      sections.push_back(
-          {"decoder self-attention", t, t, first_row(model.decoder->self_attentions())});
+      sections.push_back(section("decoder self-attention", t, t, model.decoder->self_attentions(),
+                                 model.decoder->self_queries_keys()));
+      sections.back().predicts = predictions(*tok, logits);
+      sections.back().causal = true;
     } else {
       throw Error(
           fmt::format("attention: {} holds a {} model; translation and lm runs are supported",

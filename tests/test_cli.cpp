@@ -227,6 +227,28 @@ TEST_CASE("anatomy attention --bert draws a BERT folder's attention on the book'
   CHECK(section["left"].get<std::vector<std::string>>() ==
         std::vector<std::string>{"[CLS]", "time", "flies", "like", "an", "arrow", "[SEP]", "fruit",
                                  "flies", "like", "a", "banana", "[SEP]"});
+  CHECK(section["sentence_b_start"] == 7);  // "fruit": BertViz's A -> B / B -> A filters
+  CHECK(section["predicts"].empty());
+  CHECK(section["causal"] == false);
+  // The neuron view's vectors are the ones behind the weights: softmax(q . k / sqrt(d)) of layer
+  // 1, head 2, query "flies" (B) reproduces that row of the page (both rounded to 3 decimals).
+  {
+    const auto& q = section["queries"][1][2][8];
+    const auto& keys = section["keys"][1][2];
+    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size()));
+    std::vector<double> scores;
+    for (const auto& k : keys) {
+      double dot = 0;
+      for (size_t e = 0; e < q.size(); ++e) dot += q[e].get<double>() * k[e].get<double>();
+      scores.push_back(dot * scale);
+    }
+    const double top = *std::max_element(scores.begin(), scores.end());
+    double sum = 0;
+    for (double& x : scores) sum += (x = std::exp(x - top));
+    REQUIRE(keys.size() == 13);
+    for (size_t j = 0; j < keys.size(); ++j)
+      CHECK(std::abs(scores[j] / sum - section["layers"][1][2][8][j].get<double>()) < 3e-3);
+  }
   // The weights are the reference BERT's (the page rounds them to 3 decimals).
   const auto want = load_safetensors(dir + "/expected.safetensors").tensors;
   for (int layer = 0; layer < 2; ++layer) {

@@ -107,6 +107,31 @@ TEST_CASE("a short training run learns, writes its folder, and translates") {
   CHECK(page.find("<script") != std::string::npos);
   for (const char* token : {"\"▁c\"", "\"▁d\"", "\"▁e\""})  // the input, as the model reads it
     CHECK_MESSAGE(page.find(token) != std::string::npos, token);
+  {
+    // The decoder's rows are labelled with the token each predicts: the translation, then the
+    // end token; its self-attention is causal (the neuron view shows keys up to the query).
+    std::string json = page.substr(page.find("application/json\">") + 18);
+    json = json.substr(0, json.find("</script>"));
+    for (size_t p = 0; (p = json.find("<\\/", p)) != std::string::npos;) json.erase(p + 1, 1);
+    const auto sections = nlohmann::json::parse(json)["sections"];
+    REQUIRE(sections.size() == 3);
+    const auto translated = sections[1]["left"];  // [BOS], then the translation's tokens
+    std::vector<std::string> next(translated.begin() + 1, translated.end());
+    next.push_back("[EOS]");
+    CHECK(sections[1]["predicts"] == nlohmann::json(next));
+    CHECK(sections[2]["predicts"] == nlohmann::json(next));
+    CHECK(sections[0]["predicts"].empty());
+    CHECK(sections[1]["causal"] == true);
+    CHECK(sections[0]["causal"] == false);
+    CHECK(sections[2]["causal"] == false);
+    for (const auto& sec : sections) {  // every layer's q and k: [heads, tokens, 16]
+      REQUIRE(sec["queries"].size() == 2);
+      CHECK(sec["queries"][1].size() == 4);
+      CHECK(sec["queries"][1][0].size() == sec["left"].size());
+      CHECK(sec["keys"][1][0].size() == sec["right"].size());
+      CHECK(sec["keys"][1][0][0].size() == 16);
+    }
+  }
   // The page's translation is the one `translate` gives (greedy, the same length limit).
   const auto greedy_cde = run("translate --checkpoint " + dir + " --beam 1 \"c d e\"");
   CHECK_MESSAGE(a.output.find("translation: " + greedy_cde.output) != std::string::npos,

@@ -59,7 +59,11 @@ int main(int argc, char** argv) {
     Tensor emb = token_emb.forward(from_vector(sid, {1, static_cast<int64_t>(sid.size())}));
     multihead_attn.forward(emb);
     const auto toks = tokenizer.tokenize(text);
+    // With each head's queries and keys, for the page's neuron view.
+    const auto [queries, keys] = multihead_attn.last_queries_keys();
     sections.push_back({text, toks, toks, {multihead_attn.last_attention.select(0, 0).detach()}});
+    sections.back().queries = {queries.select(0, 0)};
+    sections.back().keys = {keys.select(0, 0)};
   }
   fmt::print("head 0 on \"{}\":\n{}", tutorial::kText,
              viz::terminal_heatmap(sections[0].layers[0].select(0, 0), sections[0].left,
@@ -84,8 +88,10 @@ int main(int argc, char** argv) {
     NoGradGuard no_grad;
     bert->model->forward(from_vector(pair.input_ids, {1, T}), Tensor(),
                          from_vector(pair.token_type_ids, {1, T}));
-    std::vector<Tensor> layers;
+    std::vector<Tensor> layers, queries, keys;
     for (const auto& w : bert->model->attentions()) layers.push_back(w.select(0, 0));
+    for (const auto& [q, k] : bert->model->queries_keys())
+      queries.push_back(q.select(0, 0)), keys.push_back(k.select(0, 0));
     t.check(static_cast<int64_t>(layers.size()) == bert->config.num_hidden_layers &&
                 layers[0].sizes() == Shape{bert->config.num_attention_heads, T, T},
             "one [heads, tokens, tokens] attention per layer");
@@ -107,9 +113,11 @@ int main(int argc, char** argv) {
       t.check(largest > 0.01f, "the two \"flies\" attend differently");
     }
     const std::string bert_page = t.output("03_bert_attention.html");
-    viz::write_attention_html(bert_page,
-                              "BERT: time flies like an arrow / fruit flies like a banana",
-                              {{"BERT self-attention", pair.tokens, pair.tokens, layers}});
+    viz::AttentionSection section{"BERT self-attention", pair.tokens, pair.tokens, layers};
+    section.sentence_b_start = pair.sentence_b_start;  // BertViz's A -> B / B -> A filters
+    section.queries = queries, section.keys = keys;
+    viz::write_attention_html(
+        bert_page, "BERT: time flies like an arrow / fruit flies like a banana", {section});
     fmt::print("wrote {}: the pretrained model's heads, every layer\n", bert_page);
   }
   return t.finish();

@@ -1,9 +1,15 @@
 // Pictures of attention.
 //
-// write_attention_html: a self-contained page in the spirit of BertViz's head view (no network,
-// no external scripts): the tokens in two columns, a line from each query token on the left to
-// each key token on the right, as opaque as the attention weight; a layer and a head selector
-// ("all" overlays the heads in their colours); hovering a token shows only its lines.
+// write_attention_html: one self-contained page (no network, no external scripts) with BertViz's
+// three views of every section:
+//   head view   the tokens in two columns, a line from each query (left) to each key (right) as
+//               opaque as the weight; a layer selector, one coloured square per head (click:
+//               show or hide the head; double-click: that head alone), hovering a token shows
+//               only its lines and leaving restores them; for a sentence pair, a filter to the
+//               attention from sentence A to B, B to A, ...
+//   model view  every layer x head as a thumbnail; a click enlarges it.
+//   neuron view for one layer, head and query token: the query vector q, each key vector k,
+//               q x k elementwise, q . k / sqrt(d) and its softmax over the keys.
 // heatmap_svg / terminal_heatmap: one [rows, cols] weight matrix as a grid of shades.
 #pragma once
 
@@ -20,6 +26,15 @@ struct AttentionSection {
   std::string name;  // "encoder self-attention", "encoder-decoder attention", ...
   std::vector<std::string> left, right;
   std::vector<Tensor> layers;
+  // A BERT pair ([CLS] A [SEP] B [SEP], one input): where sentence B starts; -1 for one input.
+  int64_t sentence_b_start = -1;
+  // A decoder's rows: the token each query position predicts (the next one); empty otherwise.
+  std::vector<std::string> predicts;
+  // A decoder's self-attention: query i sees keys 0..i only (the neuron view leaves the rest out).
+  bool causal = false;
+  // The neuron view's vectors, per layer [heads, len(left), D] and [heads, len(right), D]
+  // (Attention::last_queries_keys without the batch dimension); empty: no neuron view.
+  std::vector<Tensor> queries, keys;
 };
 
 // Writes the page atomically; sections are selectable on it.
