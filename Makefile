@@ -23,10 +23,11 @@ demo: build
 	  "two thousand twenty-six" "eighty-eight"
 	./build/$(PRESET)/cli/anatomy evaluate --checkpoint $(DEMO_DIR) --split test
 
-# python3-torch is the test oracle of `anatomy export` (tests/test_export.cpp); where it cannot be
-# installed that test says so and skips.
+# python3-torch is the test oracle of `anatomy export` (tests/test_export.cpp), chromium the browser
+# of tests/browser/; where one cannot be installed its test says so and skips.
 test: build
 	@cmake/install-deps.sh torch || echo "python3-torch could not be installed: the export test will be skipped"
+	@cmake/install-deps.sh browser || echo "chromium could not be installed: the browser test will be skipped"
 	ctest --preset $(PRESET) -j2
 
 asan:

@@ -4,13 +4,15 @@
 # core: what building and testing need; bench: Google Benchmark and OpenBLAS (the GEMM
 # benchmark's yardstick, never linked into the library); torch: the test oracle that
 # regenerates the golden files and runs the PyTorch side of the benchmarks; fuzz: clang with
-# libFuzzer and its OpenMP (make fuzz).
+# libFuzzer and its OpenMP (make fuzz); browser: Chromium, in which the tests open the attention
+# pages (tests/browser/).
 set -euo pipefail
 declare -A groups=(
   [core]="g++ make cmake libxtensor-dev libxsimd-dev libfmt-dev doctest-dev nlohmann-json3-dev libcli11-dev libicu-dev"
   [bench]="libbenchmark-dev libopenblas-dev"
   [torch]="python3-torch python3-numpy"
   [fuzz]="clang libclang-rt-14-dev libomp-dev"
+  [browser]="chromium"
 )
 wanted=""
 for g in "${@:-core}"; do wanted="$wanted ${groups[$g]:?unknown group $g}"; done

@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Opens an attention page (anatomy attention, tutorial 03) in headless Chromium and checks what a
+student would do with it: no console error, each view draws, the selectors and head squares
+change the drawing, hovering a token isolates its lines and leaving restores them, the sentence
+filter keeps one sentence on each side, the neuron view's softmax of q . k / sqrt(d) is the
+model's own weight, and screenshots are not blank.
+
+usage: check_attention_page.py PAGE [--pair] [--screenshots DIR]
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chromium  # noqa: E402
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok      " if ok else "FAILED  ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def lines(b):
+    """The head view's lines as (head, query, key, opacity)."""
+    return b.js("[...document.querySelectorAll('#view line')].map(l => [+l.dataset.head, "
+                "+l.dataset.query, +l.dataset.key, +l.getAttribute('stroke-opacity')])")
+
+
+def select(b, sel, value):
+    b.js(f"(() => {{ const s = document.getElementById('{sel}'); s.value = '{value}'; "
+         "s.dispatchEvent(new Event('change')); })()")
+
+
+def not_blank(png, what):
+    width, height, channels, rows = chromium.png_pixels(png)
+    inked = sum(1 for row in rows for x in range(0, width * channels, channels)
+                if min(row[x:x + 3]) < 200)
+    check(inked > 0.01 * width * height, f"{what}: the screenshot is not blank "
+          f"({inked} of {width * height} pixels inked)")
+
+
+def head_view(b, data, pair, shots):
+    section = data["sections"][0]
+    layers, heads = len(section["layers"]), len(section["layers"][0])
+    everything = lines(b)
+    check(len(everything) > 0, f"head view draws lines ({len(everything)})")
+    check({h for h, _, _, _ in everything} == set(range(heads)), "every head is drawn at first")
+    for number, sec in enumerate(data["sections"]):
+        select(b, "section", number)
+        labels = b.js("[...document.querySelectorAll('#view text.token.left')].map(t => t.textContent)")
+        keys = b.js("[...document.querySelectorAll('#view text.token.right')].map(t => t.textContent)")
+        wanted = [t + ("  \u2192 " + p if sec["predicts"] else "")
+                  for t, p in zip(sec["left"], sec["predicts"] or sec["left"])]
+        check(labels == wanted and keys == sec["right"],
+              f"'{sec['name']}': the columns show the queries" +
+              (" with the token each predicts" if sec["predicts"] else "") + " and the keys")
+    select(b, "section", 0)
+    everything = lines(b)
+    # The drawing uses the window's width.
+    b.resize(800, 900)
+    b.js("new Promise(done => setTimeout(done, 400))")  # the page redraws 100 ms after a resize
+    narrow = b.js("+document.getElementById('view').getAttribute('width')")
+    b.resize(1200, 900)
+    b.js("new Promise(done => setTimeout(done, 400))")
+    wide = b.js("+document.getElementById('view').getAttribute('width')")
+    check(narrow < wide and wide > 1000, f"the drawing follows the window's width ({narrow} -> {wide})")
+    if layers > 1:
+        select(b, "layer", layers - 1)
+        other = lines(b)
+        check(other != everything, "another layer draws other lines")
+        select(b, "layer", 0)
+        check(lines(b) == everything, "back to layer 0 draws the same lines again")
+    # Head squares: a click hides a head, a double-click keeps only that head.
+    x, y = b.centre("#heads .square[data-head='0']")
+    b.mouse("click", x, y)
+    without = lines(b)
+    check(without and all(h != 0 for h, _, _, _ in without) and len(without) < len(everything),
+          "clicking head 0's square hides its lines")
+    b.mouse("click", x, y)
+    check(lines(b) == everything, "clicking it again shows them again")
+    last = heads - 1
+    x, y = b.centre(f"#heads .square[data-head='{last}']")
+    b.mouse("double", x, y)
+    alone = lines(b)
+    check(alone and all(h == last for h, _, _, _ in alone), f"double-clicking head {last} shows it alone")
+    for h in range(heads - 1):  # a click on each other square brings every head back
+        b.mouse("click", *b.centre(f"#heads .square[data-head='{h}']"))
+    check(lines(b) == everything, "clicking the other squares shows every head again")
+    # Hover: a query token isolates its lines; moving away restores every line.
+    everything = lines(b)
+    token = 2
+    x, y = b.centre(f"#view text.token.left[data-index='{token}']")
+    b.mouse("move", x, y)
+    focused = lines(b)
+    check(focused and all(q == token for _, q, _, _ in focused) and len(focused) < len(everything),
+          f"hovering query token {token} shows only its lines ({len(focused)} of {len(everything)})")
+    check(b.js(f"document.querySelector(\"#view text.token.left[data-index='{token}']\")"
+               ".classList.contains('focus')"), "the hovered token is highlighted")
+    b.mouse("move", 5, 5)
+    check(lines(b) == everything, "leaving the token restores every line")
+    x, y = b.centre("#view text.token.right[data-index='1']")
+    b.mouse("move", x, y)
+    into = lines(b)
+    check(into and all(k == 1 for _, _, k, _ in into), "hovering a key token shows the lines into it")
+    b.mouse("move", 5, 5)
+    check(lines(b) == everything, "and leaving it restores them")
+    if shots:
+        b.mouse("move", *b.centre("#view text.token.left[data-index='2']"))
+        open(os.path.join(shots, "head_view.png"), "wb").write(b.screenshot())
+        b.mouse("move", 5, 5)
+    not_blank(b.screenshot(), "head view")
+    if pair:
+        start = section["sentence_b_start"]
+        check(start > 0, f"the page knows where sentence B starts ({start})")
+        check(b.js("getComputedStyle(document.getElementById('filter-box')).display") != "none",
+              "the sentence filter is shown for a pair")
+        for value, rows, cols in (("ab", (0, start), (start, len(section["right"]))),
+                                  ("ba", (start, len(section["left"])), (0, start))):
+            select(b, "filter", value)
+            left = b.js("[...document.querySelectorAll('#view text.token.left')].map(t => +t.dataset.index)")
+            right = b.js("[...document.querySelectorAll('#view text.token.right')].map(t => +t.dataset.index)")
+            drawn = lines(b)
+            check(left == list(range(*rows)) and right == list(range(*cols)) and drawn and
+                  all(rows[0] <= q < rows[1] and cols[0] <= k < cols[1] for _, q, k, _ in drawn),
+                  f"filter {value}: queries {rows}, keys {cols} only")
+        select(b, "filter", "all")
+        check(lines(b) == everything, "filter All draws everything again")
+    else:
+        check(b.js("getComputedStyle(document.getElementById('filter-box')).display") == "none",
+              "no sentence filter for one input")
+
+
+def model_view(b, data, shots):
+    b.mouse("click", *b.centre("#tab-model"))
+    for number, section in enumerate(data["sections"]):
+        select(b, "section", number)
+        layers, heads = len(section["layers"]), len(section["layers"][0])
+        thumbs = b.js("document.querySelectorAll('#model svg.thumb').length")
+        check(thumbs == layers * heads, f"model view of '{section['name']}': {thumbs} thumbnails "
+              f"for {layers} layers x {heads} heads")
+        drawn = b.js("[...document.querySelectorAll('#model svg.thumb')].every(s => "
+                     "s.querySelectorAll('line').length > 0)")
+        check(drawn, "every thumbnail has lines")
+    select(b, "section", 0)
+    layers, heads = len(data["sections"][0]["layers"]), len(data["sections"][0]["layers"][0])
+    layer, head = layers - 1, heads - 1
+    b.mouse("click", *b.centre(f"#model svg.thumb[data-layer='{layer}'][data-head='{head}']"))
+    check(b.js("getComputedStyle(document.getElementById('zoom')).display") == "block",
+          "clicking a thumbnail enlarges it")
+    title = b.js("document.querySelector('#zoom h3').textContent")
+    check(title.endswith(f"layer {layer}, head {head}"), f"the enlarged picture is named: {title}")
+    zoomed = b.js("[...document.querySelectorAll('#zoomed line')].map(l => +l.dataset.head)")
+    check(zoomed and set(zoomed) == {head}, "it draws that head only")
+    if shots:
+        open(os.path.join(shots, "model_view_zoom.png"), "wb").write(b.screenshot())
+    b.mouse("click", *b.centre("#close"))
+    check(b.js("getComputedStyle(document.getElementById('zoom')).display") == "none",
+          "close hides it")
+    if shots:
+        open(os.path.join(shots, "model_view.png"), "wb").write(b.screenshot())
+    not_blank(b.screenshot(), "model view")
+
+
+def neuron_view(b, data, shots):
+    b.mouse("click", *b.centre("#tab-neuron"))
+    for number, section in enumerate(data["sections"]):
+        select(b, "section", number)
+        if "queries" not in section:
+            check(b.js("document.getElementById('neuron').textContent").startswith("This section has no"),
+                  f"'{section['name']}' without vectors says so")
+            continue
+        heads = len(section["layers"][0])
+        for layer in range(len(section["layers"])):
+            select(b, "layer", layer)
+            for head in sorted({0, heads - 1}):
+                b.mouse("click", *b.centre(f"#heads .square[data-head='{head}']"))
+                for query in sorted({0, len(section["left"]) - 1}):
+                    b.mouse("move", *b.centre(f"#neuron div.token[data-index='{query}']"))
+                    rows = b.js("document.querySelectorAll('table.neuron tr[data-key]').length")
+                    keys = query + 1 if section["causal"] else len(section["right"])
+                    soft = b.js("[...document.querySelectorAll('table.neuron td.softmax .value')]"
+                                ".map(v => +v.textContent)")
+                    weights = section["layers"][layer][head][query][:keys]
+                    worst = max(abs(s - w) for s, w in zip(soft, weights)) if soft else 1
+                    check(rows == keys and abs(sum(soft) - 1) < 0.01 and worst < 0.01,
+                          f"'{section['name']}' layer {layer} head {head} query {query}: {rows} keys, "
+                          f"softmax(q.k/sqrt d) matches the model's weights (worst {worst:.4f})")
+        cells = b.js("document.querySelectorAll('table.neuron tr[data-key] td:nth-child(3) .cell').length")
+        d = len(section["queries"][0][0][0])
+        check(cells == d * b.js("document.querySelectorAll('table.neuron tr[data-key]').length"),
+              f"each key vector shows its {d} dimensions")
+    select(b, "section", 0)
+    if shots:
+        b.mouse("move", *b.centre("#neuron div.token[data-index='2']"))
+        open(os.path.join(shots, "neuron_view.png"), "wb").write(b.screenshot())
+    not_blank(b.screenshot(), "neuron view")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("page")
+    parser.add_argument("--pair", action="store_true", help="the page shows a sentence pair")
+    parser.add_argument("--screenshots", help="save each view's PNG here")
+    a = parser.parse_args()
+    if chromium.find_chromium() is None:
+        print("chromium is not installed: cannot check the page in a browser")
+        return 77 if os.environ.get("ANATOMY_REQUIRE_BROWSER") != "1" else 1
+    if a.screenshots:
+        os.makedirs(a.screenshots, exist_ok=True)
+    b = chromium.Browser()
+    try:
+        b.open(a.page)
+        data = b.js("JSON.parse(document.getElementById('data').textContent)")
+        check(not b.errors, f"the page loads without console errors {b.errors}")
+        head_view(b, data, a.pair, a.screenshots)
+        b.open(a.page)
+        model_view(b, data, a.screenshots)
+        b.open(a.page)
+        neuron_view(b, data, a.screenshots)
+        check(not b.errors, f"no console errors while using it {b.errors}")
+    finally:
+        b.close()
+    print(f"{len(failures)} check(s) failed" if failures else "all checks passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The attention pages a student opens, checked in headless Chromium (check_attention_page.py):
+# a BERT sentence pair (anatomy attention --bert), a translation model's three attentions
+# (anatomy attention --checkpoint on a short training run), and tutorial 03's two pages.
+# usage: run.sh ANATOMY TUTORIAL_03 SOURCE_DIR OUT_DIR
+set -euo pipefail
+anatomy=$1 tutorial=$2 source=$3 out=$4
+check="python3 $source/tests/browser/check_attention_page.py"
+rm -rf "$out" && mkdir -p "$out"
+if ! command -v chromium > /dev/null; then
+  echo "chromium is not installed (make test installs it): the pages are not checked in a browser"
+  [ "${ANATOMY_REQUIRE_BROWSER:-0}" = 1 ] && exit 1
+  exit 77
+fi
+bert=$source/tests/parity/golden/bert
+status=0
+echo "== a BERT sentence pair"
+"$anatomy" attention --bert "$bert" --out "$out/pair.html" \
+  "time flies like an arrow" "fruit flies like a banana"
+$check "$out/pair.html" --pair || status=1
+echo "== a translation model: encoder, decoder and encoder-decoder attention"
+"$anatomy" train --task reverse --preset tiny --epochs 6 --limit 1500 --threads 1 \
+  --out "$out/run" > "$out/train.log"
+"$anatomy" attention --checkpoint "$out/run" --out "$out/seq2seq.html" "c d e f"
+$check "$out/seq2seq.html" || status=1
+echo "== tutorial 03's pages"
+"$tutorial" --fast --bert "$bert" --out "$out/tutorial" > "$out/tutorial.log"
+$check "$out/tutorial/03_attention.html" || status=1
+$check "$out/tutorial/03_bert_attention.html" --pair || status=1
+exit $status
