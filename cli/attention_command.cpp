@@ -92,7 +92,9 @@ Runner add_attention_command(CLI::App& app) {
   cmd->add_option("--svg", o->svg, "also write one layer/head as an SVG heatmap");
   cmd->add_option("--layer", o->layer, "layer for --svg (default: the last)")
       ->check(in_range(-1, 1e4));
-  cmd->add_option("--head", o->head, "head for --svg (default 0)")->check(in_range(0, 1e4));
+  cmd->add_option("--head", o->head, "head for --svg")
+      ->capture_default_str()
+      ->check(in_range(0, 1e4));
   cmd->add_option("text", o->text, "the input text")->required();
   cmd->add_option("text_pair", o->text_pair, "a second sentence (--bert: [CLS] A [SEP] B [SEP])");
   return [o] {

@@ -20,8 +20,12 @@ Runner add_bleu_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
       "bleu", "Corpus BLEU exactly as sacreBLEU: bleu HYP_FILE REF_FILE [REF_FILE...]");
-  cmd->add_option("--format", o->format, "text | json")->check(CLI::IsMember({"text", "json"}));
-  cmd->add_option("--tokenize", o->tokenize, "13a | none")->check(CLI::IsMember({"13a", "none"}));
+  cmd->add_option("--format", o->format, "text | json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  cmd->add_option("--tokenize", o->tokenize, "13a | none")
+      ->check(CLI::IsMember({"13a", "none"}))
+      ->capture_default_str();
   cmd->add_flag("--lowercase", o->lowercase, "compare lower-cased text");
   cmd->add_option("files", o->files, "the hypotheses, then one or more references")
       ->required()

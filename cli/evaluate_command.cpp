@@ -20,13 +20,17 @@ Runner add_evaluate_command(CLI::App& app) {
   auto* cmd =
       app.add_subcommand("evaluate", "BLEU and exact match on a held-out split or a corpus");
   cmd->add_option("--checkpoint", o->checkpoint, "a run folder from anatomy train")->required();
-  cmd->add_option("--split", o->split, "train | valid | test (of the data the run was trained on)");
+  cmd->add_option("--split", o->split, "train | valid | test (of the data the run was trained on)")
+      ->capture_default_str();
   cmd->add_option("--corpus", o->corpus, "evaluate on every pair of this TSV file instead");
-  cmd->add_option("--format", o->format, "text | json")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--format", o->format, "text | json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   cmd->add_option("--beam", o->beam, "beam size; 1: greedy (default: 4 for a corpus, 1 for a task)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--length-penalty", o->length_penalty,
-                  "beam search length normalization exponent (default 0.6)")
+                  "beam search length normalization exponent")
+      ->capture_default_str()
       ->check(in_range(0, 10));
   return [o] {
     training::Translator tr = training::Translator::load(o->checkpoint);

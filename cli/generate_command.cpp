@@ -18,14 +18,18 @@ Runner add_generate_command(CLI::App& app) {
   cmd->add_option("--checkpoint", o->checkpoint, "a run folder from anatomy train --task lm")
       ->required();
   cmd->add_option("--temperature", o->temperature, "0: greedy; higher: more random")
+      ->capture_default_str()
       ->check(in_range(0, 100));
   cmd->add_option("--top-k", o->top_k, "sample among the k most likely (0: all)")
+      ->capture_default_str()
       ->check(in_range(0, 1e6));
   cmd->add_option("--top-p", o->top_p, "nucleus sampling: the smallest set with this mass")
+      ->capture_default_str()
       ->check(in_range(1e-6, 1));
   cmd->add_option("--max-new-tokens", o->max_new_tokens, "how much to generate")
+      ->capture_default_str()
       ->check(in_range(1, 1e6));
-  cmd->add_option("--seed", o->seed, "random seed");
+  cmd->add_option("--seed", o->seed, "random seed")->capture_default_str();
   cmd->add_option("prompt", o->prompt, "the text to continue")->required();
   return [o] {
     const auto generator = training::TextGenerator::load(o->checkpoint);

@@ -27,6 +27,7 @@ Runner add_tokenize_command(CLI::App& app) {
                   "a tokenizer a run saved, e.g. runs/x/source_tokenizer (no extension)")
       ->excludes(vocab);
   cmd->add_option("--format", o->format, "text (tokens, a tab, ids) | json")
+      ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));
   cmd->add_flag("--cased", o->cased, "keep case and accents (cased vocabularies)");
   cmd->add_flag("--pair", o->pair,

@@ -32,7 +32,8 @@ Runner add_train_command(CLI::App& app) {
       ->check(CLI::IsMember({"bleu", "loss", "exact_match"}));
   cmd->add_option("--average", o->average,
                   "average the last N evaluated models at the end; kept if it validates better "
-                  "(default 0: none)")
+                  "(0: none)")
+      ->capture_default_str()
       ->check(in_range(0, 100));
   cmd->add_option("--text", o->text, "a UTF-8 text file (--task lm)");
   cmd->add_option("--out", o->out, "the run folder: checkpoints, tokenizers, loss curve")
@@ -47,36 +48,51 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--set", o->set,
                   "override a config field, e.g. --set hidden_size=256 --set norm_type=rms_norm "
                   "(anatomy config lists them)");
-  cmd->add_option("--epochs", o->epochs, "epochs (translation, classification)")
+  cmd->add_option("--epochs", o->epochs,
+                  "epochs (default: 6 for copy and reverse, 40 for numbers, 20 for the other tasks "
+                  "and a corpus, 5 for majority)")
       ->check(in_range(1, 1e6));
-  cmd->add_option("--iters", o->iters, "optimizer steps (lm)")->check(in_range(1, 1e9));
+  cmd->add_option("--iters", o->iters,
+                  "optimizer steps (lm; default: the preset's: nanogpt 2000, tiny 500, small 4000)")
+      ->check(in_range(1, 1e9));
   cmd->add_option("--time-budget", o->time_budget,
-                  "stop after this many seconds, best checkpoint saved")
+                  "stop after this many seconds, best checkpoint saved (default: no limit)")
       ->check(in_range(1, 1e7));
-  cmd->add_option("--seed", o->seed, "random seed (data splits, initialization, dropout)");
+  cmd->add_option("--seed", o->seed, "random seed (data splits, initialization, dropout)")
+      ->capture_default_str();
   cmd->add_flag("--resume", o->resume, "continue the run in --out exactly where it stopped");
   cmd->add_option("--lr", o->lr, "peak learning rate (default: the preset's)")
       ->check(in_range(1e-12, 1e30));
-  cmd->add_option("--warmup", o->warmup, "warmup steps (default: the preset's)")
+  cmd->add_option("--warmup", o->warmup,
+                  "warmup steps (default: the preset's; translation: half an epoch, 20 to the "
+                  "preset's)")
       ->check(in_range(1, 1e9));
-  cmd->add_option("--max-tokens", o->max_tokens, "tokens per batch, padding included")
+  cmd->add_option("--max-tokens", o->max_tokens,
+                  "tokens per batch, padding included (default: 512 for copy and reverse, else the "
+                  "preset's)")
       ->check(in_range(8, 1e7));
   cmd->add_option(
-      "--schedule", o->schedule,
-      "learning rate: noam (the paper's warmup), linear or cosine (warmup, then decay to 0 "
-      "at the last epoch)");
-  cmd->add_option("--label-smoothing", o->label_smoothing, "label smoothing (default 0.1)")
+         "--schedule", o->schedule,
+         "learning rate: noam (the paper's warmup), linear or cosine (warmup, then decay to 0 "
+         "at the last epoch; default: linear for copy and reverse, noam otherwise)")
+      ->check(CLI::IsMember({"noam", "linear", "cosine"}));
+  cmd->add_option("--label-smoothing", o->label_smoothing, "label smoothing")
+      ->capture_default_str()
       ->check(in_range(0, 0.99));
   cmd->add_option("--log-every", o->log_every,
-                  "also print a line every N steps within an epoch (for logs; default 0: none)")
+                  "also print a line every N steps within an epoch (for logs; 0: none)")
+      ->capture_default_str()
       ->check(in_range(0, 1e9));
-  cmd->add_option("--clip", o->clip, "gradient norm clipping (default 1.0)")
+  cmd->add_option("--clip", o->clip, "gradient norm clipping (0: none)")
+      ->capture_default_str()
       ->check(in_range(0, 1e6));
-  cmd->add_option("--vocab-size", o->vocab_size, "BPE vocabulary size per side")
+  cmd->add_option("--vocab-size", o->vocab_size,
+                  "BPE vocabulary size per side (default: 200 for a task, 8000 for a corpus)")
       ->check(in_range(16, 1e6));
-  cmd->add_option("--limit", o->limit, "use only the first N training pairs")
+  cmd->add_option("--limit", o->limit, "use only the first N training pairs (default: all)")
       ->check(in_range(1, 1e9));
-  cmd->add_option("--max-chars", o->max_chars, "drop corpus pairs longer than this many bytes")
+  cmd->add_option("--max-chars", o->max_chars,
+                  "drop corpus pairs longer than this many bytes (default: keep all)")
       ->check(in_range(1, 1e9));
   cmd->add_flag("--skip-malformed", o->skip_malformed, "skip (and count) malformed corpus lines");
   auto no_early_stop = std::make_shared<bool>(false);
@@ -121,7 +137,8 @@ Runner add_average_command(CLI::App& app) {
                                  "best/ if it validates better");
   cmd->add_option("--checkpoint", o->checkpoint, "a run folder trained with --average N")
       ->required();
-  cmd->add_option("--last", o->last, "how many of the last kept checkpoints (default 5)")
+  cmd->add_option("--last", o->last, "how many of the last kept checkpoints")
+      ->capture_default_str()
       ->check(in_range(2, 100));
   return [o] {
     const training::RunDir run{o->checkpoint};

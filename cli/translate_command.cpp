@@ -54,6 +54,7 @@ Runner add_translate_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--length-penalty", o->length_penalty,
                   "beam search length normalization exponent")
+      ->capture_default_str()
       ->check(in_range(0, 10));
   cmd->add_option("--max-length", o->max_length,
                   "longest output in tokens (default: 2 x input + 10)")

@@ -345,6 +345,22 @@ TEST_CASE("command-line options: each numeric bound accepts its limits and refus
   const auto negative = run("tokenize --tokenizer /nonexistent/t --max-length=-1 a");
   CHECK(negative.code != 0);
   CHECK_MESSAGE(negative.output.find("--max-length") != std::string::npos, negative.output);
+  // --help names each default that is one value (the others say what they depend on).
+  for (const auto& [command, shown] : std::vector<std::pair<std::string, std::string>>{
+           {"train", "--label-smoothing FLOAT:in [0, 0.99]=0.1"},
+           {"train", "--clip FLOAT:in [0, 1e+06]=1"},
+           {"train", "epochs (default: 6 for copy and reverse, 40 for numbers"},
+           {"translate", "--length-penalty FLOAT:in [0, 10]=0.6"},
+           {"evaluate", "--split TEXT=test"},
+           {"generate", "--max-new-tokens INT:in [1, 1e+06]=300"},
+           {"generate", "--temperature FLOAT:in [0, 100]=0.8"},
+           {"bleu", "--tokenize TEXT:{13a,none}=13a"},
+           {"average", "--last INT:in [2, 100]=5"}}) {
+    const auto help = run(command + " --help");
+    CHECK(help.code == 0);
+    CHECK_MESSAGE(help.output.find(shown) != std::string::npos, help.output);
+  }
+  CHECK(run("train --help").output.find("{false}") == std::string::npos);
   // Without a command there is nothing to do: say so, and fail.
   const auto none = run("");
   CHECK(none.code != 0);
