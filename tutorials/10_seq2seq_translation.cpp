@@ -66,8 +66,37 @@ int main(int argc, char** argv) {
   // the descent is checked there.
   t.check(last < first * (t.fast() ? 0.97 : 0.35), "the training loss fell");
 
-  t.section("Translating held-out sequences: greedy and beam search");
+  t.section("Does the decoder read the source? Held-out loss with the right and a wrong source");
+  // A decoder that ignored the encoder (broken cross-attention, a mask hiding every key) can
+  // still lower the loss by learning which letters are common; with the right source its
+  // held-out loss must be lower than with another sequence's source.
   model.eval();
+  {
+    NoGradGuard no_grad;
+    const auto& held_out = task.splits.test;
+    auto loss_of = [&](const std::string& source, const std::string& target) {
+      const auto s_ids = tok.encode(source), t_ids = tok.encode(target);
+      std::vector<int64_t> in{2}, out(t_ids);  // [BOS] target -> target [EOS]
+      in.insert(in.end(), t_ids.begin(), t_ids.end());
+      out.push_back(3);
+      Tensor logits = model.forward(from_vector(s_ids, {1, static_cast<int64_t>(s_ids.size())}),
+                                    from_vector(in, {1, static_cast<int64_t>(in.size())}));
+      return cross_entropy(logits.reshape({-1, logits.size(-1)}),
+                           from_vector(out, {static_cast<int64_t>(out.size())}))
+          .item();
+    };
+    double right_source = 0, wrong_source = 0;
+    const int64_t n = 40;
+    for (int64_t i = 0; i < n; ++i) {
+      right_source += loss_of(held_out[i].source, held_out[i].target) / n;
+      wrong_source += loss_of(held_out[(i + 1) % n].source, held_out[i].target) / n;
+    }
+    fmt::print("held-out loss: {:.3f} with its own source, {:.3f} with another's\n", right_source,
+               wrong_source);
+    t.check(right_source < wrong_source - 0.05, "the translation depends on the source");
+  }
+
+  t.section("Translating held-out sequences: greedy and beam search");
   int64_t right = 0;
   const auto& test = task.splits.test;
   const int64_t shown = 5, scored = t.fast() ? 20 : 100;
