@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "autograd/safetensors.hpp"
+#include "viz/ticks.hpp"
 
 namespace anatomy::training {
 
@@ -27,8 +28,29 @@ void LossCurve::write_csv(const std::string& path) const {
   write_file_atomically(path, s);
 }
 
+namespace {
+
+std::string escape_xml(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
 void LossCurve::write_svg(const std::string& path, const std::string& title) const {
-  const double W = 640, H = 360, L = 60, R = 20, T = 40, B = 50;
+  const double W = 640, H = 360, L = 64, R = 20, T = 40, B = 52;
   double max_step = 1, lo = 1e30, hi = -1e30;
   for (const auto& p : train) {
     max_step = std::max(max_step, static_cast<double>(p.step));
@@ -40,36 +62,40 @@ void LossCurve::write_svg(const std::string& path, const std::string& title) con
     lo = std::min(lo, p.valid_loss);
     hi = std::max(hi, p.valid_loss);
   }
-  if (lo > hi) lo = 0, hi = 1;
-  lo = std::max(0.0, lo - 0.05 * (hi - lo));
-  hi += 0.05 * (hi - lo) + 1e-9;
-  auto x = [&](double step) { return L + (W - L - R) * step / max_step; };
-  auto y = [&](double v) { return T + (H - T - B) * (1.0 - (v - lo) / (hi - lo)); };
+  if (!(lo <= hi) || !std::isfinite(lo) || !std::isfinite(hi)) lo = 0, hi = 1;
+  // Round ticks that cover the data; the axes span exactly the ticks.
+  const auto y_ticks = viz::nice_ticks(std::max(0.0, lo), hi, 5);
+  const auto x_ticks = viz::nice_ticks(0, max_step, 6);
+  const double y_lo = y_ticks.front(), y_hi = y_ticks.back(), x_hi = x_ticks.back();
+  const double y_step = y_ticks[1] - y_ticks[0], x_step = x_ticks[1] - x_ticks[0];
+  auto x = [&](double step) { return L + (W - L - R) * step / x_hi; };
+  auto y = [&](double v) { return T + (H - T - B) * (1.0 - (v - y_lo) / (y_hi - y_lo)); };
   std::string s = fmt::format(
       R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="12">)"
       "\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       R"(<text x="{}" y="22" font-size="15" text-anchor="middle">{}</text>)"
       "\n",
-      W, H, W / 2, title);
-  for (int i = 0; i <= 4; ++i) {  // horizontal grid with loss labels
-    const double v = lo + (hi - lo) * i / 4.0;
+      W, H, W / 2, escape_xml(title));
+  for (double v : y_ticks)  // horizontal grid with loss labels
     s += fmt::format(
-        R"(<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" stroke="#ddd"/><text x="{}" y="{:.1f}" text-anchor="end">{:.2f}</text>)"
+        R"(<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" stroke="#ddd"/><text class="y-tick" x="{}" y="{:.1f}" text-anchor="end">{}</text>)"
         "\n",
-        L, W - R, y(v), y(v), L - 6, y(v) + 4, v);
-  }
+        L, W - R, y(v), y(v), L - 6, y(v) + 4, viz::tick_label(v, y_step));
   s += fmt::format(R"(<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="black"/>)"
                    "\n",
                    L, W - R, H - B, H - B);
-  for (int i = 0; i <= 4; ++i) {
-    const double st = max_step * i / 4.0;
-    s += fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle">{:.0f}</text>)"
-                     "\n",
-                     x(st), H - B + 18, st);
-  }
-  s += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">step</text>)"
+  for (double st : x_ticks)
+    s += fmt::format(
+        R"(<line x1="{:.1f}" x2="{:.1f}" y1="{}" y2="{}" stroke="black"/><text class="x-tick" x="{:.1f}" y="{}" text-anchor="middle">{}</text>)"
+        "\n",
+        x(st), x(st), H - B, H - B + 4, x(st), H - B + 18, viz::tick_label(st, x_step));
+  s += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">optimizer step</text>)"
                    "\n",
                    (L + W - R) / 2, H - 12);
+  s += fmt::format(
+      R"svg(<text transform="translate(16,{}) rotate(-90)" text-anchor="middle">loss (cross-entropy, nats)</text>)svg"
+      "\n",
+      (T + H - B) / 2);
   if (!train.empty()) {
     s += R"(<polyline fill="none" stroke="#1f77b4" stroke-width="1.5" points=")";
     for (const auto& p : train)

@@ -241,17 +241,23 @@ int train_translation(const TrainOptions& o) {
              config.target_vocab());
 
   // --- the loop ---
-  Trainer trainer(model, opt, schedule.get(),
-                  {.epochs = epochs,
-                   .time_budget = o.time_budget,
-                   .clip = o.clip,
-                   .log_every = o.log_every,
-                   .run_dir = o.out,
-                   .resume = o.resume,
-                   .title = fmt::format("{}: loss", o.task.empty() ? o.corpus : o.task),
-                   .detect_anomaly = o.detect_anomaly,
-                   .keep_last = average,
-                   .best_by = describe_select(select)});
+  Trainer trainer(
+      model, opt, schedule.get(),
+      {.epochs = epochs,
+       .time_budget = o.time_budget,
+       .clip = o.clip,
+       .log_every = o.log_every,
+       .run_dir = o.out,
+       .resume = o.resume,
+       .title = fmt::format(
+           "{}: loss{}",
+           o.task.empty() ? std::filesystem::path(o.corpus).filename().string() : o.task,
+           o.label_smoothing > 0
+               ? fmt::format(" (train loss label-smoothed {:g})", o.label_smoothing)
+               : ""),
+       .detect_anomaly = o.detect_anomaly,
+       .keep_last = average,
+       .best_by = describe_select(select)});
   trainer.run_info = meta;
   std::vector<data::Batch> batches;
   trainer.batches = [&](int64_t epoch) {

@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "autograd/safetensors.hpp"
+#include "viz/ticks.hpp"
 
 namespace anatomy::viz {
 
@@ -416,40 +418,110 @@ Blue is positive, orange negative.</p><div id="neuron"></div></div>
   write_file_atomically(path, page);
 }
 
+namespace {
+
+// The characters of a UTF-8 string (tokens such as "▁c" or "##ing" in any script), so that labels
+// are measured and cut by what is seen, not by bytes.
+std::vector<std::string> characters(const std::string& s) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+    out.push_back(s.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
+size_t width_of(const std::vector<std::string>& labels) {
+  size_t width = 0;
+  for (const auto& l : labels) width = std::max(width, characters(l).size());
+  return width;
+}
+
+// White at 0; blue below and red above for values of both signs (the scale symmetric about 0),
+// white to dark blue for values of one sign.
+std::string colour(float v, float lo, float hi) {
+  auto mix = [](float t, int r, int g, int b) {
+    t = std::clamp(t, 0.0f, 1.0f);
+    return fmt::format("rgb({},{},{})", static_cast<int>(255 - t * (255 - r)),
+                       static_cast<int>(255 - t * (255 - g)),
+                       static_cast<int>(255 - t * (255 - b)));
+  };
+  if (lo < 0 && hi > 0) {
+    const float m = std::max(-lo, hi);
+    return v < 0 ? mix(-v / m, 33, 102, 172) : mix(v / m, 178, 24, 43);
+  }
+  return mix((v - lo) / (hi - lo), 8, 48, 107);
+}
+
+}  // namespace
+
 std::string heatmap_svg(const Tensor& weights, const std::vector<std::string>& rows,
                         const std::vector<std::string>& cols, const std::string& title) {
   if (weights.dim() != 2 || weights.size(0) != static_cast<int64_t>(rows.size()) ||
-      weights.size(1) != static_cast<int64_t>(cols.size()))
+      weights.size(1) != static_cast<int64_t>(cols.size()) || rows.empty() || cols.empty())
     throw Error(fmt::format("heatmap: weights {} do not match {} row and {} column labels",
                             weights.shape().str(), rows.size(), cols.size()));
-  const int cell = 28, left = 120, top = 110;
   const auto v = weights.contiguous().to_vector();
+  for (float x : v)
+    if (!std::isfinite(x))
+      throw Error(fmt::format("heatmap: '{}' has a non-finite value ({})", title, x));
   float lo = *std::min_element(v.begin(), v.end()), hi = *std::max_element(v.begin(), v.end());
+  if (lo > 0) lo = 0;  // one sign: white is 0 (attention weights, probabilities)
+  if (hi < 0) hi = 0;
+  if (lo < 0 && hi > 0) hi = std::max(-lo, hi), lo = -hi;  // both signs: symmetric about 0
   if (hi <= lo) hi = lo + 1;
   const auto R = static_cast<int>(rows.size()), C = static_cast<int>(cols.size());
+  // Cells that fit a laptop screen (at most about 900 x 600 px of them), and every k-th label
+  // where the cells are too small for each to have its own (labels 14 px apart).
+  const int cell = std::clamp(std::min(900 / C, 600 / R), 4, 28);
+  const int every = (14 + cell - 1) / cell;
+  const int left = 16 + 7 * static_cast<int>(std::min<size_t>(20, width_of(rows)));
+  const int top = 44 + 6 * static_cast<int>(std::min<size_t>(20, width_of(cols)));
+  const int bar_x = left + C * cell + 24, bar_h = std::min(R * cell, 260);
   std::string s = fmt::format(
       R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="12">)"
       "\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       R"(<text x="10" y="20" font-size="14">{}</text>)"
       "\n",
-      left + C * cell + 20, top + R * cell + 20, escape(title));
-  for (int j = 0; j < C; ++j)
+      bar_x + 70, top + R * cell + 20, escape(title));
+  for (int j = 0; j < C; j += every)
     s += fmt::format(R"svg(<text transform="translate({},{}) rotate(-60)">{}</text>)svg"
                      "\n",
                      left + j * cell + cell / 2 + 4, top - 6, escape(cols[j]));
   for (int i = 0; i < R; ++i) {
-    s += fmt::format(R"(<text x="{}" y="{}" text-anchor="end">{}</text>)"
-                     "\n",
-                     left - 6, top + i * cell + cell / 2 + 4, escape(rows[i]));
+    if (i % every == 0)
+      s += fmt::format(R"(<text x="{}" y="{}" text-anchor="end">{}</text>)"
+                       "\n",
+                       left - 6, top + i * cell + cell / 2 + 4, escape(rows[i]));
     for (int j = 0; j < C; ++j) {
-      const float t = (v[static_cast<size_t>(i * C + j)] - lo) / (hi - lo);  // white -> dark blue
-      const int r = static_cast<int>(255 - t * 247), g = static_cast<int>(255 - t * 207),
-                b = static_cast<int>(255 - t * 148);
+      const float x = v[static_cast<size_t>(i * C + j)];
       s += fmt::format(
-          R"svg(<rect x="{}" y="{}" width="{}" height="{}" fill="rgb({},{},{})"><title>{:.3f}</title></rect>)svg"
+          R"svg(<rect x="{}" y="{}" width="{}" height="{}" fill="{}"><title>{:.3f}</title></rect>)svg"
           "\n",
-          left + j * cell, top + i * cell, cell, cell, r, g, b, v[static_cast<size_t>(i * C + j)]);
+          left + j * cell, top + i * cell, cell, cell, colour(x, lo, hi), x);
     }
+  }
+  // The colour bar: the scale from lo (bottom) to hi (top), with round ticks.
+  s += "<defs><linearGradient id=\"scale\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">";
+  for (int k = 0; k <= 10; ++k)
+    s += fmt::format("<stop offset=\"{}\" stop-color=\"{}\"/>", k / 10.0,
+                     colour(lo + (hi - lo) * static_cast<float>(k) / 10.0f, lo, hi));
+  s += "</linearGradient></defs>\n";
+  s += fmt::format(
+      R"svg(<rect class="colour-bar" x="{}" y="{}" width="14" height="{}" fill="url(#scale)" stroke="#999"/>)svg"
+      "\n",
+      bar_x, top, bar_h);
+  const auto ticks = nice_ticks(lo, hi, 5);
+  const double spacing = ticks.size() > 1 ? ticks[1] - ticks[0] : 1;
+  for (double t : ticks) {
+    if (t < lo - 1e-9 || t > hi + 1e-9) continue;
+    const double y = top + bar_h * (1.0 - (t - lo) / (hi - lo));
+    s += fmt::format(R"(<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" stroke="#333"/>)"
+                     R"(<text x="{}" y="{:.1f}">{}</text>)"
+                     "\n",
+                     bar_x + 14, bar_x + 18, y, y, bar_x + 21, y + 4, tick_label(t, spacing));
   }
   return s + "</svg>\n";
 }
@@ -462,22 +534,27 @@ std::string terminal_heatmap(const Tensor& weights, const std::vector<std::strin
   const auto v = weights.contiguous().to_vector();
   float lo = *std::min_element(v.begin(), v.end()), hi = *std::max_element(v.begin(), v.end());
   if (hi <= lo) hi = lo + 1;
-  size_t width = 0;
-  for (const auto& r : rows) width = std::max(width, r.size());
+  const size_t width = width_of(rows);
   std::string s;
   for (int64_t i = 0; i < weights.size(0); ++i) {
     const std::string label = i < static_cast<int64_t>(rows.size()) ? rows[i] : "";
-    s += std::string(width - std::min(width, label.size()), ' ') + label + " |";
+    s += std::string(width - std::min(width, characters(label).size()), ' ') + label + " |";
     for (int64_t j = 0; j < weights.size(1); ++j) {
       const float t = (v[static_cast<size_t>(i * weights.size(1) + j)] - lo) / (hi - lo);
       s += shades[std::min(4, static_cast<int>(t * 4.999f))];
     }
     s += "|\n";
   }
-  if (!cols.empty()) {
+  // Column labels written downwards, one character per line under each two-wide column, so that
+  // "time" and "flies" stay whole instead of becoming "tifl".
+  const size_t depth = std::min<size_t>(12, width_of(cols));
+  for (size_t k = 0; k < depth; ++k) {
     s += std::string(width + 2, ' ');
-    for (const auto& c : cols)
-      s += c.substr(0, 2) + std::string(2 - std::min<size_t>(2, c.substr(0, 2).size()), ' ');
+    for (const auto& c : cols) {
+      const auto chars = characters(c);
+      s += (k < chars.size() ? chars[k] : " ") + " ";
+    }
+    while (!s.empty() && s.back() == ' ') s.pop_back();
     s += "\n";
   }
   return s;

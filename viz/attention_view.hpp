@@ -10,7 +10,10 @@
 //   model view  every layer x head as a thumbnail; a click enlarges it.
 //   neuron view for one layer, head and query token: the query vector q, each key vector k,
 //               q x k elementwise, q . k / sqrt(d) and its softmax over the keys.
-// heatmap_svg / terminal_heatmap: one [rows, cols] weight matrix as a grid of shades.
+// heatmap_svg: one [rows, cols] matrix as coloured cells sized to fit a laptop screen, with a
+// colour bar: white at 0, blue below and red above for values of both signs (position
+// encodings, biases), white to dark blue for one sign (attention weights).
+// terminal_heatmap: the same as shaded blocks, column labels written downwards.
 #pragma once
 
 #include <string>
@@ -44,7 +47,8 @@ void write_attention_html(const std::string& path, const std::string& title,
 std::string heatmap_svg(const Tensor& weights, const std::vector<std::string>& rows,
                         const std::vector<std::string>& cols, const std::string& title);
 
-// Shaded blocks (" ░▒▓█") with row labels: readable in any terminal or log.
+// Shaded blocks (" ░▒▓█") with row labels, and column labels one character per line below:
+// readable in any terminal or log.
 std::string terminal_heatmap(const Tensor& weights, const std::vector<std::string>& rows,
                              const std::vector<std::string>& cols);
 

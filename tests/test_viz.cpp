@@ -1,4 +1,5 @@
-// The attention page's data (what tests/browser/ then checks in Chromium) and its input errors.
+// The pictures: the attention page's data (what tests/browser/ then checks in Chromium) and its
+// input errors, round axis ticks, the heatmaps' colour scale and labels.
 #include <unistd.h>
 
 #include <fstream>
@@ -6,6 +7,7 @@
 
 #include "helpers.hpp"
 #include "viz/attention_view.hpp"
+#include "viz/ticks.hpp"
 
 using namespace anatomy;
 
@@ -86,4 +88,53 @@ TEST_CASE("attention page: sections that do not fit their tokens are refused by 
   expect(pair, "queries/keys for 1/0 of its 1 layers");
   CHECK_THROWS_WITH_AS(viz::write_attention_html(path, "t", {}), doctest::Contains("no sections"),
                        Error);
+}
+
+TEST_CASE("nice_ticks: round steps of 1, 2 or 5 times a power of ten that cover the range") {
+  const auto a = viz::nice_ticks(0, 1, 5);  // raw step 0.25 -> 0.5
+  CHECK(a == std::vector<double>{0, 0.5, 1});
+  const auto b = viz::nice_ticks(2.93, 3.16, 5);  // raw 0.0575 -> 0.1
+  REQUIRE(b.size() == 4);
+  CHECK(b.front() == doctest::Approx(2.9));
+  CHECK(b.back() == doctest::Approx(3.2));
+  CHECK(viz::nice_ticks(0, 81, 6) == std::vector<double>{0, 20, 40, 60, 80, 100});  // raw 16.2
+  CHECK(viz::nice_ticks(-1, 1, 5) == std::vector<double>{-1, -0.5, 0, 0.5, 1});
+  CHECK(viz::nice_ticks(7, 7, 5).front() <= 7);  // one value still gets an axis
+  CHECK(viz::tick_label(0.5, 0.5) == "0.5");
+  CHECK(viz::tick_label(3.2, 0.1) == "3.2");
+  CHECK(viz::tick_label(40, 20) == "40");
+  CHECK(viz::tick_label(0.25, 0.05) == "0.25");
+  CHECK_THROWS_WITH_AS(viz::nice_ticks(1, 0), doctest::Contains("lo <= hi"), Error);
+  CHECK_THROWS_AS(viz::nice_ticks(0, std::nan("")), Error);
+}
+
+TEST_CASE("heatmap_svg: a diverging scale with a colour bar for values of both signs") {
+  const Tensor w = tensor({{-1.0f, 0.0f}, {0.5f, 1.0f}});
+  const std::string svg = viz::heatmap_svg(w, {"r0", "r1"}, {"c0", "c1"}, "both <signs>");
+  CHECK(svg.find("both &lt;signs&gt;") != std::string::npos);
+  CHECK(svg.find("fill=\"rgb(33,102,172)\"><title>-1.000") != std::string::npos);  // blue
+  CHECK(svg.find("fill=\"rgb(255,255,255)\"><title>0.000") != std::string::npos);  // white
+  CHECK(svg.find("fill=\"rgb(178,24,43)\"><title>1.000") != std::string::npos);    // red
+  CHECK(svg.find("class=\"colour-bar\"") != std::string::npos);
+  for (const std::string tick : {">-1.0<", ">-0.5<", ">0.0<", ">0.5<", ">1.0<"})
+    CHECK_MESSAGE(svg.find(tick) != std::string::npos, tick);
+  // Attention weights (one sign): white is 0, not the smallest weight.
+  const std::string one_sign =
+      viz::heatmap_svg(tensor({{0.2f, 0.8f}}), {"q"}, {"k0", "k1"}, "weights");
+  CHECK(one_sign.find("fill=\"rgb(255,255,255)\"") == std::string::npos);
+  // 50 x 64 cells fit a laptop screen, and labels thin out instead of overlapping.
+  const std::string big = viz::heatmap_svg(zeros({50, 64}), std::vector<std::string>(50, "p"),
+                                           std::vector<std::string>(64, "d"), "pe");
+  const int width = std::atoi(big.c_str() + big.find("width=\"") + 7);
+  const int height = std::atoi(big.c_str() + big.find("height=\"") + 8);
+  CHECK(width <= 1000);
+  CHECK(height <= 760);
+  CHECK_THROWS_WITH_AS(viz::heatmap_svg(tensor({{std::nanf("")}}), {"a"}, {"b"}, "t"),
+                       doctest::Contains("non-finite"), Error);
+}
+
+TEST_CASE("terminal_heatmap: column labels written downwards, whole") {
+  const std::string s =
+      viz::terminal_heatmap(tensor({{0.0f, 1.0f}, {1.0f, 0.0f}}), {"time", "▁c"}, {"time", "▁c"});
+  CHECK(s == "time |  ██|\n  ▁c |██  |\n      t ▁\n      i c\n      m\n      e\n");
 }
