@@ -486,6 +486,22 @@ TEST_CASE("language model: trains on a text, generates, and resumes after Ctrl-C
   CHECK(g.output.size() > 60);
   auto greedy = run("generate --checkpoint " + whole + " --temperature 0 \"Or to take arms\"");
   CHECK_MESSAGE(greedy.output.find("Or to take arms against") == 0, greedy.output);
+  // Its attention page: one causal section whose rows name the character each predicts (the
+  // greedy continuation: "Or to take arms" -> "r to take arms " shifted by one).
+  auto page = run("attention --checkpoint " + whole + " --out " + whole + "/a.html \"Or to\"");
+  REQUIRE_MESSAGE(page.code == 0, page.output);
+  {
+    std::string html = bytes(whole + "/a.html");
+    std::string json = html.substr(html.find("application/json\">") + 18);
+    json = json.substr(0, json.find("</script>"));
+    const auto sections = nlohmann::json::parse(json)["sections"];
+    REQUIRE(sections.size() == 1);
+    CHECK(sections[0]["causal"] == true);
+    CHECK(sections[0]["left"] == nlohmann::json({"O", "r", " ", "t", "o"}));
+    CHECK(sections[0]["predicts"][0] == "r");  // after "O" the text always has "r"
+    CHECK(sections[0]["predicts"][2] == "t");  // "Or " -> "t"
+    CHECK(sections[0]["queries"].size() == sections[0]["layers"].size());
+  }
   // The defaults are the ones --help names: seed 0, temperature 0.8, top-k 0 (all), top-p 1.
   auto explicit_defaults =
       run("generate --checkpoint " + whole +
