@@ -193,7 +193,12 @@ class Workspace:
         cmd = [binary, "--abort-after=1", "--no-intro", "--minimal"]
         if folder not in END_TO_END:
             cmd.append("--test-suite-exclude=end-to-end")
-        env = dict(os.environ, OMP_NUM_THREADS="2")
+        # A temporary folder of its own: the end-to-end tests write fixed names under it
+        # (/tmp/anatomy_run_reverse, ...), which a test run of the developer's beside this one
+        # would otherwise share, failing tests for a reason that is not the mutant.
+        tmp = os.path.join(self.out, "tmp")
+        os.makedirs(tmp, exist_ok=True)
+        env = dict(os.environ, OMP_NUM_THREADS="2", TMPDIR=tmp)
         return run(cmd, self.build, timeout, env)
 
 
