@@ -1,7 +1,10 @@
 // Tutorial 11: a decoder-only language model, GPT's shape: the decoder without cross-attention,
 // trained to predict each next character of a text, then sampled from. Tiny Shakespeare if
 // ../shared/data is present, else a built-in paragraph.
+#include <cmath>
 #include <fstream>
+#include <map>
+#include <numeric>
 #include <sstream>
 
 #include "chapter.hpp"
@@ -68,6 +71,20 @@ int main(int argc, char** argv) {
   };
   trainer.fit();
   t.check(losses.back() < losses.front() * 0.75, "the loss fell from about log(vocabulary)");
+  // A model that ignored the context could at best learn how common each character is: its loss
+  // would be the text's unigram entropy. Below it, the model predicts from what came before.
+  std::map<int64_t, double> counts;
+  for (int64_t id : ids) counts[id] += 1;
+  double unigram = 0;
+  for (const auto& [id, n] : counts) {
+    const double p = n / static_cast<double>(ids.size());
+    unigram -= p * std::log(p);
+  }
+  const double recent =
+      std::accumulate(losses.end() - 10, losses.end(), 0.0) / 10.0;  // the last 10 steps
+  fmt::print("loss of the last 10 steps {:.3f}; the characters' unigram entropy {:.3f}\n", recent,
+             unigram);
+  t.check(recent < unigram - 0.2, "below the unigram entropy: the model uses the context");
 
   t.section("Generating, one character at a time (with the KV cache)");
   model.eval();
