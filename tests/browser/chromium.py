@@ -3,6 +3,7 @@
 import base64
 import json
 import os
+import select
 import shutil
 import struct
 import subprocess
@@ -58,8 +59,11 @@ class Browser:
         self.call("Emulation.setDeviceMetricsOverride",
                   {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
 
-    def _read_message(self):
+    def _read_message(self, timeout=60):
         while b"\0" not in self.buffer:
+            ready, _, _ = select.select([self.from_chromium], [], [], timeout)
+            if not ready:
+                raise RuntimeError(f"chromium sent nothing for {timeout} s")
             chunk = os.read(self.from_chromium, 1 << 16)
             if not chunk:
                 raise RuntimeError("chromium closed the pipe")
