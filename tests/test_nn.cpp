@@ -268,3 +268,13 @@ TEST_CASE("clip_grad_norm_ with the infinity norm") {
   CHECK_CLOSE(a.grad(), tensor({3.0f * scale, -7.0f * scale}), 1e-7, 1e-6);
   CHECK_CLOSE(b.grad(), tensor({2.0f * scale}), 1e-7, 1e-6);
 }
+
+// The 1e-6 that keeps the division finite is added to the norm, as torch does: with a norm of
+// 2e-6 and max_norm 1e-6 the gradients shrink to a third (1e-6 / 3e-6), not to a half.
+TEST_CASE("clip_grad_norm_ adds its epsilon to the norm") {
+  Tensor a = zeros({1}).requires_grad_();
+  a.set_grad(tensor({2e-6f}));
+  const float norm = nn::clip_grad_norm_({a}, 1e-6f);
+  CHECK(std::abs(norm - 2e-6) < 1e-12);  // absolute: Approx's default scale would admit 0
+  CHECK(std::abs(a.grad().item() - 2e-6 / 3.0) < 1e-12);
+}

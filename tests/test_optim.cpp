@@ -76,6 +76,11 @@ TEST_CASE("optimizer and schedule arguments are checked") {
               {"WarmupDecaySchedule", "warmup_steps <= total_steps"});
   check_error([&] { nn::SGD({w}, {.lr = -1}); }, {"SGD", "Invalid learning rate"});
   check_error([&] { nn::Adam({w}, {.beta1 = 1.5}); }, {"Adam", "Invalid beta"});
+  // torch's bounds are 0 <= beta < 1 for both: 1 itself is refused, 0 accepted.
+  check_error([&] { nn::AdamW({w}, {.beta1 = 1.0}); }, {"AdamW", "Invalid beta parameters: (1,"});
+  check_error([&] { nn::AdamW({w}, {.beta2 = 1.0}); }, {"AdamW", "Invalid beta", ", 1)"});
+  check_error([&] { nn::AdamW({w}, {.beta2 = -0.1}); }, {"AdamW", "Invalid beta"});
+  CHECK_NOTHROW(nn::AdamW({w}, {.beta1 = 0.0, .beta2 = 0.0}));
   check_error([&] { nn::SGD({zeros({2})}, {}); }, {"does not require grad"});
   check_error([&] { nn::SGD({w * 2.0f}, {}); }, {"non-leaf"});
   check_error([&] { nn::SGD({w}, {.nesterov = true}); }, {"Nesterov"});
