@@ -114,6 +114,11 @@ TEST_CASE("default initialization follows PyTorch's") {
   CHECK(std::abs(w.var().item() - 4.0f * 2.0f / 500.0f) < 0.0005f);  // gain² · 2 / (300 + 200)
   nn::init::kaiming_normal_(w, 0.0f, "fan_in", "relu");
   CHECK(std::abs(w.var().item() - 2.0f / 300.0f) < 0.001f);
+  // Beyond two dimensions (a convolution's [out, in, kh, kw]) the receptive field multiplies
+  // both fans, as torch.nn.init._calculate_fan_in_and_fan_out: in 3 * 25, out 8 * 25.
+  CHECK(nn::init::calculate_fan_in_and_fan_out(empty({8, 3, 5, 5})) ==
+        std::pair<int64_t, int64_t>{75, 200});
+  CHECK(nn::init::calculate_fan_in_and_fan_out(empty({8, 3})) == std::pair<int64_t, int64_t>{3, 8});
 }
 
 TEST_CASE("registration and forward errors") {
