@@ -106,6 +106,13 @@ TEST_CASE("config.json: unknown and invalid values are clear errors") {
   check_error([] { TransformerConfig::from_json(R"({"hidden_dropout_prob": 1.5})", "c"); },
               {"hidden_dropout_prob must be in [0, 1)", "1.5"});
   check_error([] { TransformerConfig::from_json("{", "c"); }, {"not valid JSON"});
+  // Ids run from 0 to vocab_size - 1: a pad id equal to the size is outside.
+  check_error(
+      [] { TransformerConfig::from_json(R"({"vocab_size": 30, "pad_token_id": 30})", "c"); },
+      {"pad_token_id 30 is outside the vocabulary of 30"});
+  CHECK(
+      TransformerConfig::from_json(R"({"vocab_size": 30, "pad_token_id": 29})", "c").pad_token_id ==
+      29);
   check_error([] { TransformerConfig::from_json_file("/nonexistent.json"); }, {"cannot open"});
   const auto round = TransformerConfig::from_json(small().to_json(), "round trip");
   CHECK(round.to_json() == small().to_json());

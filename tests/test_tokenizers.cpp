@@ -200,7 +200,21 @@ TEST_CASE("tokenizer files: clear errors") {
   std::ofstream(dir + "/e.json") << R"({"kind": "char", "vocab_escaped": true})";
   std::ofstream(dir + "/e.vocab.txt") << "[PAD]\na\\tb\n";
   check_error([&] { load_tokenizer(dir + "/e"); }, {"e.vocab.txt line 2", "after a backslash"});
+  // A merges file needs two non-empty symbols per line: "left right".
+  BpeTokenizer::train({"ba bbc aab"}, 40, false, 1).save(dir + "/b");
+  for (const std::string bad : {"ab", " b", "a ", "a"}) {
+    std::ofstream(dir + "/b.merges.txt") << "b a\n" << bad << "\n";
+    check_error([&] { load_tokenizer(dir + "/b"); }, {"b.merges.txt line 2", "'left right'"});
+  }
   std::filesystem::remove_all(dir);
+}
+
+// A vocabulary whose [UNK] has id 0 (as some do): unknown tokens map to 0, not to an error.
+TEST_CASE("convert_tokens_to_ids: [UNK] at id 0 is still the unknown token") {
+  CharTokenizer chars(Vocabulary({"[UNK]", "a", "b"}));
+  CHECK(chars.convert_tokens_to_ids({"a", "z", "b"}) == std::vector<int64_t>{1, 0, 2});
+  CharTokenizer no_unk(Vocabulary({"[PAD]", "a"}));
+  check_error([&] { no_unk.convert_tokens_to_ids({"z"}); }, {"'z'", "no [UNK]"});
 }
 
 // A character vocabulary of real text holds "\n" (and may hold "\r" and "\"): vocab.txt keeps

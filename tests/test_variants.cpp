@@ -164,6 +164,9 @@ TEST_CASE("rotary: lengths are kept and q·k depends only on the distance") {
   CHECK(turned[0] == doctest::Approx(std::cos(3.0)));
   CHECK(turned[2] == doctest::Approx(std::sin(3.0)));
   CHECK(turned[1] == 0.0f);
+  // Vectors of another size than the head's (even or odd) are refused by name.
+  check_error([&] { rope.encode(randn({1, 1, 1, 6}), 0); }, {"even head size 4", "of 6"});
+  check_error([&] { rope.encode(randn({1, 1, 1, 3}), 0); }, {"even head size 4", "of 3"});
 }
 
 TEST_CASE("variants: configs that cannot work are refused by name") {
