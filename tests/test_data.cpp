@@ -382,6 +382,13 @@ TEST_CASE("BLEU: of two references equally close in length, the shorter one coun
 TEST_CASE("13a tokenization unescapes every entity, the first at the line's start too") {
   // As sacreBLEU's str.replace: every occurrence, left to right.
   CHECK(tokenize_13a("&quot;a&quot; &amp;&amp; &lt;b&gt;&gt;") == "\" a \" & & < b > >");
+  // 13a's symbol ranges, one character of each ({-~, [-`, space-&, (-+, :-@, /), as sacreBLEU's
+  // regular expression splits them.
+  CHECK(tokenize_13a("a{b|c}d~e") == "a { b | c } d ~ e");
+  CHECK(tokenize_13a("a[b`c") == "a [ b ` c");
+  CHECK(tokenize_13a("a!b&c") == "a ! b & c");
+  CHECK(tokenize_13a("a(b+c") == "a ( b + c");
+  CHECK(tokenize_13a("a:b@c/d") == "a : b @ c / d");
 }
 
 TEST_CASE("split_pairs: held-out sets must leave at least one training pair") {
