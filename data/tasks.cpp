@@ -78,12 +78,9 @@ const char* kMonths[] = {"January", "February", "March",     "April",   "May",  
                          "July",    "August",   "September", "October", "November", "December"};
 
 Pair date(Generator& g) {
-  static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   const int year = 1900 + static_cast<int>(g.next_u32() % 200);
   const int month = 1 + static_cast<int>(g.next_u32() % 12);
-  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-  const int max_day = days[month - 1] + (month == 2 && leap ? 1 : 0);
-  const int day = 1 + static_cast<int>(g.next_u32() % max_day);
+  const int day = 1 + static_cast<int>(g.next_u32() % days_in_month(year, month));
   return {fmt::format("{} {}, {}", kMonths[month - 1], day, year),
           fmt::format("{:04}-{:02}-{:02}", year, month, day)};
 }
@@ -144,6 +141,15 @@ Pair toylang(Generator& g) {
 
 }  // namespace
 
+int days_in_month(int year, int month) {
+  static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (month < 1 || month > 12)
+    throw Error(fmt::format("days_in_month: month {} is outside 1..12", month));
+  // Gregorian: every 4th year, but not every 100th, but every 400th (2000 is, 1900 is not).
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  return days[month - 1] + (month == 2 && leap ? 1 : 0);
+}
+
 std::vector<LabeledText> majority_examples(int64_t count, uint64_t seed) {
   Generator g(seed * 31 + 7);
   std::set<std::string> seen;
@@ -179,11 +185,10 @@ std::string english_number(int64_t n) {
 
 std::string german_number(int64_t n) {
   if (n < 1 || n > 999999) throw Error(fmt::format("german_number: {} is outside 1..999999", n));
-  if (n == 1) return "eins";
   std::string s;
   if (n >= 1000) s = german_below_1000(n / 1000) + "tausend";
   s += german_below_1000(n % 1000);
-  if (n % 100 == 1) s += "s";  // "einhunderteins", "eintausendeins": a final 1 is "eins"
+  if (n % 100 == 1) s += "s";  // "eins", "einhunderteins", "eintausendeins": a final 1 is "eins"
   return s;
 }
 

@@ -36,5 +36,6 @@ std::vector<LabeledText> majority_examples(int64_t count, uint64_t seed = 0);
 // The pieces, for tests and tutorials.
 std::string english_number(int64_t n);  // 1 <= n <= 999999
 std::string german_number(int64_t n);
+int days_in_month(int year, int month);  // month 1..12, Gregorian leap years
 
 }  // namespace anatomy::data

@@ -319,6 +319,8 @@ TEST_CASE("majority: labels are the most frequent of a, b, c, and examples are d
     CHECK((counts[0] == best) + (counts[1] == best) + (counts[2] == best) == 1);
   }
   CHECK(majority_examples(10, 3)[4].text == examples[4].text);  // a seed fixes the data
+  CHECK(examples.size() == 2000);                               // exactly as many as asked
+  CHECK(majority_examples(1, 3).size() == 1);
   // Lengths 5 to 15, each of them drawn.
   std::set<size_t> lengths;
   for (const auto& e : examples) lengths.insert((e.text.size() + 1) / 2);
@@ -429,6 +431,32 @@ TEST_CASE("toylang: subjects are definite half of the time") {
       ++n;
     }
   CHECK(std::abs(definite / n - 0.5) < 0.02);
+  // And plural a third of the time: the subject's noun (the first toy word after "la") ends in
+  // the plural -j (a subject has no accusative -n).
+  double plural = 0;
+  for (const auto* split : {&t.splits.train, &t.splits.valid, &t.splits.test})
+    for (const Pair& p : *split) {
+      const std::string rest = p.target.starts_with("la ") ? p.target.substr(3) : p.target;
+      plural += rest.substr(0, rest.find(' ')).ends_with("j");
+    }
+  CHECK(std::abs(plural / n - 1.0 / 3.0) < 0.02);
+}
+
+TEST_CASE("dates: days_in_month knows the Gregorian leap years") {
+  CHECK(days_in_month(2023, 2) == 28);
+  CHECK(days_in_month(2024, 2) == 29);  // every 4th year
+  CHECK(days_in_month(1900, 2) == 28);  // but not every 100th
+  CHECK(days_in_month(2000, 2) == 29);  // but every 400th
+  CHECK(days_in_month(2000, 1) == 31);
+  CHECK(days_in_month(2000, 4) == 30);
+  CHECK(days_in_month(2001, 12) == 31);
+  check_error([] { days_in_month(2000, 13); }, {"days_in_month", "month 13"});
+  // Every generated date exists: no February 29 outside a leap year, no April 31.
+  const Task t = make_task("dates", 2);
+  for (const Pair& p : t.splits.train) {
+    const int year = std::stoi(p.target.substr(0, 4)), month = std::stoi(p.target.substr(5, 2));
+    CHECK(std::stoi(p.target.substr(8, 2)) <= days_in_month(year, month));
+  }
 }
 
 TEST_CASE("toylang: every sentence has its subject, its object in the accusative, then the verb") {
