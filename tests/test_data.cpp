@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "data/data.hpp"
 #include "helpers.hpp"
@@ -440,6 +441,63 @@ TEST_CASE("toylang: subjects are definite half of the time") {
       plural += rest.substr(0, rest.find(' ')).ends_with("j");
     }
   CHECK(std::abs(plural / n - 1.0 / 3.0) < 0.02);
+}
+
+// Seed 0's data is fixed across builds (the README's scores are measured on it): each task's
+// first training pair and its size, and the majority task's first example.
+TEST_CASE("toy tasks: seed 0 gives the same data in every build") {
+  const std::vector<std::tuple<std::string, std::string, std::string, size_t>> pinned = {
+      {"copy", "g q s a q", "g q s a q", 20000},
+      {"reverse", "g q s a q", "q a s q g", 20000},
+      {"numbers", "two thousand seven hundred thirty", "zweitausendsiebenhundertdreißig", 9999},
+      {"dates", "June 22, 2077", "2077-06-22", 20000},
+      {"toylang", "a young man follows a big teacher", "viro juna instruiston grandan sekvas",
+       20000}};
+  for (const auto& pin : pinned) {
+    const std::string name = std::get<0>(pin);
+    CAPTURE(name);
+    const Task t = make_task(name, 0);
+    CHECK(t.splits.train[0].source == std::get<1>(pin));
+    CHECK(t.splits.train[0].target == std::get<2>(pin));
+    CHECK(t.splits.train.size() + t.splits.valid.size() + t.splits.test.size() == std::get<3>(pin));
+  }
+  const auto m = majority_examples(3, 0);
+  CHECK(m[0].text == "g b c f c f e d e e");
+  CHECK(m[0].label == 2);
+}
+
+// The English side agrees with the toy side: the toy verb's stem names the English verb, whose
+// form follows the tense (-is: "liked", "watched") and the subject's number (plural: "like";
+// singular: "likes", "watches"); half of the subjects have an adjective and half of the
+// sentences are in the past.
+TEST_CASE("toylang: English verbs agree with tense and number, in the stated proportions") {
+  const Task t = make_task("toylang", 4);
+  const std::set<std::string> adjectives = {"big", "small", "red", "old", "young", "happy"};
+  const std::map<std::string, std::string> english = {{"ŝat", "like"},    {"rigard", "watch"},
+                                                      {"sekv", "follow"}, {"help", "help"},
+                                                      {"vok", "call"},    {"vizit", "visit"}};
+  double n = 0, past = 0, with_adjective = 0;
+  for (const Pair& p : t.splits.train) {
+    CAPTURE(p.source);
+    std::vector<std::string> en, toy;
+    std::istringstream a(p.source), b(p.target);
+    for (std::string x; a >> x;) en.push_back(x);
+    for (std::string x; b >> x;) toy.push_back(x);
+    const size_t v = adjectives.count(en[1]) ? 3 : 2;  // determiner, [adjective], noun, verb
+    REQUIRE(v < en.size());
+    const std::string& toy_verb = toy.back();
+    const bool is_past = toy_verb.ends_with("is");
+    REQUIRE(english.count(toy_verb.substr(0, toy_verb.size() - 2)));
+    const std::string base = english.at(toy_verb.substr(0, toy_verb.size() - 2));
+    const bool plural = toy[toy[0] == "la" ? 1 : 0].ends_with("j");  // the subject's noun
+    const std::string wanted = is_past  ? base + (base.back() == 'e' ? "d" : "ed")
+                               : plural ? base
+                                        : base + (base.back() == 'h' ? "es" : "s");
+    CHECK(en[v] == wanted);
+    n += 1, past += is_past, with_adjective += v == 3;
+  }
+  CHECK(std::abs(past / n - 0.5) < 0.02);
+  CHECK(std::abs(with_adjective / n - 0.5) < 0.03);
 }
 
 TEST_CASE("dates: days_in_month knows the Gregorian leap years") {
