@@ -105,6 +105,30 @@ TEST_CASE("optimizer state survives state_dict / load_state_dict") {
   auto bad = oa.state_dict();
   bad["state.0.exp_avg"] = zeros({4});
   check_error([&] { ob.load_state_dict(bad); }, {"AdamW", "state.0.exp_avg", "[4]"});
+  // Every problem is named, and nothing is loaded: ob keeps its own state.
+  const auto before = ob.state_dict().at("state.0.exp_avg").to_vector();
+  auto many = oa.state_dict();
+  many["state.1.exp_avg"] = zeros({3});     // a parameter index ob does not have
+  many["state.0.momentum"] = zeros({3});    // a buffer AdamW does not keep
+  many["junk"] = zeros({1});                // not state.N.name
+  many["step"] = full({}, 3.0f, kFloat32);  // the step count must be int64
+  many["state.0.exp_avg"] = ones({3}) * 7.0f;
+  check_error([&] { ob.load_state_dict(many); },
+              {"nothing was loaded", "unexpected key 'state.1.exp_avg'",
+               "'state.0.momentum': AdamW has no buffer 'momentum'", "unexpected key 'junk'",
+               "'step' is missing or not int64"});
+  CHECK(ob.state_dict().at("state.0.exp_avg").to_vector() == before);
+  auto no_step = oa.state_dict();
+  no_step.erase("step");
+  check_error([&] { ob.load_state_dict(no_step); }, {"'step' is missing"});
+  // A loaded state is a copy: stepping the source afterwards does not change it.
+  nn::AdamW oc({b}, {.lr = 0.1});
+  oc.load_state_dict(oa.state_dict());
+  const auto loaded = oc.state_dict().at("state.0.exp_avg").to_vector();
+  a.set_grad(ones({3}) * 5.0f);
+  oa.step();
+  CHECK(oc.state_dict().at("state.0.exp_avg").to_vector() == loaded);
+  CHECK(oc.state_dict().at("state.0.exp_avg_sq").defined());
 }
 
 TEST_CASE("AdamW's decoupled weight decay: p times (1 - lr * wd), whatever wd") {
