@@ -600,9 +600,14 @@ TEST_CASE("train --config FILE and --set change the model, bad fields are refuse
   CHECK(e3.code != 0);
   CHECK_FALSE(std::filesystem::exists(bad));
   auto list = run("config");
+  CHECK(list.code == 0);
   CHECK(list.output.find("norm_type") != std::string::npos);
   auto preset = run("config --preset nanogpt");
+  CHECK(preset.code == 0);
   CHECK(nlohmann::json::parse(preset.output)["num_hidden_layers"] == 4);
+  auto unknown = run("config --preset huge");
+  CHECK(unknown.code != 0);
+  CHECK_MESSAGE(unknown.output.find("huge") != std::string::npos, unknown.output);
 }
 
 // One training per run folder: a second one, or a --resume while the first runs, is refused
