@@ -107,6 +107,11 @@ Runner add_attention_command(CLI::App& app) {
     NoGradGuard no_grad;
     if (!o->bert.empty()) {
       const auto bert = models::load_bert_folder(o->bert);
+      if (!o->text_pair.empty() && bert.config.type_vocab_size < 2)
+        throw Error(fmt::format(
+            "attention: {} has {} token type(s) (type_vocab_size); a sentence pair needs 2, one "
+            "for each sentence",
+            o->bert, bert.config.type_vocab_size));
       const auto tok = text::BertTokenizer::from_vocab_file(bert.vocab);
       const auto enc =
           o->text_pair.empty() ? tok.encode_plus(o->text) : tok.encode_plus(o->text, o->text_pair);

@@ -263,6 +263,32 @@ TEST_CASE("anatomy attention --bert draws a BERT folder's attention on the book'
     CHECK(worst <= 6e-4);
   }
   std::filesystem::remove(page);
+  // A BERT with one token type reads one sentence, and refuses a pair by name.
+  {
+    const std::string one =
+        (std::filesystem::temp_directory_path() / fmt::format("anatomy_bert_one_type_{}", getpid()))
+            .string();
+    std::filesystem::create_directories(one);
+    std::filesystem::copy_file(dir + "/vocab.txt", one + "/vocab.txt",
+                               std::filesystem::copy_options::overwrite_existing);
+    std::string config = bytes(dir + "/config.json");
+    config.replace(config.find("\"type_vocab_size\": 2"), 20, "\"type_vocab_size\": 1");
+    std::ofstream(one + "/config.json") << config;
+    auto weights = load_safetensors(dir + "/model.safetensors").tensors;
+    auto& types = weights.at("embeddings.token_type_embeddings.weight");
+    types = types.narrow(0, 0, 1).contiguous();
+    save_safetensors(one + "/model.safetensors", weights);
+    const auto single = run(fmt::format("attention --bert {} --out {} \"time flies\"", one, page));
+    CHECK_MESSAGE(single.code == 0, single.output);
+    const auto pair = run(fmt::format("attention --bert {} --out {} \"a\" \"b\"", one, page));
+    CHECK(pair.code != 0);
+    CHECK_MESSAGE(
+        pair.output.find("has 1 token type(s) (type_vocab_size); a sentence pair needs 2") !=
+            std::string::npos,
+        pair.output);
+    std::filesystem::remove_all(one);
+    std::filesystem::remove(page);
+  }
   const auto no_model = run("attention --out " + page + " \"a\"");
   CHECK(no_model.code != 0);
   CHECK_MESSAGE(no_model.output.find("give --checkpoint RUN") != std::string::npos,
