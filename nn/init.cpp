@@ -56,7 +56,10 @@ std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& t) {
         fmt::format("init: Fan in and fan out can not be computed for tensor with fewer "
                     "than 2 dimensions (shape {})",
                     t.shape().str()));
-  const int64_t receptive = t.numel() / (t.size(0) * t.size(1));
+  // The product of the sizes after the first two (a convolution's kernel), as torch: not
+  // numel / (out * in), which divides by zero for an empty weight such as Linear(0, n)'s.
+  int64_t receptive = 1;
+  for (int64_t d = 2; d < t.dim(); ++d) receptive *= t.size(d);
   return {t.size(1) * receptive, t.size(0) * receptive};
 }
 
