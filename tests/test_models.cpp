@@ -692,6 +692,11 @@ TEST_CASE("a BERT checkpoint: prefix, TensorFlow's gamma/beta, and names that do
   check_error([&] { from_bert_checkpoint(typo, config); },
               {"missing 1: [encoder.layer.0.output.dense.weight]",
                "unexpected 1: [encoder.layer.0.output.dense.wieght]"});
+  // A table that is not per layer is missing once, however many layers there are.
+  auto no_types = hf;
+  no_types.erase("embeddings.token_type_embeddings.weight");
+  check_error([&] { from_bert_checkpoint(no_types, config); },
+              {"missing 1: [embeddings.token_type_embeddings.weight]"});
   auto narrow = hf;
   narrow["encoder.layer.1.attention.self.key.weight"] = zeros({32, 16});
   check_error([&] { from_bert_checkpoint(narrow, config); },
