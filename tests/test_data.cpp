@@ -509,6 +509,7 @@ TEST_CASE("dates: days_in_month knows the Gregorian leap years") {
   CHECK(days_in_month(2000, 4) == 30);
   CHECK(days_in_month(2001, 12) == 31);
   check_error([] { days_in_month(2000, 13); }, {"days_in_month", "month 13"});
+  check_error([] { days_in_month(2000, 0); }, {"days_in_month", "month 0"});
   // Every generated date exists: no February 29 outside a leap year, no April 31.
   const Task t = make_task("dates", 2);
   for (const Pair& p : t.splits.train) {
