@@ -7,6 +7,7 @@
 
 #include "autograd/safetensors.hpp"
 #include "viz/ticks.hpp"
+#include "viz/xml.hpp"
 
 namespace anatomy::training {
 
@@ -27,27 +28,6 @@ void LossCurve::write_csv(const std::string& path) const {
     s += fmt::format("{},,,{:.6f},{:.4f}\n", eval[e].step, eval[e].valid_loss, eval[e].score);
   write_file_atomically(path, s);
 }
-
-namespace {
-
-std::string escape_xml(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else if (c == '"')
-      out += "&quot;";
-    else
-      out += c;
-  }
-  return out;
-}
-
-}  // namespace
 
 void LossCurve::write_svg(const std::string& path, const std::string& title) const {
   const double W = 640, H = 360, L = 64, R = 20, T = 40, B = 52;
@@ -75,7 +55,7 @@ void LossCurve::write_svg(const std::string& path, const std::string& title) con
       "\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       R"(<text x="{}" y="22" font-size="15" text-anchor="middle">{}</text>)"
       "\n",
-      W, H, W / 2, escape_xml(title));
+      W, H, W / 2, viz::escape_xml(title));
   for (double v : y_ticks)  // horizontal grid with loss labels
     s += fmt::format(
         R"(<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" stroke="#ddd"/><text class="y-tick" x="{}" y="{:.1f}" text-anchor="end">{}</text>)"

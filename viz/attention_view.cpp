@@ -8,33 +8,11 @@
 
 #include "autograd/safetensors.hpp"
 #include "viz/ticks.hpp"
+#include "viz/xml.hpp"
 
 namespace anatomy::viz {
 
 namespace {
-
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 void check_section(const AttentionSection& s) {
   const auto Tq = static_cast<int64_t>(s.left.size()), Tk = static_cast<int64_t>(s.right.size());
@@ -414,7 +392,7 @@ Blue is positive, orange negative.</p><div id="neuron"></div></div>
 <script>{2}</script>
 </body></html>
 )",
-                                       escape(title), json, kScript, kStyle);
+                                       escape_xml(title), json, kScript, kStyle);
   write_file_atomically(path, page);
 }
 
@@ -485,16 +463,16 @@ std::string heatmap_svg(const Tensor& weights, const std::vector<std::string>& r
       "\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       R"(<text x="10" y="20" font-size="14">{}</text>)"
       "\n",
-      bar_x + 70, top + R * cell + 20, escape(title));
+      bar_x + 70, top + R * cell + 20, escape_xml(title));
   for (int j = 0; j < C; j += every)
     s += fmt::format(R"svg(<text transform="translate({},{}) rotate(-60)">{}</text>)svg"
                      "\n",
-                     left + j * cell + cell / 2 + 4, top - 6, escape(cols[j]));
+                     left + j * cell + cell / 2 + 4, top - 6, escape_xml(cols[j]));
   for (int i = 0; i < R; ++i) {
     if (i % every == 0)
       s += fmt::format(R"(<text x="{}" y="{}" text-anchor="end">{}</text>)"
                        "\n",
-                       left - 6, top + i * cell + cell / 2 + 4, escape(rows[i]));
+                       left - 6, top + i * cell + cell / 2 + 4, escape_xml(rows[i]));
     for (int j = 0; j < C; ++j) {
       const float x = v[static_cast<size_t>(i * C + j)];
       s += fmt::format(
