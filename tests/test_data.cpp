@@ -394,6 +394,16 @@ TEST_CASE("13a tokenization unescapes every entity, the first at the line's star
   CHECK(tokenize_13a("a:b@c/d") == "a : b @ c / d");
 }
 
+// A period or comma after a digit is split off only by the rule "unless followed by a digit",
+// which at the end of a line sees 13a's padding space: sacreBLEU gives "costs 5 ." and "3 ,", and
+// keeps "3.5" and "3,5" whole.
+TEST_CASE("13a tokenization splits a digit's final period or comma, not a decimal point") {
+  CHECK(tokenize_13a("It costs 5.") == "It costs 5 .");
+  CHECK(tokenize_13a("1, 2, 3,") == "1 , 2 , 3 ,");
+  CHECK(tokenize_13a("pi is 3.14 or 3,14") == "pi is 3.14 or 3,14");
+  CHECK(tokenize_13a("pages 3-4") == "pages 3 - 4");
+}
+
 TEST_CASE("split_pairs: held-out sets must leave at least one training pair") {
   std::vector<Pair> pairs;
   for (int i = 0; i < 11; ++i) pairs.push_back({std::to_string(i), std::to_string(i)});

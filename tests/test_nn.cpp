@@ -225,6 +225,27 @@ TEST_CASE("trunc_normal_ draws from the normal truncated to [a, b]") {
   }
 }
 
+// The draws themselves, pinned: trunc_normal_ takes the generator's normals in order, scales
+// them as mean + std * x and keeps those inside [a, b], so with the same seed its values are
+// exactly normal_'s, filtered. A sign flip (mean - std * x) has the same distribution but not
+// the same values.
+TEST_CASE("trunc_normal_ keeps the generator's own draws that fall inside [a, b], in order") {
+  manual_seed(11);
+  Tensor standard = empty({400});
+  nn::init::normal_(standard, 0.0f, 1.0f);
+  std::vector<float> want;
+  for (float x : standard.to_vector()) {
+    const float v = 1.0f + 2.0f * x;
+    if (v >= 0.5f && v <= 4.0f) want.push_back(v);
+  }
+  REQUIRE(want.size() > 50);
+  manual_seed(11);
+  Tensor t = empty({50});
+  nn::init::trunc_normal_(t, 1.0f, 2.0f, 0.5f, 4.0f);
+  const std::vector<float> got = t.to_vector();
+  CHECK(got == std::vector<float>(want.begin(), want.begin() + 50));
+}
+
 // Per-parameter weight decay (PyTorch's param groups): with zero gradients AdamW's step is the
 // decay alone, p * (1 - lr * wd), so a parameter set to 0 keeps its values.
 TEST_CASE("set_weight_decay: decay per parameter, and only for the optimizer's own") {

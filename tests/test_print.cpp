@@ -152,3 +152,25 @@ TEST_CASE("print: summarization cuts a dimension only past 2 x edgeitems, rows a
         "        [2.0000e+02, 2.0014e+02, 2.0029e+02,  ..., 2.2814e+02, 2.2829e+02,\n"
         "         2.2843e+02]])");
 }
+
+// Two suffixes that each pass a narrow line (torch.set_printoptions(linewidth=32)): after the
+// first wraps, the second is measured from the new line's indent plus the first suffix, so it
+// wraps too; measured from the indent alone it would stay on the line.
+TEST_CASE("print: after a wrapped suffix the next one counts from the new line, as in PyTorch") {
+  struct Restore {
+    int64_t linewidth = print_options().linewidth;
+    ~Restore() { print_options().linewidth = linewidth; }
+  } restore;
+  print_options().linewidth = 32;
+  Tensor x = zeros({0, 300000, 20000}).requires_grad_();
+  CHECK(to_string(x * 2.0f) ==
+        "tensor([],\n"
+        "       size=(0, 300000, 20000),\n"
+        "       grad_fn=<MulBackward0>)");
+  CHECK(to_string(x) ==
+        "tensor([],\n"
+        "       size=(0, 300000, 20000),\n"
+        "       requires_grad=True)");
+  print_options().linewidth = 80;
+  CHECK(to_string(x * 2.0f) == "tensor([], size=(0, 300000, 20000), grad_fn=<MulBackward0>)");
+}
