@@ -24,6 +24,17 @@ void check_float(const char* op, const Tensor& t) {
                             t.shape().str()));
 }
 
+// fn(n0, n1) over rows [0, N) of C values each, split between threads when there are enough
+// values for it to pay off.
+int64_t row_grain(int64_t C) {
+  return std::max<int64_t>(1, simd::kGrain / std::max<int64_t>(C, 1));
+}
+
+template <typename F>
+void for_rows(int64_t N, int64_t C, F fn) {
+  parallel_for(N, row_grain(C), fn);
+}
+
 // Runs `rows(x, y, N, C)` on contiguous [N, C] buffers with `dim` as C, moving `dim` last and
 // back when needed.
 template <typename Rows>
@@ -73,19 +84,23 @@ Tensor softmax(const Tensor& a, int64_t dim) {
   check_float("softmax", a);
   dim = wrap_dim("softmax", dim, a.dim());
   Tensor out = along_dim(a, dim, [](const float* x, float* y, int64_t N, int64_t C) {
-    for (int64_t n = 0; n < N; ++n) softmax_row(x + n * C, y + n * C, C);
+    for_rows(N, C, [&](int64_t n0, int64_t n1) {
+      for (int64_t n = n0; n < n1; ++n) softmax_row(x + n * C, y + n * C, C);
+    });
   });
   return record(out, "SoftmaxBackward0", {a}, [y = out.detach(), dim](const Tensor& g) {
     // dx = y ⊙ (g - Σ g ⊙ y), the softmax Jacobian-vector product per row.
     return std::vector<Tensor>{along_dim2(
         g, y, dim, [](const float* gp, const float* yp, float* dx, int64_t N, int64_t C) {
-          for (int64_t n = 0; n < N; ++n) {
-            const float* gr = gp + n * C;
-            const float* yr = yp + n * C;
-            const batch dot(simd::dot(gr, yr, C));
-            simd::map2(gr, 1, yr, 1, dx + n * C, C,
-                       [&](batch gv, batch yv) { return yv * (gv - dot); });
-          }
+          for_rows(N, C, [&](int64_t n0, int64_t n1) {
+            for (int64_t n = n0; n < n1; ++n) {
+              const float* gr = gp + n * C;
+              const float* yr = yp + n * C;
+              const batch dot(simd::dot(gr, yr, C));
+              simd::map2(gr, 1, yr, 1, dx + n * C, C,
+                         [&](batch gv, batch yv) { return yv * (gv - dot); });
+            }
+          });
         })};
   });
 }
@@ -94,18 +109,22 @@ Tensor log_softmax(const Tensor& a, int64_t dim) {
   check_float("log_softmax", a);
   dim = wrap_dim("log_softmax", dim, a.dim());
   Tensor out = along_dim(a, dim, [](const float* x, float* y, int64_t N, int64_t C) {
-    for (int64_t n = 0; n < N; ++n) log_softmax_row(x + n * C, y + n * C, C);
+    for_rows(N, C, [&](int64_t n0, int64_t n1) {
+      for (int64_t n = n0; n < n1; ++n) log_softmax_row(x + n * C, y + n * C, C);
+    });
   });
   return record(out, "LogSoftmaxBackward0", {a}, [y = out.detach(), dim](const Tensor& g) {
     // dx = g - e^y Σ g
     return std::vector<Tensor>{along_dim2(
         g, y, dim, [](const float* gp, const float* yp, float* dx, int64_t N, int64_t C) {
-          for (int64_t n = 0; n < N; ++n) {
-            const float* gr = gp + n * C;
-            const batch s(simd::sum(gr, C));
-            simd::map2(gr, 1, yp + n * C, 1, dx + n * C, C,
-                       [&](batch gv, batch yv) { return gv - xsimd::exp(yv) * s; });
-          }
+          for_rows(N, C, [&](int64_t n0, int64_t n1) {
+            for (int64_t n = n0; n < n1; ++n) {
+              const float* gr = gp + n * C;
+              const batch s(simd::sum(gr, C));
+              simd::map2(gr, 1, yp + n * C, 1, dx + n * C, C,
+                         [&](batch gv, batch yv) { return gv - xsimd::exp(yv) * s; });
+            }
+          });
         })};
   });
 }
@@ -136,59 +155,81 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   Tensor out = empty(x.shape());
   Tensor xhat = empty(x.shape());  // saved for backward
   Tensor rstd = empty({N});
-  const float* w = weight.defined() ? weight.contiguous().data() : nullptr;
-  const float* b = bias.defined() ? bias.contiguous().data() : nullptr;
-  for (int64_t n = 0; n < N; ++n) {
-    const float* xr = xc.data() + n * C;
-    float* hr = xhat.data() + n * C;
-    float* yr = out.data() + n * C;
-    const float mean = simd::sum(xr, C) / static_cast<float>(C);
-    const float var = simd::sum_sq_dev(xr, C, mean) / static_cast<float>(C);  // biased
-    const float r = 1.0f / std::sqrt(var + eps);
-    rstd.data()[n] = r;
-    const batch mb(mean), rb(r);
-    simd::map(xr, hr, C, [&](batch v) { return (v - mb) * rb; });
-    if (w && b)
-      simd::map3(hr, 1, w, 1, b, 1, yr, C,
-                 [](batch h, batch wv, batch bv) { return xsimd::fma(h, wv, bv); });
-    else if (w)
-      simd::map2(hr, 1, w, 1, yr, C, [](batch h, batch wv) { return h * wv; });
-    else if (b)
-      simd::map2(hr, 1, b, 1, yr, C, [](batch h, batch bv) { return h + bv; });
-    else
-      std::copy(hr, hr + C, yr);
-  }
-  return record(out, "NativeLayerNormBackward0", {x, weight, bias},
-                [xhat, rstd, weight, bias, N, C](const Tensor& g) {
-                  Tensor gc = g.contiguous();
-                  Tensor gx = empty(g.shape());
-                  Tensor gw = weight.defined() ? zeros(weight.shape()) : Tensor();
-                  Tensor gb = bias.defined() ? zeros(bias.shape()) : Tensor();
-                  const float* w = weight.defined() ? weight.contiguous().data() : nullptr;
-                  std::vector<float> gh(C);
-                  for (int64_t n = 0; n < N; ++n) {
-                    const float* gr = gc.data() + n * C;
-                    const float* hr = xhat.data() + n * C;
-                    // dL/dxhat = g ⊙ w; then dx = rstd (ĝ - mean(ĝ) - x̂ mean(ĝ ⊙ x̂))
-                    if (w)
-                      simd::map2(gr, 1, w, 1, gh.data(), C, [](batch a, batch b) { return a * b; });
-                    else
-                      std::copy(gr, gr + C, gh.data());
-                    const batch m1(simd::sum(gh.data(), C) / static_cast<float>(C));
-                    const batch m2(simd::dot(gh.data(), hr, C) / static_cast<float>(C));
-                    const batch r(rstd.data()[n]);
-                    simd::map2(gh.data(), 1, hr, 1, gx.data() + n * C, C,
-                               [&](batch a, batch h) { return r * (a - m1 - h * m2); });
-                    // dw = Σ_rows g ⊙ x̂, db = Σ_rows g
-                    if (gw.defined())
-                      simd::map3(gw.data(), 1, gr, 1, hr, 1, gw.data(), C,
-                                 [](batch acc, batch a, batch h) { return xsimd::fma(a, h, acc); });
-                    if (gb.defined())
-                      simd::map2(gb.data(), 1, gr, 1, gb.data(), C,
-                                 [](batch acc, batch a) { return acc + a; });
-                  }
-                  return std::vector<Tensor>{gx, gw, gb};
-                });
+  // Held here: a strided weight's contiguous copy must outlive the loop that reads it.
+  const Tensor wc = weight.defined() ? weight.contiguous() : Tensor();
+  const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
+  const float* w = wc.defined() ? wc.data() : nullptr;
+  const float* b = bc.defined() ? bc.data() : nullptr;
+  for_rows(N, C, [&](int64_t n0, int64_t n1) {
+    for (int64_t n = n0; n < n1; ++n) {
+      const float* xr = xc.data() + n * C;
+      float* hr = xhat.data() + n * C;
+      float* yr = out.data() + n * C;
+      const float mean = simd::sum(xr, C) / static_cast<float>(C);
+      const float var = simd::sum_sq_dev(xr, C, mean) / static_cast<float>(C);  // biased
+      const float r = 1.0f / std::sqrt(var + eps);
+      rstd.data()[n] = r;
+      const batch mb(mean), rb(r);
+      simd::map(xr, hr, C, [&](batch v) { return (v - mb) * rb; });
+      if (w && b)
+        simd::map3(hr, 1, w, 1, b, 1, yr, C,
+                   [](batch h, batch wv, batch bv) { return xsimd::fma(h, wv, bv); });
+      else if (w)
+        simd::map2(hr, 1, w, 1, yr, C, [](batch h, batch wv) { return h * wv; });
+      else if (b)
+        simd::map2(hr, 1, b, 1, yr, C, [](batch h, batch bv) { return h + bv; });
+      else
+        std::copy(hr, hr + C, yr);
+    }
+  });
+  return record(
+      out, "NativeLayerNormBackward0", {x, weight, bias},
+      [xhat, rstd, weight, bias, N, C](const Tensor& g) {
+        Tensor gc = g.contiguous();
+        Tensor gx = empty(g.shape());
+        const Tensor wc = weight.defined() ? weight.contiguous() : Tensor();
+        const float* w = wc.defined() ? wc.data() : nullptr;
+        // dw and db sum over rows: each chunk of rows sums its own, and the chunks'
+        // sums are added in chunk order (the same for a given thread count).
+        const int64_t chunks = parallel_chunks(N, row_grain(C));
+        std::vector<float> part_w(weight.defined() ? chunks * C : 0, 0.0f);
+        std::vector<float> part_b(bias.defined() ? chunks * C : 0, 0.0f);
+        parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+          std::vector<float> gh(C);
+          for (int64_t c = c0; c < c1; ++c) {
+            float* pw = part_w.empty() ? nullptr : part_w.data() + c * C;
+            float* pb = part_b.empty() ? nullptr : part_b.data() + c * C;
+            for (int64_t n = N * c / chunks; n < N * (c + 1) / chunks; ++n) {
+              const float* gr = gc.data() + n * C;
+              const float* hr = xhat.data() + n * C;
+              // dL/dxhat = g ⊙ w; then dx = rstd (ĝ - mean(ĝ) - x̂ mean(ĝ ⊙ x̂))
+              if (w)
+                simd::map2(gr, 1, w, 1, gh.data(), C, [](batch a, batch b) { return a * b; });
+              else
+                std::copy(gr, gr + C, gh.data());
+              const batch m1(simd::sum(gh.data(), C) / static_cast<float>(C));
+              const batch m2(simd::dot(gh.data(), hr, C) / static_cast<float>(C));
+              const batch r(rstd.data()[n]);
+              simd::map2(gh.data(), 1, hr, 1, gx.data() + n * C, C,
+                         [&](batch a, batch h) { return r * (a - m1 - h * m2); });
+              // dw = Σ_rows g ⊙ x̂, db = Σ_rows g
+              if (pw)
+                simd::map3(pw, 1, gr, 1, hr, 1, pw, C,
+                           [](batch acc, batch a, batch h) { return xsimd::fma(a, h, acc); });
+              if (pb) simd::map2(pb, 1, gr, 1, pb, C, [](batch acc, batch a) { return acc + a; });
+            }
+          }
+        });
+        auto total = [&](const std::vector<float>& parts, const Tensor& like) {
+          if (!like.defined()) return Tensor();
+          Tensor t = zeros(like.shape());
+          for (int64_t c = 0; c < chunks; ++c)
+            simd::map2(t.data(), 1, parts.data() + c * C, 1, t.data(), C,
+                       [](batch acc, batch a) { return acc + a; });
+          return t;
+        };
+        return std::vector<Tensor>{gx, total(part_w, weight), total(part_b, bias)};
+      });
 }
 
 Tensor dropout(const Tensor& x, float p, bool training) {
@@ -294,17 +335,17 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target,
   }
   // loss_n = (1-ε)(lse - x_t) + ε(lse - mean(x)): cross entropy against the smoothed target.
   std::vector<float> losses(N, 0.0f);
-  for (int64_t n = 0; n < N; ++n) {
-    if (t[n] == options.ignore_index) continue;
-    const float* row = x.data() + n * C;
-    const float m = simd::max(row, C);
-    float s = 0.0f;
-    for (int64_t c = 0; c < C; ++c) s += std::exp(row[c] - m);
-    const float lse = m + std::log(s);
-    const float nll = lse - row[t[n]];
-    const float smooth = lse - simd::sum(row, C) / static_cast<float>(C);
-    losses[n] = (1.0f - eps) * nll + eps * smooth;
-  }
+  for_rows(N, C, [&](int64_t n0, int64_t n1) {
+    for (int64_t n = n0; n < n1; ++n) {
+      if (t[n] == options.ignore_index) continue;
+      const float* row = x.data() + n * C;
+      const float m = simd::max(row, C);
+      const float lse = m + std::log(simd::sum_exp(row, C, m));
+      const float nll = lse - row[t[n]];
+      const float smooth = lse - simd::sum(row, C) / static_cast<float>(C);
+      losses[n] = (1.0f - eps) * nll + eps * smooth;
+    }
+  });
   Tensor out;
   if (red == "none") {
     out = from_vector(losses, target.shape());
@@ -329,17 +370,19 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target,
                                                   : gv[0] / static_cast<float>(count);
         }
         Tensor gx = empty({N, C});
-        for (int64_t n = 0; n < N; ++n) {
-          float* dst = gx.data() + n * C;
-          if (scale[n] == 0.0f) {
-            std::fill(dst, dst + C, 0.0f);
-            continue;
+        for_rows(N, C, [&](int64_t n0, int64_t n1) {
+          for (int64_t n = n0; n < n1; ++n) {
+            float* dst = gx.data() + n * C;
+            if (scale[n] == 0.0f) {
+              std::fill(dst, dst + C, 0.0f);
+              continue;
+            }
+            softmax_row(x.data() + n * C, dst, C);
+            const batch sb(scale[n]), off(eps / static_cast<float>(C));
+            simd::map(dst, dst, C, [&](batch p) { return (p - off) * sb; });
+            dst[t[n]] -= (1.0f - eps) * scale[n];
           }
-          softmax_row(x.data() + n * C, dst, C);
-          const batch sb(scale[n]), off(eps / static_cast<float>(C));
-          simd::map(dst, dst, C, [&](batch p) { return (p - off) * sb; });
-          dst[t[n]] -= (1.0f - eps) * scale[n];
-        }
+        });
         if (lshape.size() == 1) return std::vector<Tensor>{gx.reshape(lshape)};
         if (lshape.size() == 2) return std::vector<Tensor>{gx};
         Shape moved = {lshape[0]};  // [N, d..., C], then C back to dim 1

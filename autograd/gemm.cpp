@@ -5,11 +5,9 @@
 //      micro-kernel reads them (this is also where strides, i.e. transposes, are absorbed);
 //   3. the micro-kernel: an MR x NR tile of C held in registers, updated by one rank-1 FMA
 //      per k: broadcast MR values of A, load NR values of B.
-// Threads split the M blocks (or, for short M, the N micro-panels). Each element of C is summed
-// by one thread in a fixed k order, so results do not depend on the thread count.
+// Threads split the work into tasks of one M block and a share of its N micro-panels. Each element
+// of C is summed by one task in a fixed k order, so results do not depend on the thread count.
 #include "autograd/gemm.hpp"
-
-#include <omp.h>
 
 #include <algorithm>
 #include <cstring>
@@ -29,8 +27,6 @@ constexpr int64_t MR = W >= 16 ? 8 : 6;
 constexpr int64_t KC = 256;
 constexpr int64_t MC_MAX = 128;
 constexpr int64_t NC = 2048;
-
-int num_threads = 0;  // 0 = OpenMP's default
 
 // Packs A[i0:i0+mc, k0:k0+kc] as MR-row micro-panels: panel p holds, for each k, MR values.
 void pack_a(const float* A, int64_t rsa, int64_t csa, int64_t mc, int64_t kc, float* dst) {
@@ -136,12 +132,6 @@ float* scratch(std::vector<float, xsimd::aligned_allocator<float, 64>>& buf, siz
 
 }  // namespace
 
-int get_num_threads() { return num_threads > 0 ? num_threads : omp_get_max_threads(); }
-void set_num_threads(int n) {
-  num_threads = n;
-  omp_set_num_threads(n > 0 ? n : omp_get_num_procs());
-}
-
 void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa, const float* B,
           int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate) {
   if (M == 0 || N == 0) return;
@@ -150,12 +140,10 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
       for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
     return;
   }
-  // Threads pay off only once there is enough work to hide the fork/join. On a VM, entering a
-  // parallel region (even an inactive one) can cost far more than a small product, so small
-  // products never touch OpenMP; nor do products already inside a parallel loop.
+  // Threads pay off only once there is enough work to hide waking them (a few microseconds).
   const double flops =
       2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-  const int threads = flops < kParallelFlops || omp_in_parallel() ? 1 : get_num_threads();
+  const int threads = flops < kParallelFlops || in_parallel() ? 1 : get_num_threads();
   // Enough M blocks to give every thread work, but no bigger than MC_MAX.
   const int64_t per_thread = (M + threads - 1) / threads;
   const int64_t mc_block =
@@ -171,39 +159,35 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
       const bool acc = accumulate || pc > 0;
       const float* Bp = B + pc * rsb + jc * csb;
       const int64_t m_blocks = (M + mc_block - 1) / mc_block;
-      // Short M (fewer blocks than threads): split the N micro-panels between threads instead.
-      const bool split_n = m_blocks < threads;
-      // Thread t of nt: its share of B's packing, then its M blocks (or N panels).
-      auto work = [&](int t, int nt, bool sync) {
-        pack_b(Bp, rsb, csb, kc, nc, bp, panels * t / nt, panels * (t + 1) / nt);
-        if (sync) {
-#pragma omp barrier
-        }
+      // Tasks: each M block, its N micro-panels cut into `groups` so that there are a few tasks
+      // per thread even when M is short. A task packs its own A block.
+      const int64_t groups =
+          threads == 1 ? 1 : std::min(panels, (2 * threads + m_blocks - 1) / m_blocks);
+      auto task = [&](int64_t t) {
         static thread_local std::vector<float, xsimd::aligned_allocator<float, 64>> a_buf;
         float* ap = scratch(a_buf, static_cast<size_t>(((mc_block + MR - 1) / MR) * MR * KC));
-        for (int64_t ib = split_n ? 0 : t; ib < m_blocks; ib += split_n ? 1 : nt) {
-          const int64_t ic = ib * mc_block;
-          const int64_t mc = std::min(mc_block, M - ic);
-          pack_a(A + ic * rsa + pc * csa, rsa, csa, mc, kc, ap);
-          const int64_t p0 = split_n ? panels * t / nt : 0;
-          const int64_t p1 = split_n ? panels * (t + 1) / nt : panels;
-          for (int64_t p = p0; p < p1; ++p) {
-            const int64_t jr = p * NR;
-            const int64_t cols = std::min(NR, nc - jr);
-            for (int64_t ir = 0; ir < mc; ir += MR)
-              micro_kernel(kc, ap + ir * kc, bp + p * NR * kc, C + (ic + ir) * ldc + jc + jr, ldc,
-                           std::min(MR, mc - ir), cols, acc);
-          }
+        const int64_t ib = t / groups, g = t % groups;
+        const int64_t ic = ib * mc_block;
+        const int64_t mc = std::min(mc_block, M - ic);
+        pack_a(A + ic * rsa + pc * csa, rsa, csa, mc, kc, ap);
+        for (int64_t p = panels * g / groups; p < panels * (g + 1) / groups; ++p) {
+          const int64_t jr = p * NR;
+          const int64_t cols = std::min(NR, nc - jr);
+          for (int64_t ir = 0; ir < mc; ir += MR)
+            micro_kernel(kc, ap + ir * kc, bp + p * NR * kc, C + (ic + ir) * ldc + jc + jr, ldc,
+                         std::min(MR, mc - ir), cols, acc);
         }
       };
       if (threads == 1) {
-        work(0, 1, false);
+        pack_b(Bp, rsb, csb, kc, nc, bp, 0, panels);
+        for (int64_t t = 0; t < m_blocks; ++t) task(t);
       } else {
-#pragma omp parallel num_threads(threads)
-        {
-          work(omp_get_thread_num(), omp_get_num_threads(), true);
-#pragma omp barrier
-        }
+        // B is packed once, by every thread a share, then read by every task.
+        parallel_for(panels, 1,
+                     [&](int64_t p0, int64_t p1) { pack_b(Bp, rsb, csb, kc, nc, bp, p0, p1); });
+        parallel_for(m_blocks * groups, 1, [&](int64_t t0, int64_t t1) {
+          for (int64_t t = t0; t < t1; ++t) task(t);
+        });
       }
     }
   }

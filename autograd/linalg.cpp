@@ -1,7 +1,6 @@
 // matmul, mm, bmm and linear: shape logic and autograd around the GEMM of gemm.cpp.
 // Dimension letters: M rows of the left operand, K the contracted dim, N columns of the right.
 #include <fmt/format.h>
-#include <omp.h>
 
 #include "autograd/engine.hpp"
 #include "autograd/gemm.hpp"
@@ -66,8 +65,9 @@ void batched_gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
          b.stride(-1), po + i * M * N, N, false);
   };
   if (per_batch) {
-#pragma omp parallel for schedule(static) num_threads(get_num_threads())
-    for (int64_t i = 0; i < batches; ++i) one(i);
+    parallel_for(batches, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t i = b0; i < b1; ++i) one(i);
+    });
   } else {
     for (int64_t i = 0; i < batches; ++i) one(i);
   }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include "autograd/parallel.hpp"
 #include "autograd/xsimd.hpp"
 
 namespace anatomy::simd {
@@ -18,9 +19,11 @@ namespace anatomy::simd {
 using batch = xsimd::batch<float>;
 inline constexpr int64_t W = static_cast<int64_t>(batch::size);
 
+// One thread's share of map, map2 and map3 below.
+
 // y[i] = f(x[i]) for contiguous buffers (y may alias x).
 template <typename F>
-inline void map(const float* x, float* y, int64_t n, F f) {
+inline void map_range(const float* x, float* y, int64_t n, F f) {
   int64_t i = 0;
   for (; i + W <= n; i += W) f(batch::load_unaligned(x + i)).store_unaligned(y + i);
   if (i < n) {
@@ -33,7 +36,8 @@ inline void map(const float* x, float* y, int64_t n, F f) {
 
 // y[i] = f(a[i * sa], b[i * sb]) with sa, sb in {0, 1}: 0 repeats one value (a broadcast).
 template <typename F>
-inline void map2(const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n, F f) {
+inline void map2_range(const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n,
+                       F f) {
   auto load = [](const float* p, int64_t s, int64_t i) {
     return s == 0 ? batch(p[0]) : batch::load_unaligned(p + i);
   };
@@ -52,8 +56,8 @@ inline void map2(const float* a, int64_t sa, const float* b, int64_t sb, float* 
 
 // Three inputs, same stride rules (used by where() and by fused backward formulas).
 template <typename F>
-inline void map3(const float* a, int64_t sa, const float* b, int64_t sb, const float* c, int64_t sc,
-                 float* y, int64_t n, F f) {
+inline void map3_range(const float* a, int64_t sa, const float* b, int64_t sb, const float* c,
+                       int64_t sc, float* y, int64_t n, F f) {
   auto load = [](const float* p, int64_t s, int64_t i) {
     return s == 0 ? batch(p[0]) : batch::load_unaligned(p + i);
   };
@@ -73,6 +77,35 @@ inline void map3(const float* a, int64_t sa, const float* b, int64_t sb, const f
   }
 }
 
+// The elementwise loops, split between threads above kGrain elements (on W-aligned boundaries,
+// so every element is computed by the same instructions whatever the split).
+inline constexpr int64_t kGrain = 32768;
+
+template <typename F>
+inline void map(const float* x, float* y, int64_t n, F f) {
+  parallel_for(
+      n, kGrain, [&](int64_t b, int64_t e) { map_range(x + b, y + b, e - b, f); }, W);
+}
+
+template <typename F>
+inline void map2(const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n, F f) {
+  parallel_for(
+      n, kGrain,
+      [&](int64_t i, int64_t e) { map2_range(a + i * sa, sa, b + i * sb, sb, y + i, e - i, f); },
+      W);
+}
+
+template <typename F>
+inline void map3(const float* a, int64_t sa, const float* b, int64_t sb, const float* c, int64_t sc,
+                 float* y, int64_t n, F f) {
+  parallel_for(
+      n, kGrain,
+      [&](int64_t i, int64_t e) {
+        map3_range(a + i * sa, sa, b + i * sb, sb, c + i * sc, sc, y + i, e - i, f);
+      },
+      W);
+}
+
 // Sum of x[0..n) with W independent lanes (a fixed order, so the result is deterministic).
 inline float sum(const float* x, int64_t n) {
   batch acc0(0.0f), acc1(0.0f);
@@ -85,6 +118,22 @@ inline float sum(const float* x, int64_t n) {
   float s = xsimd::hadd(acc0 + acc1);
   for (; i < n; ++i) s += x[i];
   return s;
+}
+
+// Σ exp(x[i] - m), the denominator of a softmax whose row maximum is m. The tail batch is padded
+// with -inf, whose exp is 0.
+inline float sum_exp(const float* x, int64_t n, float m) {
+  const batch mb(m);
+  batch acc(0.0f);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) acc += xsimd::exp(batch::load_unaligned(x + i) - mb);
+  if (i < n) {
+    alignas(64) float buf[W];
+    std::fill(buf, buf + W, -std::numeric_limits<float>::infinity());
+    std::memcpy(buf, x + i, sizeof(float) * (n - i));
+    acc += xsimd::exp(batch::load_aligned(buf) - mb);
+  }
+  return xsimd::hadd(acc);
 }
 
 // The largest of x[0..n), or NaN if any is NaN (as torch.amax: NaN propagates; the SIMD and

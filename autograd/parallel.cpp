@@ -1,0 +1,201 @@
+// The worker pool behind parallel_for (see parallel.hpp for why it is not OpenMP).
+//
+// One loop runs at a time. The caller publishes it by bumping `generation_` (with the loop's
+// call, context and chunk count stored first); workers see the bump, then claim chunks with a
+// compare-and-swap on `next_`, which packs the generation with the next chunk index, so a worker
+// that wakes late can never claim a chunk of a loop that has already finished. The caller claims
+// chunks too and returns once `done_` counts every chunk.
+#include "autograd/parallel.hpp"
+
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define ANATOMY_PAUSE() _mm_pause()
+#else
+#define ANATOMY_PAUSE() ((void)0)
+#endif
+
+namespace anatomy {
+
+namespace {
+
+thread_local bool inside_chunk = false;
+
+// A loop run by the calling thread alone (nested, or while another thread's loop has the pool).
+void run_inline(int64_t chunks, void (*call)(void*, int64_t), void* ctx) {
+  struct Inside {
+    bool was = inside_chunk;
+    Inside() { inside_chunk = true; }
+    ~Inside() { inside_chunk = was; }
+  } inside;
+  for (int64_t c = 0; c < chunks; ++c) call(ctx, c);
+}
+
+int default_threads() {
+  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+    char* end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    if (end != env && n >= 1 && n <= 1024) return static_cast<int>(n);
+  }
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// How long an idle thread spins before it sleeps: long enough to catch the next loop of a
+// training step (they come microseconds apart), short enough not to steal a busy core for long.
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+template <typename Ready>
+void spin_then_wait(Ready ready, const std::atomic<uint32_t>& word, uint32_t old) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 1;; ++i) {
+    if (ready()) return;
+    ANATOMY_PAUSE();
+    if (i % 64 == 0 && std::chrono::steady_clock::now() - start > kSpin) break;
+  }
+  while (!ready()) {
+    word.wait(old, std::memory_order_acquire);
+    old = word.load(std::memory_order_acquire);
+  }
+}
+
+class Pool {
+ public:
+  static Pool& get() {
+    static Pool pool;
+    return pool;
+  }
+
+  int threads() const { return threads_.load(std::memory_order_relaxed); }
+
+  void set_threads(int n) {
+    std::lock_guard lock(run_mutex_);
+    stop_workers();
+    threads_.store(n > 0 ? n : default_threads(), std::memory_order_relaxed);
+  }
+
+  void run(int64_t chunks, void (*call)(void*, int64_t), void* ctx) {
+    // One loop at a time; a second thread that calls in meanwhile runs its loop alone.
+    std::unique_lock lock(run_mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return run_inline(chunks, call, ctx);
+    start_workers();
+    call_.store(call, std::memory_order_relaxed);
+    ctx_.store(ctx, std::memory_order_relaxed);
+    chunks_.store(chunks, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
+    next_.store(pack(gen, 0), std::memory_order_release);
+    generation_.store(gen, std::memory_order_release);
+    generation_.notify_all();
+    work(gen);
+    uint32_t seen = done_.load(std::memory_order_acquire);
+    const auto all = static_cast<uint32_t>(chunks);
+    spin_then_wait([&] { return done_.load(std::memory_order_acquire) == all; }, done_, seen);
+    // A chunk that threw: every other chunk has finished, so the loop's data is no longer in
+    // use; the caller gets the first exception, as from a plain loop.
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  }
+
+  ~Pool() { stop_workers(); }
+
+ private:
+  static uint64_t pack(uint32_t gen, uint32_t chunk) { return uint64_t{gen} << 32 | chunk; }
+
+  // Claims and runs chunks of loop `gen` until none is left.
+  void work(uint32_t gen) {
+    for (;;) {
+      uint64_t cur = next_.load(std::memory_order_acquire);
+      // Read the loop before claiming: a successful claim proves these belong to `gen`.
+      auto* call = call_.load(std::memory_order_relaxed);
+      void* ctx = ctx_.load(std::memory_order_relaxed);
+      const int64_t chunks = chunks_.load(std::memory_order_relaxed);
+      const auto chunk = static_cast<uint32_t>(cur);
+      if (static_cast<uint32_t>(cur >> 32) != gen || chunk >= chunks) return;
+      if (!next_.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel)) continue;
+      inside_chunk = true;
+      try {
+        call(ctx, chunk);
+      } catch (...) {
+        std::lock_guard lock(error_mutex_);
+        if (!error_) error_ = std::current_exception();
+      }
+      inside_chunk = false;
+      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<uint32_t>(chunks))
+        done_.notify_one();
+    }
+  }
+
+  // `seen` is the generation before the worker started: a loop published since is still run.
+  void worker_loop(uint32_t seen) {
+    for (;;) {
+      spin_then_wait(
+          [&] {
+            return generation_.load(std::memory_order_acquire) != seen ||
+                   stop_.load(std::memory_order_acquire);
+          },
+          generation_, seen);
+      if (stop_.load(std::memory_order_acquire)) return;
+      seen = generation_.load(std::memory_order_acquire);
+      work(seen);
+    }
+  }
+
+  void start_workers() {
+    const int want = threads() - 1;
+    if (static_cast<int>(workers_.size()) == want) return;
+    stop_workers();
+    stop_.store(false);
+    const uint32_t seen = generation_.load(std::memory_order_acquire);
+    for (int i = 0; i < want; ++i) workers_.emplace_back([this, seen] { worker_loop(seen); });
+  }
+
+  void stop_workers() {
+    if (workers_.empty()) return;
+    stop_.store(true, std::memory_order_release);
+    generation_.fetch_add(1, std::memory_order_acq_rel);  // wakes them; no chunk to claim
+    generation_.notify_all();
+    for (auto& t : workers_) t.join();
+    workers_.clear();
+  }
+
+  std::mutex run_mutex_;
+  std::atomic<int> threads_{default_threads()};
+  std::vector<std::thread> workers_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint32_t> generation_{0};
+  std::atomic<uint64_t> next_{0};
+  std::atomic<void (*)(void*, int64_t)> call_{nullptr};
+  std::atomic<void*> ctx_{nullptr};
+  std::atomic<int64_t> chunks_{0};
+  std::atomic<uint32_t> done_{0};
+  std::mutex error_mutex_;
+  std::exception_ptr error_;
+};
+
+}  // namespace
+
+int get_num_threads() { return Pool::get().threads(); }
+void set_num_threads(int n) { Pool::get().set_threads(n); }
+bool in_parallel() { return inside_chunk; }
+
+namespace detail {
+void run_chunks(int64_t chunks, void (*call)(void*, int64_t), void* ctx) {
+  if (chunks <= 0) return;
+  if (chunks == 1 || inside_chunk) return run_inline(chunks, call, ctx);
+  Pool::get().run(chunks, call, ctx);
+}
+}  // namespace detail
+
+}  // namespace anatomy

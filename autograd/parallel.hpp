@@ -1,0 +1,72 @@
+// parallel_for: the one way the kernels use more than one core.
+//
+// A fixed pool of worker threads, woken in about a microsecond, runs the chunks of a loop. Why
+// not OpenMP: its threads spin at every barrier for a long time, so on a machine whose cores are
+// busy with other programs (a student's browser and editor) a step waited whole scheduler slices
+// for a thread that was not running. Here a loop's chunks are claimed one at a time from a shared
+// counter: whichever thread is running takes the next one, and a worker that is asleep or
+// descheduled is simply not waited for. Workers spin briefly after a loop (the next one usually
+// comes within microseconds), then sleep.
+//
+// Chunk boundaries depend only on the loop's size, its grain and the thread count, never on
+// which thread runs a chunk, so a kernel that writes per-chunk results and combines them in chunk
+// order is deterministic for a fixed thread count.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace anatomy {
+
+// Threads used by the kernels: set_num_threads(n), else the OMP_NUM_THREADS environment variable
+// (as PyTorch reads it), else the cores this process may run on. set_num_threads(0) goes back to
+// that default.
+int get_num_threads();
+void set_num_threads(int n);
+
+// True inside a chunk of a parallel loop (a nested parallel_for then runs inline).
+bool in_parallel();
+
+namespace detail {
+// Runs call(ctx, c) for every chunk c in [0, chunks), on the pool and the calling thread.
+void run_chunks(int64_t chunks, void (*call)(void*, int64_t), void* ctx);
+}  // namespace detail
+
+// How many chunks parallel_for(n, grain, ...) makes: at most get_num_threads() (times a few, so
+// a thread that falls behind leaves its neighbours work to take), each at least `grain` long.
+inline int64_t parallel_chunks(int64_t n, int64_t grain) {
+  const int threads = in_parallel() ? 1 : get_num_threads();
+  if (threads <= 1 || n <= grain) return 1;
+  const int64_t most = static_cast<int64_t>(threads) * 4;
+  return std::clamp<int64_t>(n / std::max<int64_t>(grain, 1), 1, most);
+}
+
+// fn(begin, end) over [0, n), split into parallel_chunks(n, grain) contiguous ranges. Every chunk
+// but the last starts at a multiple of `align` (a SIMD width, say), so the split never changes
+// which elements share a vector.
+template <typename F>
+void parallel_for(int64_t n, int64_t grain, F&& fn, int64_t align = 1) {
+  if (n <= 0) return;
+  const int64_t chunks = parallel_chunks(n, grain);
+  if (chunks == 1) {
+    fn(int64_t{0}, n);
+    return;
+  }
+  struct Ctx {
+    F& fn;
+    int64_t n, chunks, align;
+  } ctx{fn, n, chunks, align};
+  detail::run_chunks(
+      chunks,
+      [](void* p, int64_t c) {
+        auto& x = *static_cast<Ctx*>(p);
+        auto bound = [&](int64_t k) {
+          return k == x.chunks ? x.n : x.n * k / x.chunks / x.align * x.align;
+        };
+        const int64_t b = bound(c), e = bound(c + 1);
+        if (b < e) x.fn(b, e);
+      },
+      &ctx);
+}
+
+}  // namespace anatomy

@@ -1,0 +1,140 @@
+// parallel_for and the kernels that use it: every index once, the split on aligned boundaries,
+// exceptions reach the caller, a loop from a second thread is safe, and results with two threads
+// are the one-thread results (bit for bit where each element is computed by one chunk).
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+
+#include "helpers.hpp"
+
+using namespace anatomy;
+using namespace anatomy::testing;
+
+namespace {
+
+// Sets the thread count for one test and puts the old one back.
+struct Threads {
+  int before = get_num_threads();
+  explicit Threads(int n) { set_num_threads(n); }
+  ~Threads() { set_num_threads(before); }
+};
+
+}  // namespace
+
+TEST_CASE("parallel_for visits every index once, in chunks that start on the alignment") {
+  Threads two(2);
+  for (const int64_t n : {1, 7, 100, 1000, 12345}) {
+    CAPTURE(n);
+    std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
+    std::atomic<int> chunks{0}, misaligned{0};
+    parallel_for(
+        n, 10,
+        [&](int64_t b, int64_t e) {
+          ++chunks;
+          if (b % 16 != 0) ++misaligned;
+          for (int64_t i = b; i < e; ++i) ++seen[static_cast<size_t>(i)];
+        },
+        16);
+    int64_t once = 0;
+    for (auto& s : seen) once += s.load() == 1;
+    CHECK(once == n);
+    CHECK(misaligned.load() == 0);
+    // At most 4 chunks per thread, each at least the grain (10) long; rounding the bounds down to
+    // the alignment can leave a chunk empty, and an empty chunk is not called.
+    CHECK(parallel_chunks(n, 10) == std::clamp<int64_t>(n / 10, 1, 8));
+    CHECK(chunks.load() <= parallel_chunks(n, 10));
+    CHECK(chunks.load() >= 1);
+  }
+  // One thread, or a loop inside a chunk: a single chunk, run by the caller.
+  CHECK(parallel_chunks(1000, 10) == 8);
+  int64_t inner = 0;
+  parallel_for(1000, 10, [&](int64_t b, int64_t) {
+    if (b == 0) inner = parallel_chunks(1000, 10);
+  });
+  CHECK(inner == 1);
+  set_num_threads(1);
+  CHECK(parallel_chunks(1000, 10) == 1);
+}
+
+TEST_CASE("an exception thrown in a chunk reaches the caller, and the pool keeps working") {
+  Threads two(2);
+  for (int round = 0; round < 3; ++round) {
+    CAPTURE(round);
+    check_error(
+        [] {
+          parallel_for(800, 1, [](int64_t b, int64_t e) {
+            if (b <= 500 && 500 < e) throw Error("chunk with 500 failed");
+          });
+        },
+        {"chunk with 500 failed"});
+    std::atomic<int64_t> total{0};
+    parallel_for(800, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) total += i;
+    });
+    CHECK(total.load() == 800 * 799 / 2);
+  }
+}
+
+TEST_CASE("loops from two threads at once both finish with the right results") {
+  Threads two(2);
+  auto sums = [](int64_t n) {
+    Tensor x = arange(n, kFloat32);
+    Tensor y = mul(x, 2.0f);  // a parallel elementwise op above the grain
+    double s = 0;
+    for (float v : y.to_vector()) s += v;
+    return s;
+  };
+  const int64_t n = 200000;
+  const double want = static_cast<double>(n) * static_cast<double>(n - 1);
+  std::vector<double> got(2);
+  std::thread other([&] {
+    for (int i = 0; i < 20; ++i) got[1] = sums(n);
+  });
+  for (int i = 0; i < 20; ++i) got[0] = sums(n);
+  other.join();
+  CHECK(got[0] == want);
+  CHECK(got[1] == want);
+}
+
+// The kernels that split their work: with one element per chunk the split cannot change a value,
+// so one and two threads agree exactly; layer norm's weight and bias gradients sum rows in
+// chunks, which changes only the order of a float sum.
+TEST_CASE("kernels split between two threads give the one-thread results") {
+  manual_seed(4);
+  Tensor x = randn({300, 257}).requires_grad_();
+  Tensor w = randn({257}).requires_grad_(), b = randn({257}).requires_grad_();
+  Tensor up = randn({300, 257});
+  Tensor target = randint(0, 257, {300});
+  auto run = [&](int threads) {
+    Threads t(threads);
+    for (Tensor* p : {&x, &w, &b}) p->zero_grad();
+    Tensor s = softmax(x, -1), ls = log_softmax(x, 0), ln = layer_norm(x, {257}, w, b);
+    Tensor e = exp(x) * x + 1.5f;
+    Tensor loss = cross_entropy(x, target, {.label_smoothing = 0.1f});
+    (sum(s * up) + sum(ls * up) + sum(ln * up) + sum(e * up) + loss).backward();
+    return std::vector<Tensor>{s.detach(),    ls.detach(), ln.detach(), e.detach(),
+                               loss.detach(), x.grad(),    w.grad(),    b.grad()};
+  };
+  const auto one = run(1), two = run(2);
+  const char* names[] = {"softmax",       "log_softmax", "layer_norm", "elementwise",
+                         "cross_entropy", "x.grad",      "w.grad",     "b.grad"};
+  for (size_t i = 0; i < one.size(); ++i) {
+    CAPTURE(names[i]);
+    if (i < 6)
+      CHECK(one[i].to_vector() == two[i].to_vector());
+    else
+      CHECK_CLOSE(two[i], one[i], 1e-4, 1e-5);
+  }
+  CHECK(x.grad().abs().sum().item() > 1.0f);  // the gradients are not all zero
+}
+
+TEST_CASE("set_num_threads: a positive count is used, 0 goes back to the default") {
+  Threads keep(get_num_threads());
+  set_num_threads(3);
+  CHECK(get_num_threads() == 3);
+  set_num_threads(0);
+  // ctest sets OMP_NUM_THREADS=1 for this binary; without it the default is the core count.
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  if (env && std::string(env) == "1") CHECK(get_num_threads() == 1);
+  CHECK(get_num_threads() >= 1);
+}
