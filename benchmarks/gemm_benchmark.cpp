@@ -1,6 +1,10 @@
-// GFLOP/s of our GEMM and OpenBLAS's sgemm, side by side in one run, at n = 256, 512, 1024
-// with 1 and 2 threads; then a table of the ratios (ours / OpenBLAS). Machines are noisy, so
-// only ratios measured in the same run are meaningful.
+// GFLOP/s of our GEMM and OpenBLAS's sgemm, side by side in one run, with 1 and 2 threads, on
+// square sizes and on the products the models make; then a table of the ratios (ours /
+// OpenBLAS). Machines are noisy, so only ratios measured in the same run are meaningful.
+//
+// A model shape M x K x N is a linear layer of K inputs and N outputs on M tokens, in its three
+// products: forward Y = X·Wᵀ ("NT": the weight [N, K] read transposed), the input gradient
+// dX = dY·W ("NN", M x N x K) and the weight gradient dW = dYᵀ·X ("TN", N x M x K).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <fmt/format.h>
@@ -13,58 +17,74 @@
 
 namespace {
 
-std::vector<float> random_matrix(int64_t n) {
-  anatomy::Generator g(n);
-  std::vector<float> m(n * n);
+struct Case {
+  std::string name;
+  int64_t M, K, N;
+  bool trans_a, trans_b;  // A stored [K, M], B stored [N, K]
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (int64_t n : {256, 512, 1024})
+    out.push_back({fmt::format("square {}", n), n, n, n, false, false});
+  const int64_t shapes[][3] = {{768, 128, 128},  {768, 128, 512},  {768, 512, 128},
+                               {768, 128, 1000}, {128, 768, 2304}, {128, 768, 3072},
+                               {128, 3072, 768}};
+  for (const auto& s : shapes) {
+    const int64_t M = s[0], K = s[1], N = s[2];
+    out.push_back({fmt::format("{}x{}x{} NT", M, K, N), M, K, N, false, true});
+    out.push_back({fmt::format("{}x{}x{} NN", M, N, K), M, N, K, false, false});
+    out.push_back({fmt::format("{}x{}x{} TN", N, M, K), N, M, K, true, false});
+  }
+  return out;
+}
+
+std::vector<float> random_matrix(int64_t n, uint64_t seed) {
+  anatomy::Generator g(seed);
+  std::vector<float> m(static_cast<size_t>(n));
   for (auto& v : m) v = g.normal();
   return m;
 }
 
-void set_flops(benchmark::State& state, int64_t n) {
+void set_flops(benchmark::State& state, const Case& c) {
   state.counters["GFLOP/s"] = benchmark::Counter(
-      2e-9 * static_cast<double>(n * n * n) * static_cast<double>(state.iterations()),
+      2e-9 * static_cast<double>(c.M * c.N * c.K) * static_cast<double>(state.iterations()),
       benchmark::Counter::kIsRate);
 }
 
-void BM_anatomy(benchmark::State& state) {
-  const int64_t n = state.range(0);
-  anatomy::set_num_threads(static_cast<int>(state.range(1)));
-  auto a = random_matrix(n), b = random_matrix(n + 1);
-  std::vector<float> c(n * n);
+void run(benchmark::State& state, const Case& c, int threads, bool ours) {
+  auto a = random_matrix(c.M * c.K, 1), b = random_matrix(c.K * c.N, 2);
+  std::vector<float> out(static_cast<size_t>(c.M * c.N));
+  // Row-major storage: A is [M, K] or, transposed, [K, M]; B is [K, N] or [N, K].
+  const int64_t rsa = c.trans_a ? 1 : c.K, csa = c.trans_a ? c.M : 1;
+  const int64_t rsb = c.trans_b ? 1 : c.N, csb = c.trans_b ? c.K : 1;
+  if (ours)
+    anatomy::set_num_threads(threads);
+  else
+    openblas_set_num_threads(threads);
+  const int M = static_cast<int>(c.M), N = static_cast<int>(c.N), K = static_cast<int>(c.K);
   for (auto _ : state) {
-    anatomy::gemm(n, n, n, a.data(), n, 1, b.data(), n, 1, c.data(), n, false);
-    benchmark::DoNotOptimize(c.data());
+    if (ours)
+      anatomy::gemm(c.M, c.N, c.K, a.data(), rsa, csa, b.data(), rsb, csb, out.data(), c.N, false);
+    else
+      cblas_sgemm(CblasRowMajor, c.trans_a ? CblasTrans : CblasNoTrans,
+                  c.trans_b ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, a.data(), c.trans_a ? M : K,
+                  b.data(), c.trans_b ? K : N, 0.0f, out.data(), N);
+    benchmark::DoNotOptimize(out.data());
   }
-  set_flops(state, n);
+  set_flops(state, c);
 }
 
-void BM_openblas(benchmark::State& state) {
-  const int64_t n = state.range(0);
-  openblas_set_num_threads(static_cast<int>(state.range(1)));
-  auto a = random_matrix(n), b = random_matrix(n + 1);
-  std::vector<float> c(n * n);
-  const int ni = static_cast<int>(n);
-  for (auto _ : state) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0f, a.data(), ni, b.data(),
-                ni, 0.0f, c.data(), ni);
-    benchmark::DoNotOptimize(c.data());
-  }
-  set_flops(state, n);
-}
-
-// Interleaves ours and OpenBLAS per size so both see the same machine state.
+// Interleaves ours and OpenBLAS per case so both see the same machine state.
 void register_all() {
-  for (int64_t n : {256, 512, 1024})
-    for (int64_t t : {1, 2}) {
-      benchmark::RegisterBenchmark("anatomy", BM_anatomy)
-          ->Args({n, t})
-          ->MinTime(1.0)
-          ->UseRealTime();
-      benchmark::RegisterBenchmark("openblas", BM_openblas)
-          ->Args({n, t})
-          ->MinTime(1.0)
-          ->UseRealTime();
-    }
+  for (const auto& c : cases())
+    for (int t : {1, 2})
+      for (bool ours : {true, false})
+        benchmark::RegisterBenchmark(
+            fmt::format("{}/{}/{}", ours ? "anatomy" : "openblas", c.name, t).c_str(),
+            [c, t, ours](benchmark::State& s) { run(s, c, t, ours); })
+            ->MinTime(0.3)
+            ->UseRealTime();
 }
 
 // Prints as usual and keeps each run's GFLOP/s for the summary.
@@ -72,7 +92,10 @@ class Collect : public benchmark::ConsoleReporter {
  public:
   std::map<std::string, double> gflops;
   void ReportRuns(const std::vector<Run>& runs) override {
-    for (const auto& r : runs) gflops[r.benchmark_name()] = r.counters.at("GFLOP/s");
+    for (const auto& r : runs) {
+      std::string name = r.benchmark_name();
+      gflops[name.substr(0, name.find("/min_time"))] = r.counters.at("GFLOP/s");
+    }
     ConsoleReporter::ReportRuns(runs);
   }
 };
@@ -85,13 +108,14 @@ int main(int argc, char** argv) {
   Collect reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   fmt::print(
-      "\n| n | threads | anatomy GFLOP/s | OpenBLAS GFLOP/s | ratio |\n|---|---|---|---|---|\n");
-  for (int n : {256, 512, 1024})
+      "\n| product (M x K x N) | threads | anatomy GFLOP/s | OpenBLAS GFLOP/s | ratio |\n"
+      "|---|---|---|---|---|\n");
+  for (const auto& c : cases())
     for (int t : {1, 2}) {
-      const std::string suffix = fmt::format("/{}/{}/min_time:1.000/real_time", n, t);
-      const double ours = reporter.gflops["anatomy" + suffix];
-      const double blas = reporter.gflops["openblas" + suffix];
-      fmt::print("| {} | {} | {:.1f} | {:.1f} | {:.0f}% |\n", n, t, ours, blas,
+      const double ours = reporter.gflops[fmt::format("anatomy/{}/{}", c.name, t)];
+      const double blas = reporter.gflops[fmt::format("openblas/{}/{}", c.name, t)];
+      if (ours == 0 && blas == 0) continue;  // filtered out by --benchmark_filter
+      fmt::print("| {} | {} | {:.1f} | {:.1f} | {:.0f}% |\n", c.name, t, ours, blas,
                  blas > 0 ? 100.0 * ours / blas : 0.0);
     }
   benchmark::Shutdown();
