@@ -244,7 +244,8 @@ Tensor dropout(const Tensor& x, float p, bool training) {
   const float scale = p == 1.0f ? 0.0f : 1.0f / (1.0f - p);
   auto& gen = default_generator();
   float* m = mask.data();
-  for (int64_t i = 0; i < mask.numel(); ++i) m[i] = gen.uniform() >= p ? scale : 0.0f;
+  const int64_t n = mask.numel();
+  for (int64_t i = 0; i < n; ++i) m[i] = gen.uniform() >= p ? scale : 0.0f;
   Tensor out = mul(x.detach(), mask);
   return record(out, "NativeDropoutBackward0", {x},
                 [mask](const Tensor& g) { return std::vector<Tensor>{mul(g, mask)}; });

@@ -69,7 +69,8 @@ Tensor rand(Shape shape) {
   Tensor t = empty(std::move(shape));
   float* p = t.data();
   auto& g = default_generator();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = g.uniform();
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) p[i] = g.uniform();
   return t;
 }
 

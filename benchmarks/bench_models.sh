@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # W1 and W2, ours and PyTorch's, side by side in one run; PyTorch at 1 and 2 threads (its
-# fastest is the one compared). Prints a Markdown table of the ratios.
+# fastest is the one compared). Then the peak memory (max RSS) of a W1-only process of each.
+# Prints Markdown tables of the ratios.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bin="${1:-$here/../build/bench/benchmarks/models_benchmark}"
@@ -12,8 +13,21 @@ echo "| workload | anatomy (2 threads) ms | PyTorch 1 thread ms | PyTorch 2 thre
 echo "|---|---|---|---|---|"
 for w in W1 W2; do
   a=$(get "$ours" "$w"); p1=$(get "$t1" "$w"); p2=$(get "$t2" "$w")
-  best=$(python3 -c "print(min($p1, $p2))")
   ratio=$(python3 -c "print(f'{min($p1, $p2) / $a:.2f}x')")
   name=$(echo "$ours" | grep "^$w" | sed 's/ (ms).*//')
   echo "| $name | $a | $p1 | $p2 | $ratio |"
 done
+# Peak resident memory in MiB of a process that runs W1 alone (GNU time's %M is in KiB).
+rss() {
+  local f
+  f=$(mktemp)
+  /usr/bin/time -f %M -o "$f" "$@" > /dev/null
+  python3 -c "print(f'{int(open(\"$f\").read().split()[-1]) / 1024:.0f}')"
+  rm -f "$f"
+}
+r_ours=$(rss "$bin" 2 W1)
+r_torch=$(rss /usr/bin/python3 "$here/models_benchmark.py" 2 W1)
+echo
+echo "| W1 peak memory (max RSS) | anatomy MiB | PyTorch MiB | anatomy / PyTorch |"
+echo "|---|---|---|---|"
+echo "| W1 training, 23 steps | $r_ours | $r_torch | $(python3 -c "print(f'{$r_ours / $r_torch:.2f}')") |"

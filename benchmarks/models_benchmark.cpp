@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 
 #include "models/models.hpp"
 
@@ -30,25 +31,30 @@ double median_ms(int warmup, int runs, F f) {
 
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
+  // A second argument runs one workload only (W1 or W2), e.g. under perf record.
+  const std::string only = argc > 2 ? argv[2] : "";
   set_num_threads(threads);
   manual_seed(0);
 
-  auto w1 = TransformerConfig::preset("small");  // hidden 128, 4 heads, 2 + 2 layers, FFN 512
-  w1.vocab_size = 1000;
-  w1.max_position_embeddings = 64;
-  Seq2SeqTransformer model(w1);
-  model.train();
-  nn::AdamW opt(model.parameters(), {.lr = 1e-4});
-  Tensor src = randint(1, 1000, {32, 24}), tgt_in = randint(1, 1000, {32, 24}),
-         tgt_out = randint(1, 1000, {32, 24});
-  const double step = median_ms(3, 20, [&] {
-    Tensor logits = model.forward(src, tgt_in);
-    Tensor loss = cross_entropy(logits.reshape({-1, 1000}), tgt_out.reshape({-1}));
-    opt.zero_grad();
-    loss.backward();
-    opt.step();
-  });
-  fmt::print("W1 seq2seq training step (ms): {:.2f}\n", step);
+  if (only.empty() || only == "W1") {
+    auto w1 = TransformerConfig::preset("small");  // hidden 128, 4 heads, 2 + 2 layers, FFN 512
+    w1.vocab_size = 1000;
+    w1.max_position_embeddings = 64;
+    Seq2SeqTransformer model(w1);
+    model.train();
+    nn::AdamW opt(model.parameters(), {.lr = 1e-4});
+    Tensor src = randint(1, 1000, {32, 24}), tgt_in = randint(1, 1000, {32, 24}),
+           tgt_out = randint(1, 1000, {32, 24});
+    const double step = median_ms(3, 20, [&] {
+      Tensor logits = model.forward(src, tgt_in);
+      Tensor loss = cross_entropy(logits.reshape({-1, 1000}), tgt_out.reshape({-1}));
+      opt.zero_grad();
+      loss.backward();
+      opt.step();
+    });
+    fmt::print("W1 seq2seq training step (ms): {:.2f}\n", step);
+  }
+  if (!only.empty() && only != "W2") return 0;
 
   TransformerConfig w2;  // bert-base sizes
   w2.num_hidden_layers = 12;

@@ -50,8 +50,16 @@ class TorchSeq2Seq(nn.Module):
 
 def main():
     threads = int(sys.argv[1]) if len(sys.argv) > 1 else 2
+    only = sys.argv[2] if len(sys.argv) > 2 else ""  # W1 or W2: that workload alone
     torch.set_num_threads(threads)
     torch.manual_seed(0)
+    if only in ("", "W1"):
+        w1()
+    if only in ("", "W2"):
+        w2()
+
+
+def w1():
     model = TorchSeq2Seq(1000, 128, 4, 512, 2, 64).train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     src, tgt_in, tgt_out = (torch.randint(1, 1000, (32, 24)) for _ in range(3))
@@ -65,6 +73,8 @@ def main():
 
     print(f"W1 seq2seq training step (ms): {median_ms(3, 20, step):.2f}")
 
+
+def w2():
     cfg = bt.make_config(vocab_size=30522, hidden_size=768, num_attention_heads=12, num_hidden_layers=12,
                          intermediate_size=3072, max_position_embeddings=512)
     bert = nn.TransformerEncoder(nn.TransformerEncoderLayer(768, 12, 3072, activation="gelu", batch_first=True,

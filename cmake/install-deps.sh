@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that are missing (apt-get; sudo when not root). Usage:
 #   cmake/install-deps.sh core|bench|torch|fuzz ...
-# core: what building and testing need; bench: Google Benchmark and OpenBLAS (the GEMM
-# benchmark's yardstick, never linked into the library); torch: the test oracle that
-# regenerates the golden files and runs the PyTorch side of the benchmarks; fuzz: clang with
-# libFuzzer and its OpenMP (make fuzz); browser: Chromium, in which the tests open the attention
+# core: what building and testing need; bench: Google Benchmark, OpenBLAS (the GEMM
+# benchmark's yardstick, never linked into the library) and GNU time (peak memory); torch: the
+# test oracle that regenerates the golden files and runs the PyTorch side of the benchmarks;
+# fuzz: clang with libFuzzer (make fuzz); browser: Chromium, in which the tests open the attention
 # pages (tests/browser/).
 set -euo pipefail
 declare -A groups=(
   [core]="g++ make cmake libxtensor-dev libxsimd-dev libfmt-dev doctest-dev nlohmann-json3-dev libcli11-dev libicu-dev"
-  [bench]="libbenchmark-dev libopenblas-dev"
+  [bench]="libbenchmark-dev libopenblas-dev time"
   [torch]="python3-torch python3-numpy"
-  [fuzz]="clang libclang-rt-14-dev libomp-dev"
+  [fuzz]="clang libclang-rt-14-dev"
   [browser]="chromium"
 )
 wanted=""
