@@ -335,7 +335,9 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target,
     ++count;
   }
   // loss_n = (1-ε)(lse - x_t) + ε(lse - mean(x)): cross entropy against the smoothed target.
-  std::vector<float> losses(N, 0.0f);
+  if (options.nll && red == "none")
+    throw Error("cross_entropy: nll is returned for reduction 'mean' or 'sum', not 'none'");
+  std::vector<float> losses(N, 0.0f), nlls(options.nll ? N : 0, 0.0f);
   for_rows(N, C, [&](int64_t n0, int64_t n1) {
     for (int64_t n = n0; n < n1; ++n) {
       if (t[n] == options.ignore_index) continue;
@@ -345,18 +347,22 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target,
       const float nll = lse - row[t[n]];
       const float smooth = lse - simd::sum(row, C) / static_cast<float>(C);
       losses[n] = (1.0f - eps) * nll + eps * smooth;
+      if (!nlls.empty()) nlls[n] = nll;
     }
   });
   Tensor out;
   if (red == "none") {
     out = from_vector(losses, target.shape());
   } else {
-    double total = 0.0;
-    for (float l : losses) total += l;
-    const float value = red == "sum" ? static_cast<float>(total)
-                        : count == 0 ? std::nanf("")
-                                     : static_cast<float>(total / static_cast<double>(count));
-    out = full({}, value);
+    auto reduce = [&](const std::vector<float>& v) {
+      double total = 0.0;
+      for (float l : v) total += l;
+      return red == "sum" ? static_cast<float>(total)
+             : count == 0 ? std::nanf("")
+                          : static_cast<float>(total / static_cast<double>(count));
+    };
+    out = full({}, reduce(losses));
+    if (options.nll) *options.nll = reduce(nlls);
   }
   return record(
       out, "NllLossBackward0", {logits},

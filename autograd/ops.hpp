@@ -131,6 +131,10 @@ struct CrossEntropyOptions {
   int64_t ignore_index = -100;
   float label_smoothing = 0.0f;
   std::string reduction = "mean";  // "mean", "sum" or "none"
+  // If set, also receives the loss without label smoothing (the plain NLL), reduced the same way
+  // ("mean" or "sum"), from the same pass: what fairseq's label_smoothed_nll_loss returns beside
+  // the loss, and what a validation loss is compared with.
+  double* nll = nullptr;
 };
 // Logits [N, C] (or [C], or [N, C, d1, ...]) against int64 class targets [N] ([], [N, d1, ...]).
 Tensor cross_entropy(const Tensor& logits, const Tensor& target,

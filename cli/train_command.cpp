@@ -100,7 +100,9 @@ Runner add_train_command(CLI::App& app) {
                 "keep training after 100% validation exact match");
   cmd->add_flag("--detect-anomaly", o->detect_anomaly,
                 "check every op's output and gradient for NaN/Inf and name the first (slow)");
-  cmd->add_option("--threads", o->threads, "threads (default: all cores)")->check(in_range(1, 256));
+  cmd->add_option("--threads", o->threads,
+                  "threads (default: OMP_NUM_THREADS if set, else all cores)")
+      ->check(in_range(1, 256));
   return [o, no_early_stop] {
     if (*no_early_stop) o->early_stop = false;
     return training::train(*o);

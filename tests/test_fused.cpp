@@ -79,6 +79,27 @@ TEST_CASE("cross_entropy == -mean(log_softmax gathered at the targets), with smo
       {randn({4, 5}).requires_grad_()});
 }
 
+// The plain NLL from the smoothed loss's own pass (fairseq's nll_loss): the loss with smoothing 0,
+// over the counted targets only, for both reductions.
+TEST_CASE("cross_entropy's nll option is the unsmoothed loss of the same pass") {
+  manual_seed(5);
+  const Tensor logits = randn({6, 7}), target = tensor({2, 0, 6, 1, 0, 3});
+  for (const char* red : {"mean", "sum"}) {
+    CAPTURE(red);
+    double nll = -1;
+    const float smoothed =
+        cross_entropy(logits, target,
+                      {.ignore_index = 0, .label_smoothing = 0.2f, .reduction = red, .nll = &nll})
+            .item();
+    const float plain = cross_entropy(logits, target, {.ignore_index = 0, .reduction = red}).item();
+    CHECK(nll == static_cast<double>(plain));
+    CHECK(std::abs(smoothed - plain) > 1e-3);  // smoothing did change the loss itself
+  }
+  double nll = 0;
+  testing::check_error([&] { cross_entropy(logits, target, {.reduction = "none", .nll = &nll}); },
+                       {"cross_entropy", "nll", "'none'"});
+}
+
 TEST_CASE("gelu == x * Φ(x), tanh form == its formula") {
   manual_seed(4);
   check_same([](const Inputs& x) { return gelu(x[0], "tanh"); },

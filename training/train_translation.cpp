@@ -272,14 +272,15 @@ int train_translation(const TrainOptions& o) {
     Tensor logits = model.forward(batch.source, batch.target_in);  // [B, T, V]
     logits = logits.reshape({-1, logits.size(-1)});
     const Tensor targets = batch.target_out.reshape({-1});
-    BatchLoss out{
-        cross_entropy(logits, targets,
-                      {.ignore_index = 0, .label_smoothing = smoothing, .reduction = "mean"}),
-        batch.target_tokens};
-    if (smoothing > 0) {  // the plain NLL too, which the validation loss is (fairseq's nll_loss)
-      NoGradGuard no_grad;
-      out.nll = cross_entropy(logits.detach(), targets, {.ignore_index = 0}).item<double>();
-    }
+    // The plain NLL comes from the same pass: the validation loss is one (fairseq's nll_loss).
+    double nll = 0;
+    BatchLoss out{cross_entropy(logits, targets,
+                                {.ignore_index = 0,
+                                 .label_smoothing = smoothing,
+                                 .reduction = "mean",
+                                 .nll = smoothing > 0 ? &nll : nullptr}),
+                  batch.target_tokens};
+    if (smoothing > 0) out.nll = nll;
     return out;
   };
   trainer.evaluate = [&](bool) { return validate(tr, valid, max_tokens); };
