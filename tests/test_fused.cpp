@@ -77,6 +77,11 @@ TEST_CASE("cross_entropy == -mean(log_softmax gathered at the targets), with smo
         return (nll * 0.9f + smooth * 0.1f).mean();
       },
       {randn({4, 5}).requires_grad_()});
+  // One example: logits [C] and a 0-d target, as F.cross_entropy(x, torch.tensor(3)).
+  const Tensor one = from_vector(std::vector<int64_t>{3}, Shape{});
+  check_same([&](const Inputs& x) { return cross_entropy(x[0], one); },
+             [&](const Inputs& x) { return -log_softmax(x[0], 0).select(0, 3); },
+             {randn({5}).requires_grad_()});
 }
 
 // The plain NLL from the smoothed loss's own pass (fairseq's nll_loss): the loss with smoothing 0,

@@ -82,6 +82,29 @@ TEST_CASE("the generator is PCG32: the reference implementation's demo stream") 
                                      0xcbed606e});
 }
 
+// What each sampler takes from the stream: randint two 32-bit draws per value (a 64-bit number
+// reduced modulo the range), rand and randn as many values as they return (randn's Box-Muller
+// pairs: one pair per two values). A sampler that drew once too often would shift every random
+// number after it.
+TEST_CASE("randint, rand and randn use exactly their share of the generator's stream") {
+  auto next_after = [](auto sample, int draws) {
+    manual_seed(21);
+    Generator copy = default_generator();
+    for (int i = 0; i < draws; ++i) copy.next_u32();
+    sample();
+    return std::pair{default_generator().next_u32(), copy.next_u32()};
+  };
+  for (const int64_t n : {1, 5, 6}) {
+    CAPTURE(n);
+    auto [after, want] = next_after([n] { randint(0, 10, {n}); }, static_cast<int>(2 * n));
+    CHECK(after == want);
+    std::tie(after, want) = next_after([n] { rand({n}); }, static_cast<int>(n));
+    CHECK(after == want);
+  }
+  auto [after, want] = next_after([] { randn({6}); }, 6);
+  CHECK(after == want);
+}
+
 TEST_CASE("copies share storage, and views share storage and see writes") {
   Tensor a = zeros({2, 3});
   Tensor b = a;  // a cheap handle
@@ -157,6 +180,12 @@ TEST_CASE("errors name the op, what was expected and what came") {
   Tensor a = randn({5, 768}), b = randn({512, 64});
   check_error([&] { matmul(a, b); },
               {"mat1 and mat2 shapes cannot be multiplied (5x768 and 512x64)"});
+  // A batched operand: both shapes whole and the contracted sizes, not "mat1 and mat2".
+  check_error(
+      [&] {
+        matmul(randn({2, 3}), randn({4, 5, 6}));
+      },
+      {"matmul: shapes [2, 3] and [4, 5, 6] cannot be multiplied (3 != 5"});
   check_error(
       [&] {
         linear(randn({1, 5, 768}), randn({3072, 512}));
