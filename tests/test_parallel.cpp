@@ -2,6 +2,9 @@
 // exceptions reach the caller, a loop from a second thread is safe, and results with two threads
 // are the one-thread results (bit for bit where each element is computed by one chunk).
 #include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -54,6 +57,23 @@ TEST_CASE("parallel_for visits every index once, in chunks that start on the ali
   CHECK(inner == 1);
   set_num_threads(1);
   CHECK(parallel_chunks(1000, 10) == 1);
+}
+
+// Two threads means two: the caller and one worker. Chunks that sleep leave every thread time to
+// claim some, so a pool with a worker too many would show a third thread id.
+TEST_CASE("parallel_for runs on as many threads as set, the caller among them") {
+  Threads two(2);
+  std::mutex m;
+  std::set<std::thread::id> ids;
+  parallel_for(8, 1, [&](int64_t, int64_t) {
+    {
+      std::lock_guard lock(m);
+      ids.insert(std::this_thread::get_id());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  });
+  CHECK(ids.size() == 2);
+  CHECK(ids.count(std::this_thread::get_id()) == 1);
 }
 
 TEST_CASE("an exception thrown in a chunk reaches the caller, and the pool keeps working") {
