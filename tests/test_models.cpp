@@ -116,6 +116,11 @@ TEST_CASE("config.json: unknown and invalid values are clear errors") {
   check_error([] { TransformerConfig::from_json_file("/nonexistent.json"); }, {"cannot open"});
   const auto round = TransformerConfig::from_json(small().to_json(), "round trip");
   CHECK(round.to_json() == small().to_json());
+  // Written as Hugging Face's save_pretrained writes config.json: two-space indent, a final
+  // newline, the fields in their declared order.
+  const std::string json = small().to_json();
+  CHECK(json.starts_with("{\n  \"vocab_size\": "));
+  CHECK(json.ends_with("\n}\n"));
 }
 
 TEST_CASE("the book's MultiHeadAttention and the fused one agree from the same weights") {
@@ -693,10 +698,14 @@ TEST_CASE("a BERT checkpoint: prefix, TensorFlow's gamma/beta, and names that do
               {"missing 1: [encoder.layer.0.output.dense.weight]",
                "unexpected 1: [encoder.layer.0.output.dense.wieght]"});
   // A table that is not per layer is missing once, however many layers there are.
-  auto no_types = hf;
-  no_types.erase("embeddings.token_type_embeddings.weight");
-  check_error([&] { from_bert_checkpoint(no_types, config); },
-              {"missing 1: [embeddings.token_type_embeddings.weight]"});
+  for (const std::string name :
+       {"embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight",
+        "embeddings.token_type_embeddings.weight", "embeddings.LayerNorm.weight"}) {
+    CAPTURE(name);
+    auto without = hf;
+    without.erase(name);
+    check_error([&] { from_bert_checkpoint(without, config); }, {"missing 1: [" + name + "]"});
+  }
   auto narrow = hf;
   narrow["encoder.layer.1.attention.self.key.weight"] = zeros({32, 16});
   check_error([&] { from_bert_checkpoint(narrow, config); },
