@@ -84,6 +84,10 @@ TEST_CASE("BERT tokenizer: longest_first truncation of a pair") {
   check_error([&] { tok.encode_plus("a", "b", 2); },
               {"encode_plus", "at least 3", "a pair", "got 2"});
   check_error([&] { tok.encode_plus("a", std::nullopt, -1); }, {"at least 2", "got -1"});
+  // 1 is below both minimums: too short for [CLS] and [SEP] alone.
+  check_error([&] { tok.encode_plus("a", std::nullopt, 1); },
+              {"at least 2", "one sentence", "got 1"});
+  check_error([&] { tok.encode_plus("a", "b", 1); }, {"at least 3", "a pair", "got 1"});
 }
 
 TEST_CASE("BERT tokenizer: Hugging Face's test cases") {

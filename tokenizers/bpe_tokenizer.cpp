@@ -43,14 +43,14 @@ BpeTokenizer BpeTokenizer::train(const std::vector<std::string>& texts, int64_t 
     for (auto& p : pre_tokenize(t, lower)) ++word_counts[p];
   std::vector<std::vector<std::string>> words;
   std::vector<int64_t> counts;
-  std::map<std::string, int64_t> char_counts;
+  std::set<std::string> chars;  // the base vocabulary: every symbol seen, in sorted order
   for (const auto& [w, c] : word_counts) {
     words.push_back(symbols_of(w));
     counts.push_back(c);
-    for (const auto& s : words.back()) char_counts[s] += c;
+    chars.insert(words.back().begin(), words.back().end());
   }
   std::vector<std::string> tokens = kSpecialTokens;
-  for (const auto& [s, c] : char_counts) tokens.push_back(s);
+  tokens.insert(tokens.end(), chars.begin(), chars.end());
   // Pair counts, kept up to date incrementally: a merge only touches the words containing it.
   using Pair = std::pair<std::string, std::string>;
   std::map<Pair, int64_t> pair_counts;
