@@ -397,6 +397,22 @@ TEST_CASE("13a tokenization unescapes every entity, the first at the line's star
 // A period or comma after a digit is split off only by the rule "unless followed by a digit",
 // which at the end of a line sees 13a's padding space: sacreBLEU gives "costs 5 ." and "3 ,", and
 // keeps "3.5" and "3,5" whole.
+// add-k smoothing (sacreBLEU's default k = 1) adds k to the matches and the totals of every order
+// above 1: "a b c d" against "a b c e" has precisions 3/4, (2+1)/(3+1), (1+1)/(2+1), (0+1)/(1+1),
+// so BLEU = 100 (3/4 · 3/4 · 2/3 · 1/2)^(1/4) = 65.8037 (brevity penalty 1).
+TEST_CASE("add-k smoothing adds 1 by default to every order above unigrams") {
+  const std::vector<std::string> hyp = {"a b c d"};
+  const std::vector<std::vector<std::string>> ref = {{"a b c e"}};
+  const double want = 100.0 * std::pow(0.75 * 0.75 * (2.0 / 3.0) * 0.5, 0.25);
+  CHECK(std::abs(corpus_bleu(hyp, ref, {.smooth_method = "add-k"}).score - want) < 1e-9);
+  CHECK(std::abs(corpus_bleu(hyp, ref, {.smooth_method = "add-k", .smooth_value = 1.0}).score -
+                 want) < 1e-9);
+  // k = 2: (2+2)/(3+2), (1+2)/(2+2), (0+2)/(1+2).
+  const double k2 = 100.0 * std::pow(0.75 * 0.8 * 0.75 * (2.0 / 3.0), 0.25);
+  CHECK(std::abs(corpus_bleu(hyp, ref, {.smooth_method = "add-k", .smooth_value = 2.0}).score -
+                 k2) < 1e-9);
+}
+
 TEST_CASE("13a tokenization splits a digit's final period or comma, not a decimal point") {
   CHECK(tokenize_13a("It costs 5.") == "It costs 5 .");
   CHECK(tokenize_13a("1, 2, 3,") == "1 , 2 , 3 ,");
