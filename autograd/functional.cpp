@@ -24,12 +24,13 @@ void check_float(const char* op, const Tensor& t) {
                             t.shape().str()));
 }
 
-// fn(n0, n1) over rows [0, N) of C values each, split between threads when there are enough
-// values for it to pay off.
+// Rows per chunk: enough that a chunk holds about simd::kGrain values.
 int64_t row_grain(int64_t C) {
   return std::max<int64_t>(1, simd::kGrain / std::max<int64_t>(C, 1));
 }
 
+// fn(n0, n1) over rows [0, N) of C values each, split between threads when there are enough
+// values for it to pay off.
 template <typename F>
 void for_rows(int64_t N, int64_t C, F fn) {
   parallel_for(N, row_grain(C), fn);
@@ -72,9 +73,7 @@ void softmax_row(const float* x, float* y, int64_t C) {
 // y = x - logsumexp(x) over one row.
 void log_softmax_row(const float* x, float* y, int64_t C) {
   const float m = simd::max(x, C);
-  const batch mb(m);
-  simd::map(x, y, C, [&](batch v) { return xsimd::exp(v - mb); });
-  const batch lse(m + std::log(simd::sum(y, C)));
+  const batch lse(m + std::log(simd::sum_exp(x, C, m)));
   simd::map(x, y, C, [&](batch v) { return v - lse; });
 }
 
