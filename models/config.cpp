@@ -143,8 +143,14 @@ TransformerConfig TransformerConfig::from_json(const std::string& text, const st
     if (!set_field(c, key, value, fmt::format("config: {}: '{}'", source, key)) &&
         !kIgnoredKeys.count(key))
       throw Error(fmt::format("config: {}: unknown key '{}'", source, key));
-  if (j.contains("id2label") && !j.contains("num_labels") && j["id2label"].is_object())
-    c.num_labels = static_cast<int64_t>(j["id2label"].size());
+  // Hugging Face derives num_labels from id2label; a config that gives both must agree.
+  if (j.contains("id2label") && j["id2label"].is_object()) {
+    const auto labels = static_cast<int64_t>(j["id2label"].size());
+    if (j.contains("num_labels") && c.num_labels != labels)
+      throw Error(fmt::format("config: {}: num_labels is {} but id2label names {} labels", source,
+                              c.num_labels, labels));
+    c.num_labels = labels;
+  }
   try {
     c.validate();
   } catch (const Error& e) {

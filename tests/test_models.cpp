@@ -776,6 +776,14 @@ TEST_CASE("config: id2label sets num_labels, hidden_act picks the activation") {
           "id2label": {"0": "NEGATIVE", "1": "POSITIVE"}})",
       "hf");
   CHECK(c.num_labels == 2);
+  const std::string both = R"({"hidden_size": 8, "num_attention_heads": 2, "intermediate_size": 16,
+      "num_labels": 3, "id2label": {"0": "a", "1": "b", "2": "c"}})";
+  CHECK(TransformerConfig::from_json(both, "hf").num_labels == 3);
+  auto disagree = both;
+  disagree.replace(disagree.find("\"num_labels\": 3"), std::string("\"num_labels\": 3").size(),
+                   "\"num_labels\": 4");
+  check_error([&] { TransformerConfig::from_json(disagree, "hf"); },
+              {"config: hf", "num_labels is 4", "id2label names 3 labels"});
   manual_seed(8);
   Tensor x = randn({1, 3, 8});
   for (const std::string act : {"relu", "gelu", "gelu_new"}) {

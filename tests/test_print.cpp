@@ -28,6 +28,7 @@ TEST_CASE("print: integer-valued floats, scientific notation, scalars, infinitie
   CHECK(to_string(tensor({{0.5f, -INFINITY}, {1.25f, 2.0f}})) ==
         "tensor([[0.5000,   -inf],\n        [1.2500, 2.0000]])");
   CHECK(to_string(zeros({0, 3})) == "tensor([], size=(0, 3))");
+  CHECK(to_string(zeros({0})) == "tensor([])");  // one dimension: torch names no size
   CHECK(to_string(Shape{1, 5, 768}) == "torch.Size([1, 5, 768])");
   CHECK(fmt::format("{}", Shape{1, 5, 5}) == "torch.Size([1, 5, 5])");
 }
