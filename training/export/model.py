@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-#anatomy's TransformerConfig defaults (models/config.hpp), for keys a config.json leaves out.
+# anatomy's TransformerConfig defaults (models/config.hpp), for keys a config.json leaves out.
 DEFAULTS = dict(vocab_size=30522, hidden_size=768, num_attention_heads=12, num_hidden_layers=12,
                 intermediate_size=3072, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
                 max_position_embeddings=512, layer_norm_eps=1e-12, num_labels=3, hidden_act="gelu",
@@ -123,10 +123,10 @@ class Embeddings(nn.Module):
         else:
             self.position_embeddings = nn.Embedding(config.max_position_embeddings,
                                                     config.hidden_size)
-#BERT's sentence A/B table, when the config has token types
+        # BERT's sentence A/B table, when the config has token types
         if config.type_vocab_size > 0:
             self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
-#GPT's layout has no norm after the embeddings
+        # GPT's layout has no norm after the embeddings
         self.layer_norm = layer_norm(config) if config.embedding_layer_norm else nn.Identity()
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
@@ -193,7 +193,7 @@ class TransformerForSequenceClassification(nn.Module):
         x = self.encoder(x, attention_mask)[:, 0, :]  # the hidden state of the first token
         return self.classifier(self.dropout(x))
 
-#-- - the decoder : the book 's homework, in the book' s style -- -
+# --- the decoder: the book's homework, in the book's style ---
 
 class TransformerDecoderLayer(nn.Module):
     def __init__(self, config, cross_attention=True):
