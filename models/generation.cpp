@@ -20,6 +20,23 @@ void reorder(DecoderCache& cache, const Tensor& rows) {
 
 Tensor last_position(const Tensor& logits) { return logits.select(1, logits.size(1) - 1); }
 
+// The k best extensions of one beam, best first: scores base + logp[v], ties to the smaller
+// token. One pass that keeps a short sorted list: almost every token scores below the list's
+// last and costs one comparison.
+void best_extensions(const float* logp, int64_t V, float base, int64_t k,
+                     std::vector<std::pair<float, int64_t>>& top) {
+  top.clear();
+  for (int64_t v = 0; v < V; ++v) {
+    const float score = base + logp[v];
+    if (static_cast<int64_t>(top.size()) == k && !(score > top.back().first)) continue;
+    // After every entry of an equal score: those have smaller tokens.
+    const auto at = std::upper_bound(top.begin(), top.end(), score,
+                                     [](float s, const auto& e) { return s > e.first; });
+    top.insert(at, {score, v});
+    if (static_cast<int64_t>(top.size()) > k) top.pop_back();
+  }
+}
+
 }  // namespace
 
 std::vector<Generated> greedy_decode(Seq2SeqTransformer& model, const Tensor& source_ids,
@@ -27,36 +44,204 @@ std::vector<Generated> greedy_decode(Seq2SeqTransformer& model, const Tensor& so
   NoGradGuard no_grad;
   use_cache = use_cache && model.decoder->has_kv_cache();
   const int64_t B = source_ids.size(0);
-  auto [memory, source_mask] = model.encode(source_ids);
+  auto encoded = model.encode(source_ids);
+  Tensor memory = encoded.first, source_mask = encoded.second;
   std::vector<Generated> out(B);
-  std::vector<bool> done(B, false);
-  std::vector<int64_t> sequence(B, bos);  // [t, B] step-major: each step appends B tokens
-  int64_t t = 1;
+  // The rows still decoding. A sentence that has ended leaves the decoder's batch (and its keys
+  // and values the cache), so the steps after it cost only what the others need.
+  std::vector<int64_t> alive(B);
+  std::iota(alive.begin(), alive.end(), 0);
   DecoderCache cache;
-  for (int64_t step = 0; step < max_length; ++step) {
-    // `sequence` is stored step-major ([t, B]); the decoder wants [B, t], or [B, 1] with a cache.
-    Tensor ids = use_cache
-                     ? from_vector(std::vector<int64_t>(sequence.end() - B, sequence.end()), {B, 1})
-                     : from_vector(sequence, {t, B}).t().contiguous();
-    Tensor logits =
-        last_position(model.decode(ids, memory, source_mask, use_cache ? &cache : nullptr));
-    Tensor next = argmax(logits, -1);
-    const auto next_ids = next.to_int_vector();
-    bool all_done = true;
-    for (int64_t b = 0; b < B; ++b) {
-      if (!done[b]) {
-        out[b].logits.push_back(logits.select(0, b).clone());
-        if (next_ids[b] == eos) {
-          done[b] = true;
-        } else {
-          out[b].tokens.push_back(next_ids[b]);
-        }
+  for (int64_t step = 0; step < max_length && !alive.empty(); ++step) {
+    const int64_t n = static_cast<int64_t>(alive.size());
+    // With a cache each row feeds its newest token ([n, 1]); without, its whole prefix.
+    std::vector<int64_t> feed;
+    for (const int64_t r : alive) {
+      if (use_cache) {
+        feed.push_back(out[r].tokens.empty() ? bos : out[r].tokens.back());
+      } else {
+        feed.push_back(bos);
+        feed.insert(feed.end(), out[r].tokens.begin(), out[r].tokens.end());
       }
-      all_done = all_done && done[b];
     }
-    for (int64_t b = 0; b < B; ++b) sequence.push_back(done[b] ? eos : next_ids[b]);
-    ++t;
-    if (all_done) break;
+    const Tensor ids = from_vector(feed, {n, use_cache ? 1 : step + 1});
+    const Tensor logits =
+        last_position(model.decode(ids, memory, source_mask, use_cache ? &cache : nullptr));
+    const auto next = argmax(logits, -1).to_int_vector();
+    std::vector<int64_t> keep;  // positions in `alive` of the rows that go on
+    for (int64_t i = 0; i < n; ++i) {
+      out[alive[i]].logits.push_back(logits.select(0, i).clone());
+      if (next[i] != eos) {
+        out[alive[i]].tokens.push_back(next[i]);
+        keep.push_back(i);
+      }
+    }
+    if (keep.empty()) break;
+    if (static_cast<int64_t>(keep.size()) == n) continue;
+    const Tensor index = from_vector(keep, {static_cast<int64_t>(keep.size())});
+    memory = index_select(memory, 0, index);
+    source_mask = index_select(source_mask, 0, index);
+    if (use_cache) reorder(cache, index);
+    std::vector<int64_t> still;
+    for (const int64_t i : keep) still.push_back(alive[i]);
+    alive = std::move(still);
+  }
+  return out;
+}
+
+std::vector<Generated> beam_search(Seq2SeqTransformer& model, const Tensor& source_ids, int64_t bos,
+                                   int64_t eos, const std::vector<int64_t>& max_lengths,
+                                   const BeamSearchOptions& o) {
+  if (source_ids.dim() != 2)
+    throw Error(
+        fmt::format("beam_search: expected source ids [B, S], got {}", source_ids.shape().str()));
+  const int64_t B = source_ids.size(0);
+  if (static_cast<int64_t>(max_lengths.size()) != B)
+    throw Error(
+        fmt::format("beam_search: {} source rows but {} max lengths", B, max_lengths.size()));
+  if (o.beam_size < 1)
+    throw Error(fmt::format("beam_search: beam size must be >= 1 (got {})", o.beam_size));
+  NoGradGuard no_grad;
+  const bool use_cache = o.use_cache && model.decoder->has_kv_cache();
+  const auto encoded = model.encode(source_ids);
+  const Tensor &memory = encoded.first, &source_mask = encoded.second;
+  struct Hyp {
+    std::vector<int64_t> tokens;
+    float logp;
+    bool ended = false;  // closed by the end token (which then counts in the length)
+  };
+  auto normalized = [&](const Hyp& h) {
+    const double len = static_cast<double>(h.tokens.size() + (h.ended ? 1 : 0));
+    return o.length_penalty == 0.0f
+               ? h.logp
+               : static_cast<float>(h.logp / std::pow((5.0 + len) / 6.0, o.length_penalty));
+  };
+  // Each sentence's open beams and finished hypotheses. The open beams of all sentences still
+  // searching are the rows of one decoder batch, sentence after sentence.
+  std::vector<std::vector<Hyp>> beams(B, std::vector<Hyp>{{{}, 0.0f}});
+  std::vector<std::vector<Hyp>> finished(B);
+  std::vector<Generated> out(B);
+  auto finish = [&](int64_t s) {  // the best of sentence s's hypotheses becomes its output
+    for (auto& h : beams[s]) finished[s].push_back(std::move(h));  // still open: cut short
+    beams[s].clear();
+    const Hyp* best = nullptr;
+    float best_score = -INFINITY;
+    for (const auto& h : finished[s]) {
+      const float score = normalized(h);
+      if (!best || score > best_score) best = &h, best_score = score;
+    }
+    if (best) out[s].tokens = best->tokens, out[s].score = best_score;
+  };
+  std::vector<int64_t> row_sentence;  // which sentence each decoder row belongs to
+  for (int64_t s = 0; s < B; ++s) {
+    if (max_lengths[s] < 1)
+      finish(s);
+    else
+      row_sentence.push_back(s);
+  }
+  DecoderCache cache;
+  Tensor memory_rows, mask_rows;  // the encoder's output and mask, one row per decoder row
+  auto take_rows = [&](const std::vector<int64_t>& rows) {
+    const Tensor index = from_vector(rows, {static_cast<int64_t>(rows.size())});
+    if (!memory_rows.defined()) {  // the first step: rows are sentences
+      memory_rows = index_select(memory, 0, index);
+      mask_rows = index_select(source_mask, 0, index);
+      return;
+    }
+    memory_rows = index_select(memory_rows, 0, index);
+    mask_rows = index_select(mask_rows, 0, index);
+    if (use_cache) reorder(cache, index);
+  };
+  if (!row_sentence.empty()) take_rows(row_sentence);
+  std::vector<int64_t> last(row_sentence.size(), bos);  // each row's newest token
+  for (int64_t step = 0; !row_sentence.empty(); ++step) {
+    const int64_t n = static_cast<int64_t>(row_sentence.size());
+    Tensor ids;
+    if (use_cache) {
+      ids = from_vector(last, {n, 1});
+    } else {  // the whole prefix of every row, recomputed
+      std::vector<int64_t> prefix;
+      for (int64_t r = 0, s = -1, b = 0; r < n; ++r) {
+        b = row_sentence[r] == s ? b + 1 : 0;
+        s = row_sentence[r];
+        prefix.push_back(bos);
+        prefix.insert(prefix.end(), beams[s][b].tokens.begin(), beams[s][b].tokens.end());
+      }
+      ids = from_vector(prefix, {n, step + 1});
+    }
+    const auto lp =
+        log_softmax(
+            last_position(model.decode(ids, memory_rows, mask_rows, use_cache ? &cache : nullptr)),
+            -1)
+            .to_vector();  // [n, V]
+    const int64_t V = static_cast<int64_t>(lp.size()) / n;
+    // Candidates: every beam extended by every token, best first (ties: the smaller token,
+    // then the earlier beam). Only a row's own best 2·beam can be among its sentence's best
+    // 2·beam, which are enough to fill the beams after removing the ones that ended. The rows
+    // find theirs in parallel.
+    using Candidate = std::tuple<float, int64_t, int64_t>;  // (score, token, beam)
+    auto better = [](const Candidate& a, const Candidate& b) {
+      return std::get<0>(a) > std::get<0>(b) ||
+             (std::get<0>(a) == std::get<0>(b) &&
+              std::make_pair(std::get<1>(a), std::get<2>(a)) <
+                  std::make_pair(std::get<1>(b), std::get<2>(b)));
+    };
+    const int64_t keep = 2 * o.beam_size;
+    std::vector<float> base(n);
+    for (int64_t r = 0, b = 0; r < n; ++r) {
+      b = r > 0 && row_sentence[r] == row_sentence[r - 1] ? b + 1 : 0;
+      base[r] = beams[row_sentence[r]][b].logp;
+    }
+    std::vector<std::vector<std::pair<float, int64_t>>> row_best(n);
+    parallel_for(n, 8, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)
+        best_extensions(lp.data() + r * V, V, base[r], std::min(keep, V), row_best[r]);
+    });
+    std::vector<int64_t> next_rows, next_sentence;
+    std::vector<int64_t> next_last;
+    std::vector<Candidate> cand;
+    for (int64_t first = 0; first < n;) {
+      const int64_t s = row_sentence[first];
+      const int64_t nb = static_cast<int64_t>(beams[s].size());
+      cand.clear();
+      for (int64_t b = 0; b < nb; ++b)
+        for (const auto& [score, v] : row_best[first + b]) cand.emplace_back(score, v, b);
+      const int64_t k = std::min<int64_t>(keep, static_cast<int64_t>(cand.size()));
+      std::partial_sort(cand.begin(), cand.begin() + k, cand.end(), better);
+      std::vector<Hyp> next;
+      for (int64_t i = 0; i < k && static_cast<int64_t>(next.size()) < o.beam_size; ++i) {
+        const auto [score, v, b] = cand[i];
+        if (v == eos) {
+          if (static_cast<int64_t>(finished[s].size()) < o.beam_size)
+            finished[s].push_back({beams[s][b].tokens, score, true});
+          continue;
+        }
+        Hyp h{beams[s][b].tokens, score, false};
+        h.tokens.push_back(v);
+        next.push_back(std::move(h));
+        next_rows.push_back(first + b);
+        next_last.push_back(v);
+      }
+      // Stop once beam_size hypotheses have ended; the best is chosen among them. The open
+      // beams do not compete: cut short, their log-probability lacks the terms of the tokens
+      // still to come, which would make a half sentence look better than every finished one.
+      const bool done = static_cast<int64_t>(finished[s].size()) >= o.beam_size || next.empty() ||
+                        step + 1 >= max_lengths[s];
+      if (done) {
+        next_rows.resize(next_rows.size() - next.size());
+        next_last.resize(next_last.size() - next.size());
+        beams[s] = static_cast<int64_t>(finished[s].size()) >= o.beam_size ? std::vector<Hyp>{}
+                                                                           : std::move(next);
+        finish(s);
+      } else {
+        next_sentence.insert(next_sentence.end(), next.size(), s);
+        beams[s] = std::move(next);
+      }
+      first += nb;
+    }
+    row_sentence = std::move(next_sentence);
+    last = std::move(next_last);
+    if (!row_sentence.empty()) take_rows(next_rows);
   }
   return out;
 }
@@ -66,86 +251,8 @@ Generated beam_search(Seq2SeqTransformer& model, const Tensor& source_ids, int64
   if (source_ids.dim() != 2 || source_ids.size(0) != 1)
     throw Error(fmt::format("beam_search: expected one source row [1, S], got {}",
                             source_ids.shape().str()));
-  if (beam_size < 1)
-    throw Error(fmt::format("beam_search: beam size must be >= 1 (got {})", beam_size));
-  NoGradGuard no_grad;
-  auto [memory1, mask1] = model.encode(source_ids);
-  struct Hyp {
-    std::vector<int64_t> tokens;
-    float logp;
-    bool ended = false;  // closed by the end token (which then counts in the length)
-  };
-  auto normalized = [&](const Hyp& h) {
-    const double len = static_cast<double>(h.tokens.size() + (h.ended ? 1 : 0));
-    return length_penalty == 0.0f
-               ? h.logp
-               : static_cast<float>(h.logp / std::pow((5.0 + len) / 6.0, length_penalty));
-  };
-  std::vector<Hyp> beams{{{}, 0.0f}};
-  std::vector<Hyp> finished;
-  DecoderCache cache;
-  Tensor last = from_vector(std::vector<int64_t>{bos}, {1, 1});
-  for (int64_t step = 0; step < max_length && !beams.empty(); ++step) {
-    const int64_t n = static_cast<int64_t>(beams.size());
-    Tensor memory = memory1.expand({n, memory1.size(1), memory1.size(2)});
-    Tensor mask = mask1.expand({n, 1, mask1.size(2)});
-    Tensor logp =
-        log_softmax(last_position(model.decode(last, memory, mask, &cache)), -1);  // [n, V]
-    const int64_t V = logp.size(1);
-    const auto lp = logp.to_vector();
-    // Candidates: every beam extended by every token; keep the best 2·beam to fill beams
-    // after removing finished ones.
-    std::vector<std::tuple<float, int64_t, int64_t>> cand;  // (score, beam, token)
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t v = 0; v < V; ++v) cand.emplace_back(beams[b].logp + lp[b * V + v], b, v);
-    const size_t keep = std::min(cand.size(), static_cast<size_t>(2 * beam_size));
-    std::partial_sort(
-        cand.begin(), cand.begin() + static_cast<int64_t>(keep), cand.end(),
-        [](const auto& a, const auto& b) {
-          return std::get<0>(a) > std::get<0>(b) ||
-                 (std::get<0>(a) == std::get<0>(b) && std::get<2>(a) < std::get<2>(b));
-        });
-    std::vector<Hyp> next;
-    std::vector<int64_t> rows, tokens;
-    for (size_t i = 0; i < keep && static_cast<int64_t>(next.size()) < beam_size; ++i) {
-      auto [score, b, v] = cand[i];
-      if (v == eos) {
-        if (static_cast<int64_t>(finished.size()) < beam_size)
-          finished.push_back({beams[b].tokens, score, true});
-        continue;
-      }
-      Hyp h{beams[b].tokens, score, false};
-      h.tokens.push_back(v);
-      next.push_back(h);
-      rows.push_back(b);
-      tokens.push_back(v);
-    }
-    // Stop once beam_size hypotheses have ended; the best is chosen among them. The open beams
-    // do not compete: cut short, their log-probability lacks the terms of the tokens still to
-    // come, which would make a half sentence look better than every finished one.
-    if (static_cast<int64_t>(finished.size()) >= beam_size) {
-      beams.clear();
-      break;
-    }
-    beams = next;
-    if (beams.empty()) break;
-    const Tensor row_index = from_vector(rows, {static_cast<int64_t>(rows.size())});
-    reorder(cache, row_index);
-    last = from_vector(tokens, {static_cast<int64_t>(tokens.size()), 1});
-  }
-  for (const auto& h : beams) finished.push_back(h);  // still open at max_length
-  const Hyp* best = nullptr;
-  float best_score = -INFINITY;
-  for (const auto& h : finished) {
-    const float s = normalized(h);
-    if (!best || s > best_score) best = &h, best_score = s;
-  }
-  Generated g;
-  if (best) {
-    g.tokens = best->tokens;
-    g.score = best_score;
-  }
-  return g;
+  return beam_search(model, source_ids, bos, eos, {max_length},
+                     {.beam_size = beam_size, .length_penalty = length_penalty})[0];
 }
 
 Generated generate(TransformerForCausalLM& model, const std::vector<int64_t>& prompt,

@@ -23,8 +23,23 @@ std::vector<Generated> greedy_decode(Seq2SeqTransformer& model, const Tensor& so
                                      int64_t bos_id, int64_t eos_id, int64_t max_length,
                                      bool use_cache = true);
 
-// Beam search for one source row ([1, S]); beam_size 1 equals greedy. Scores are divided by
-// ((5 + length) / 6)^length_penalty (GNMT's length normalization; 0 disables it).
+struct BeamSearchOptions {
+  int64_t beam_size = 4;
+  // Scores are divided by ((5 + length) / 6)^length_penalty (GNMT's length normalization; 0
+  // disables it).
+  float length_penalty = 0.6f;
+  bool use_cache = true;
+};
+
+// Beam search for every source row (ids [B, S], padded with config.pad_token_id), row b
+// decoding at most max_lengths[b] tokens: the open beams of all rows are one decoder batch
+// per step. beam_size 1 equals greedy.
+std::vector<Generated> beam_search(Seq2SeqTransformer& model, const Tensor& source_ids,
+                                   int64_t bos_id, int64_t eos_id,
+                                   const std::vector<int64_t>& max_lengths,
+                                   const BeamSearchOptions& options = {});
+
+// The same for one source row ([1, S]).
 Generated beam_search(Seq2SeqTransformer& model, const Tensor& source_ids, int64_t bos_id,
                       int64_t eos_id, int64_t max_length, int64_t beam_size,
                       float length_penalty = 0.6f);

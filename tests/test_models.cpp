@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <set>
 #include "helpers.hpp"
 #include "models/models.hpp"
 
@@ -631,6 +632,102 @@ TEST_CASE("beam search scores each beam's extensions with that beam's own log-pr
     CHECK(wide.score == doctest::Approx(best).epsilon(1e-4));
   }
   CHECK(traps > 0);
+}
+
+TEST_CASE("greedy decoding of a padded batch finds what each sentence finds alone") {
+  // Rows that end early leave the batch: the others must decode on as if alone. Seeds are tried
+  // until the three sentences end at three different steps, before the length limit.
+  const int64_t bos = 1, eos = 2, max_length = 8;
+  const std::vector<std::vector<int64_t>> sources{{5, 6, 7}, {9, 8, 7, 6, 5}, {11, 4}};
+  const Tensor batch = tensor({{5, 6, 7, 0, 0}, {9, 8, 7, 6, 5}, {11, 4, 0, 0, 0}});
+  NoGradGuard no_grad;
+  bool found = false;
+  for (uint64_t seed = 40; seed < 140 && !found; ++seed) {
+    manual_seed(seed);
+    Seq2SeqTransformer s2s(small());
+    s2s.eval();
+    float* w = s2s.generator->weight.data_ptr<float>();
+    for (int64_t i = 0; i < s2s.generator->weight.numel(); ++i) w[i] *= 6.0f;
+    s2s.generator->bias.data_ptr<float>()[eos] += 2.0f;  // ends within reach
+    std::vector<Generated> alone;
+    std::set<size_t> lengths;
+    for (const auto& s : sources) {
+      alone.push_back(greedy_decode(s2s, from_vector(s, {1, static_cast<int64_t>(s.size())}), bos,
+                                    eos, max_length)[0]);
+      lengths.insert(alone.back().tokens.size());
+    }
+    if (lengths.size() < 3 || *lengths.rbegin() >= static_cast<size_t>(max_length)) continue;
+    found = true;
+    CAPTURE(seed);
+    for (const bool use_cache : {true, false}) {
+      CAPTURE(use_cache);
+      const auto together = greedy_decode(s2s, batch, bos, eos, max_length, use_cache);
+      for (size_t b = 0; b < sources.size(); ++b) {
+        CAPTURE(b);
+        CHECK(together[b].tokens == alone[b].tokens);
+        // One step's logits per token, and one for the step that chose the end token.
+        REQUIRE(together[b].logits.size() == alone[b].tokens.size() + 1);
+        for (size_t i = 0; i < together[b].logits.size(); ++i)
+          CHECK_CLOSE(together[b].logits[i], alone[b].logits[i], 1e-5, 1e-4);
+      }
+    }
+  }
+  CHECK(found);
+}
+
+TEST_CASE("beam search over a padded batch finds what each sentence finds alone") {
+  const int64_t bos = 1, eos = 2;
+  const std::vector<std::vector<int64_t>> sources{{5, 6, 7}, {9, 8, 7, 6, 5}, {11, 4}, {20}};
+  const std::vector<int64_t> max_lengths{4, 7, 3, 0};
+  // A model whose three searches go three ways (so that a batch that mixed their rows up would
+  // show): at initialization most sources decode alike, so seeds are tried until one differs.
+  std::unique_ptr<Seq2SeqTransformer> s2s;
+  std::vector<Generated> alone;
+  NoGradGuard no_grad;
+  for (uint64_t seed = 31; seed < 90; ++seed) {
+    manual_seed(seed);
+    s2s = std::make_unique<Seq2SeqTransformer>(small());
+    s2s->eval();
+    // Sharper outputs (see above).
+    float* w = s2s->generator->weight.data_ptr<float>();
+    for (int64_t i = 0; i < s2s->generator->weight.numel(); ++i) w[i] *= 6.0f;
+    alone.clear();
+    for (size_t b = 0; b < sources.size(); ++b)
+      alone.push_back(
+          beam_search(*s2s, from_vector(sources[b], {1, static_cast<int64_t>(sources[b].size())}),
+                      bos, eos, max_lengths[b], 3, 0.6f));
+    if (alone[0].tokens != alone[1].tokens && alone[1].tokens != alone[2].tokens &&
+        alone[0].tokens != alone[2].tokens)
+      break;
+  }
+  REQUIRE(alone[0].tokens != alone[1].tokens);
+  REQUIRE(alone[1].tokens != alone[2].tokens);
+  REQUIRE(alone[0].tokens != alone[2].tokens);
+  CHECK(alone[3].tokens.empty());
+  // Each stays within its own length.
+  for (size_t b = 0; b < sources.size(); ++b)
+    CHECK(static_cast<int64_t>(alone[b].tokens.size()) <= max_lengths[b]);
+  const Tensor batch =
+      tensor({{5, 6, 7, 0, 0}, {9, 8, 7, 6, 5}, {11, 4, 0, 0, 0}, {20, 0, 0, 0, 0}});
+  for (const bool use_cache : {true, false}) {
+    CAPTURE(use_cache);
+    const auto together =
+        beam_search(*s2s, batch, bos, eos, max_lengths,
+                    {.beam_size = 3, .length_penalty = 0.6f, .use_cache = use_cache});
+    REQUIRE(together.size() == sources.size());
+    for (size_t b = 0; b < sources.size(); ++b) {
+      CAPTURE(b);
+      CHECK(together[b].tokens == alone[b].tokens);
+      CHECK(together[b].score == doctest::Approx(alone[b].score).epsilon(1e-5));
+    }
+  }
+  check_error(
+      [&] {
+        beam_search(*s2s, batch, bos, eos, {4, 7});
+      },
+      {"beam_search", "4 source rows", "2 max lengths"});
+  check_error([&] { beam_search(*s2s, batch, bos, eos, max_lengths, {.beam_size = 0}); },
+              {"beam_search", "beam size must be >= 1", "got 0"});
 }
 
 // Hugging Face BERT names onto the book's encoder (models/bert_checkpoint.hpp). The values are

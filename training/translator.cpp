@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "data/data.hpp"
@@ -52,32 +53,31 @@ std::vector<std::string> Translator::translate(const std::vector<std::string>& t
     const int64_t want = max_length > 0 ? max_length : static_cast<int64_t>(ids[i].size()) * 2 + 10;
     return std::min<int64_t>(want, config.max_position_embeddings - 1);
   };
-  if (beam <= 1) {
-    // Greedy, in batches of sentences of similar length.
-    std::vector<size_t> order(texts.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return ids[a].size() < ids[b].size(); });
-    for (size_t start = 0; start < order.size(); start += 64) {
-      const size_t end = std::min(order.size(), start + 64);
-      std::vector<std::vector<int64_t>> rows;
-      int64_t max_len = 0;
-      for (size_t k = start; k < end; ++k) {
-        rows.push_back(ids[order[k]]);
-        max_len = std::max(max_len, limit(order[k]));
-      }
-      auto results = models::greedy_decode(*model, data::pad_batch(rows, config.pad_token_id), bos,
-                                           eos, max_len);
-      for (size_t k = start; k < end; ++k)
-        out[order[k]] = target->decode(results[k - start].tokens);
+  // Sentences of similar length decode together (less padding), up to 256 rows of the
+  // decoder's batch at a time: a sentence is one row in greedy decoding and `beam` rows in beam
+  // search. A step's cost is mostly reading the weights (the output layer's most), whatever
+  // the rows, so bigger batches pay it for more sentences.
+  const size_t per_batch =
+      static_cast<size_t>(std::max<int64_t>(1, 256 / std::max<int64_t>(beam, 1)));
+  std::vector<size_t> order(texts.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return ids[a].size() < ids[b].size(); });
+  for (size_t start = 0; start < order.size(); start += per_batch) {
+    const size_t end = std::min(order.size(), start + per_batch);
+    std::vector<std::vector<int64_t>> rows;
+    std::vector<int64_t> limits;
+    for (size_t k = start; k < end; ++k) {
+      rows.push_back(ids[order[k]]);
+      limits.push_back(limit(order[k]));
     }
-    return out;
-  }
-  for (size_t i = 0; i < texts.size(); ++i) {
-    const auto g =
-        models::beam_search(*model, from_vector(ids[i], {1, static_cast<int64_t>(ids[i].size())}),
-                            bos, eos, limit(i), beam, length_penalty);
-    out[i] = target->decode(g.tokens);
+    const Tensor batch = data::pad_batch(rows, config.pad_token_id);
+    const auto results =
+        beam <= 1 ? models::greedy_decode(*model, batch, bos, eos,
+                                          *std::max_element(limits.begin(), limits.end()))
+                  : models::beam_search(*model, batch, bos, eos, limits,
+                                        {.beam_size = beam, .length_penalty = length_penalty});
+    for (size_t k = start; k < end; ++k) out[order[k]] = target->decode(results[k - start].tokens);
   }
   return out;
 }
