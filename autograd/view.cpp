@@ -269,8 +269,13 @@ std::vector<Tensor> split(const Tensor& a, const std::vector<int64_t>& sizes, in
 
 std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
   dim = wrap_dim("split", dim, a.dim());
-  if (split_size <= 0)
-    throw Error(fmt::format("split: split_size must be positive (got {})", split_size));
+  // As torch: 0 only splits an empty dimension (into one empty part).
+  if (split_size < 0)
+    throw Error(fmt::format("split: split_size must be non-negative (got {})", split_size));
+  if (split_size == 0 && a.size(dim) != 0)
+    throw Error(fmt::format(
+        "split: split_size can only be 0 if dimension size is 0, but got dimension size of {}",
+        a.size(dim)));
   std::vector<int64_t> sizes;
   for (int64_t left = a.size(dim); left > 0; left -= split_size)
     sizes.push_back(std::min(left, split_size));

@@ -1,6 +1,7 @@
 // The chapter's shapes, masks, the KV cache, configs and input validation.
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -398,6 +399,17 @@ TEST_CASE("sampling with top-k 1 is greedy, token 0 included") {
   manual_seed(9);
   CHECK(generate(lm, {2, 5}, 4, {.temperature = 1.0f, .top_k = 1}).tokens == greedy);
   CHECK(generate(lm, {2, 5}, 4, {.temperature = 1.0f, .top_p = 0.5f}).tokens == greedy);
+  // Each option out of range is refused on its own, naming the three limits and what came.
+  const std::vector<SamplingOptions> bad{
+      {.temperature = -1.0f}, {.top_p = 0.0f}, {.top_p = 1.5f}, {.top_k = -1}};
+  for (const auto& o : bad)
+    check_error(
+        [&] {
+          generate(lm, {2, 5}, 4, o);
+        },
+        {"generate", "temperature >= 0, 0 < top_p <= 1, top_k >= 0",
+         fmt::format("got {}, {}, {}", o.temperature, o.top_p, o.top_k)});
+  check_error([&] { generate(lm, {}, 4); }, {"generate: the prompt is empty"});
 }
 
 TEST_CASE("load_weights: a file in either attention layout loads into either model") {
@@ -860,6 +872,17 @@ TEST_CASE("load_bert_folder: a save_pretrained folder into the book's encoder, o
   for (const char* f : {"config.json", "model.safetensors", "vocab.txt"})
     fs::copy_file(golden + "/" + f, snapshot / f);
   CHECK(find_in_hugging_face_cache() == snapshot.string());
+  // A newer snapshot that lacks any one of the three files does not count either.
+  for (const char* missing : {"config.json", "model.safetensors", "vocab.txt"}) {
+    CAPTURE(missing);
+    const fs::path partial = snapshot.parent_path() / "def456";
+    fs::create_directories(partial);
+    for (const char* f : {"config.json", "model.safetensors", "vocab.txt"})
+      if (std::string(f) != missing) fs::copy_file(golden + "/" + f, partial / f);
+    fs::last_write_time(partial, fs::last_write_time(snapshot) + std::chrono::hours(1));
+    CHECK(find_in_hugging_face_cache() == snapshot.string());
+    fs::remove_all(partial);
+  }
   CHECK(find_in_hugging_face_cache("bert-large-cased") == "");
   unsetenv("HF_HUB_CACHE");
   fs::remove_all(tmp);

@@ -174,6 +174,13 @@ TEST_CASE("split, chunk, cat, stack") {
   CHECK(cat(parts).to_vector() == x.to_vector());
   CHECK(stack({x, x}).shape() == Shape{2, 10});
   CHECK(stack({x, x}, 1).shape() == Shape{10, 2});
+  // split_size 0 splits only an empty dimension, as in torch.
+  const auto empty_parts = split(zeros({0, 3}), 0);
+  REQUIRE(empty_parts.size() == 1);
+  CHECK(empty_parts[0].shape() == Shape{0, 3});
+  anatomy::testing::check_error([&] { split(x, 0); },
+                                {"split", "can only be 0 if dimension size is 0", "size of 10"});
+  anatomy::testing::check_error([&] { split(x, -1); }, {"split", "non-negative", "got -1"});
 }
 
 TEST_CASE("errors name the op, what was expected and what came") {
