@@ -98,6 +98,7 @@ bench: deps
 	./build/bench/benchmarks/gemm_benchmark
 	benchmarks/bench_models.sh build/bench/benchmarks/models_benchmark
 	benchmarks/busy_machine.sh build/bench
+	benchmarks/bench_decode.sh build/bench
 
 # Regenerates the PyTorch reference values of the parity tests (Debian's python3-torch).
 golden:
