@@ -34,7 +34,7 @@ std::string nearest_parameter(const std::vector<Tensor>& inputs,
   }
   for (const auto& n : start)
     if (n && seen.insert(n.get()).second) queue.push_back(n.get());
-  for (int visited = 0; !queue.empty() && visited < 100000; ++visited) {
+  while (!queue.empty()) {  // `seen` visits each node once: the graph is finite
     Node* node = queue.front();
     queue.pop_front();
     for (const auto& e : node->edges) {

@@ -183,10 +183,39 @@ TEST_CASE("split, chunk, cat, stack") {
   anatomy::testing::check_error([&] { split(x, -1); }, {"split", "non-negative", "got -1"});
 }
 
+TEST_CASE("max and min along the only dimension of a vector, and of a 0-d tensor") {
+  // torch.max(torch.tensor([1., 5., 2.]), 0) -> (tensor(5.), tensor(1))
+  const auto [v, i] = max(tensor({1.0f, 5.0f, 2.0f}), 0);
+  CHECK(v.dim() == 0);
+  CHECK(v.item<float>() == 5.0f);
+  CHECK(i.item<int64_t>() == 1);
+  const auto [lo, at] = min(tensor({1.0f, 5.0f, -2.0f}), 0, true);
+  CHECK(lo.shape() == Shape{1});
+  CHECK(lo.to_vector() == std::vector<float>{-2.0f});
+  CHECK(at.to_int_vector() == std::vector<int64_t>{2});
+  // A 0-d tensor is its own maximum, at index 0.
+  const auto [v0, i0] = max(full({}, 3.0f), 0);
+  CHECK(v0.dim() == 0);
+  CHECK(v0.item<float>() == 3.0f);
+  CHECK(i0.item<int64_t>() == 0);
+}
+
 TEST_CASE("errors name the op, what was expected and what came") {
   Tensor a = randn({5, 768}), b = randn({512, 64});
   check_error([&] { matmul(a, b); },
               {"mat1 and mat2 shapes cannot be multiplied (5x768 and 512x64)"});
+  // linear names its operands as torch's F.linear does: the input's rows, and the weight
+  // transposed.
+  check_error(
+      [&] {
+        linear(randn({5, 7}), randn({4, 6}));
+      },
+      {"mat1 and mat2 shapes cannot be multiplied (5x7 and 6x4)"});
+  check_error(
+      [&] {
+        linear(randn({2, 5, 7}), randn({4, 6}));
+      },
+      {"mat1 and mat2 shapes cannot be multiplied (10x7 and 6x4)"});
   // A batched operand: both shapes whole and the contracted sizes, not "mat1 and mat2".
   check_error(
       [&] {
