@@ -18,42 +18,17 @@ its length limit (2·source + 10); scores are divided by ((5 + length) / 6)^0.6.
 It prints the decoding time (tokenizing and loading excluded) as `decode_seconds: S`.
 """
 import argparse
-import json
 import math
 import os
-import subprocess
 import sys
 import time
 
 import torch
 import torch.nn.functional as F
 
+from corpus_reference import decode as detokenize, read_vocab, tokenize  # the same helpers
+
 ROWS = 256  # rows of a decoding batch, as anatomy's Translator: 256 sentences, or 256 / beam
-
-
-def tokenize(anatomy, tokenizer, texts):
-    out = subprocess.run([anatomy, "tokenize", "--tokenizer", tokenizer, "--format", "json"],
-                         input="\n".join(texts) + "\n", capture_output=True, text=True,
-                         check=True)
-    ids = [json.loads(line)["ids"] for line in out.stdout.splitlines()]
-    assert len(ids) == len(texts), (len(ids), len(texts))
-    return ids
-
-
-def read_vocab(path):
-    """vocab.txt as Vocabulary::save writes it: one token a line, \\\\ \\n \\r escaped."""
-    tokens = []
-    with open(path, encoding="utf-8", newline="\n") as f:
-        for line in f.read().split("\n")[:-1]:
-            tokens.append(line.replace("\\\\", "\0").replace("\\n", "\n").replace("\\r", "\r")
-                          .replace("\0", "\\"))
-    return tokens
-
-
-def detokenize(ids, vocab):
-    """Tokenizer::decode: specials dropped, "▁" marks a space, the leading one dropped."""
-    text = "".join(vocab[i] for i in ids if vocab[i] not in ("[PAD]", "[BOS]", "[EOS]"))
-    return text.replace("\u2581", " ").lstrip(" ")
 
 
 class CachedDecoder:
@@ -231,8 +206,7 @@ def main():
     bos, eos = vocab.index("[BOS]"), vocab.index("[EOS]")
     with open(a.input, encoding="utf-8") as f:
         texts = f.read().splitlines()
-    ids = [row or [vocab.index("[UNK]")] for row in
-           tokenize(a.anatomy, os.path.join(a.export, "source_tokenizer"), texts)]
+    ids = tokenize(a.anatomy, os.path.join(a.export, "source_tokenizer"), texts)
     dec = CachedDecoder(model)
     out = [None] * len(ids)
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
