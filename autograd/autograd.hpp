@@ -1,6 +1,7 @@
 // Everything of the autograd layer in one include.
 #pragma once
 
+#include "autograd/allocator.hpp"
 #include "autograd/anomaly.hpp"
 #include "autograd/engine.hpp"
 #include "autograd/function.hpp"

@@ -239,13 +239,20 @@ Tensor dropout(const Tensor& x, float p, bool training) {
   if (!training || p == 0.0f) return x;
   // Keep each element with probability 1-p and scale it by 1/(1-p), so the expected value is
   // unchanged and eval mode needs no rescaling.
-  Tensor mask = empty(x.shape());
   const float scale = p == 1.0f ? 0.0f : 1.0f / (1.0f - p);
-  auto& gen = default_generator();
+  Tensor xc = x.contiguous();
+  Tensor mask = empty(x.shape()), out = empty(x.shape());
+  const float* xp = xc.data();
   float* m = mask.data();
-  const int64_t n = mask.numel();
-  for (int64_t i = 0; i < n; ++i) m[i] = gen.uniform() >= p ? scale : 0.0f;
-  Tensor out = mul(x.detach(), mask);
+  float* y = out.data();
+  // One pass draws the mask and applies it; the draws are the default generator's, in element
+  // order, whatever the thread count.
+  parallel_draws(mask.numel(), 1, [&](Generator& gen, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      m[i] = gen.uniform() >= p ? scale : 0.0f;
+      y[i] = xp[i] * m[i];
+    }
+  });
   return record(out, "NativeDropoutBackward0", {x},
                 [mask](const Tensor& g) { return std::vector<Tensor>{mul(g, mask)}; });
 }

@@ -18,12 +18,31 @@ void Generator::seed_(uint64_t seed) {
   has_spare_ = false;
 }
 
+namespace {
+constexpr uint64_t kMultiplier = 6364136223846793005ULL;
+}
+
 uint32_t Generator::next_u32() {
   const uint64_t old = state_;
-  state_ = old * 6364136223846793005ULL + inc_;
+  state_ = old * kMultiplier + inc_;
   const auto xorshifted = static_cast<uint32_t>(((old >> 18u) ^ old) >> 27u);
   const auto rot = static_cast<uint32_t>(old >> 59u);
   return (xorshifted >> rot) | (xorshifted << ((32 - rot) & 31));
+}
+
+void Generator::advance(uint64_t delta) {
+  // One step is s -> a s + c; 2^i steps are s -> A_i s + C_i with A_{i+1} = A_i², C_{i+1} =
+  // (A_i + 1) C_i. The bits of delta pick which of those to compose.
+  uint64_t a = kMultiplier, c = inc_, acc_a = 1, acc_c = 0;
+  for (; delta > 0; delta >>= 1u) {
+    if (delta & 1u) {
+      acc_a *= a;
+      acc_c = acc_c * a + c;
+    }
+    c = (a + 1) * c;
+    a *= a;
+  }
+  state_ = acc_a * state_ + acc_c;
 }
 
 float Generator::uniform() { return static_cast<float>(next_u32() >> 8) * 0x1.0p-24f; }
@@ -68,9 +87,9 @@ Tensor randn(Shape shape) {
 Tensor rand(Shape shape) {
   Tensor t = empty(std::move(shape));
   float* p = t.data();
-  auto& g = default_generator();
-  const int64_t n = t.numel();
-  for (int64_t i = 0; i < n; ++i) p[i] = g.uniform();
+  parallel_draws(t.numel(), 1, [&](Generator& g, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) p[i] = g.uniform();
+  });
   return t;
 }
 

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "autograd/parallel.hpp"
+
 namespace anatomy {
 
 // PCG32 (O'Neill, 2014): small, fast, statistically sound, and trivially serializable.
@@ -15,6 +17,10 @@ class Generator {
   uint32_t next_u32();
   float uniform();  // [0, 1)
   float normal();   // N(0, 1), Box-Muller
+  // Moves the stream `delta` calls of next_u32 ahead in O(log delta) steps (Brown, "Random
+  // number generation with arbitrary strides", 1994: the LCG's multiply-add composed with
+  // itself by squaring), so that a thread can start at its share of one stream.
+  void advance(uint64_t delta);
   struct State {
     uint64_t state, inc;
     bool has_spare;
@@ -31,5 +37,21 @@ class Generator {
 
 Generator& default_generator();
 void manual_seed(uint64_t seed);
+
+// fn(gen, begin, end) over [0, n) in chunks split between threads, where `gen` is the default
+// generator jumped ahead to element `begin`, each element taking `draws` calls of next_u32.
+// Afterwards the default generator stands where a one-thread loop over all n would leave it, and
+// every element gets the numbers it would get from that loop, whatever the thread count.
+template <typename F>
+void parallel_draws(int64_t n, int64_t draws, F&& fn) {
+  Generator& g = default_generator();
+  const Generator start = g;
+  parallel_for(n, 32768, [&](int64_t begin, int64_t end) {
+    Generator local = start;
+    local.advance(static_cast<uint64_t>(begin * draws));
+    fn(local, begin, end);
+  });
+  g.advance(static_cast<uint64_t>(n * draws));
+}
 
 }  // namespace anatomy

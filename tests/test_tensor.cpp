@@ -105,6 +105,87 @@ TEST_CASE("randint, rand and randn use exactly their share of the generator's st
   CHECK(after == want);
 }
 
+TEST_CASE("Generator::advance(n) lands where n calls of next_u32 land") {
+  for (const uint64_t n : {0ull, 1ull, 2ull, 3ull, 37ull, 1000ull, 65536ull, 100003ull}) {
+    CAPTURE(n);
+    Generator stepped(7), jumped(7);
+    for (uint64_t i = 0; i < n; ++i) stepped.next_u32();
+    jumped.advance(n);
+    CHECK(jumped.get_state().state == stepped.get_state().state);
+    CHECK(jumped.next_u32() == stepped.next_u32());
+  }
+}
+
+// rand and dropout split their draws between threads, each chunk jumping ahead to its first
+// element: every element must get the number a one-thread loop over the stream gives it, and the
+// generator must end where that loop ends. 100003 elements make several chunks with 2 threads.
+TEST_CASE("rand and dropout draw the one-thread stream, in element order, with 2 threads") {
+  const int before = get_num_threads();
+  set_num_threads(2);
+  const int64_t n = 100003;
+  manual_seed(5);
+  Generator serial = default_generator();
+  Tensor r = rand({n});
+  std::vector<float> want(static_cast<size_t>(n));
+  for (auto& w : want) w = serial.uniform();
+  CHECK(r.to_vector() == want);
+  CHECK(default_generator().next_u32() == serial.next_u32());
+
+  manual_seed(6);
+  serial = default_generator();
+  Tensor x = randn({n});
+  for (int64_t i = 0; i < n; ++i) serial.normal();
+  Tensor y = dropout(x, 0.3f, true);
+  const auto xv = x.to_vector(), yv = y.to_vector();
+  int64_t agree = 0;
+  for (size_t i = 0; i < xv.size(); ++i)
+    agree += yv[i] == (serial.uniform() >= 0.3f ? xv[i] * (1.0f / 0.7f) : 0.0f);
+  CHECK(agree == n);
+  CHECK(default_generator().next_u32() == serial.next_u32());
+  set_num_threads(before);
+}
+
+TEST_CASE("the caching allocator hands a freed buffer of the same size class back") {
+  const size_t limit = cache_limit();
+  set_cache_limit(size_t{64} << 20);  // also where the sanitizer build caches nothing by default
+  empty_cache();
+  const AllocatorStats s0 = allocator_stats();
+  CHECK(s0.cached_bytes == 0);
+  const float* first = nullptr;
+  {
+    Tensor a = empty({1000, 100});  // 400000 bytes: the class of 393216..458752 is 458752
+    first = a.data();
+    CHECK(reinterpret_cast<uintptr_t>(first) % 64 == 0);
+    CHECK(allocator_stats().in_use_bytes == s0.in_use_bytes + 458752);
+  }
+  CHECK(allocator_stats().cached_bytes == 458752);
+  CHECK(allocator_stats().in_use_bytes == s0.in_use_bytes);
+  {
+    Tensor b = empty({110000});  // 440000 bytes: the same class, so the same buffer
+    CHECK(b.data() == first);
+    CHECK(allocator_stats().hits == s0.hits + 1);
+    CHECK(allocator_stats().cached_bytes == 0);
+    Tensor c = empty({120000});  // 480000 bytes: the next class (524288), a new buffer
+    CHECK(c.data() != first);
+    CHECK(allocator_stats().misses == s0.misses + 2);
+  }
+  CHECK(allocator_stats().cached_bytes == 458752 + 524288);
+  // Beyond the limit a freed buffer goes back to the system.
+  set_cache_limit(500000);
+  CHECK(allocator_stats().cached_bytes <= 500000);
+  empty_cache();
+  CHECK(allocator_stats().cached_bytes == 0);
+  { Tensor d = empty({110000}); }
+  CHECK(allocator_stats().cached_bytes == 458752);
+  { Tensor e = empty({120000}); }  // would make 983040 > 500000: freed instead
+  CHECK(allocator_stats().cached_bytes == 458752);
+  // Small buffers are never cached.
+  { Tensor f = empty({10}); }
+  CHECK(allocator_stats().cached_bytes == 458752);
+  set_cache_limit(limit);
+  empty_cache();
+}
+
 TEST_CASE("copies share storage, and views share storage and see writes") {
   Tensor a = zeros({2, 3});
   Tensor b = a;  // a cheap handle
