@@ -141,4 +141,18 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target,
                      const CrossEntropyOptions& options = {});
 Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
 
+// --- flash_attention.cpp ---
+struct FlashAttentionOptions {
+  Tensor bias;  // float, broadcasting to [..., Tq, Tk], added to the scaled scores (may need grad)
+  Tensor mask;  // 0/1, broadcasting to [..., Tq, Tk]: where 0 the key is hidden (score -inf)
+  float dropout_p = 0.0f;  // dropout on the weights, in training only
+  bool training = false;
+};
+// softmax(query keyᵀ / √D + bias, masked) value for query [..., Tq, D], key [..., Tk, D] and
+// value [..., Tk, Dv] with the same batch dims, fused: the [..., Tq, Tk] weights are never formed
+// (see flash_attention.cpp). A query whose every key is hidden gets zeros. Its result and
+// gradients are those of the composed ops, dropout's random draws included.
+Tensor flash_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                       const FlashAttentionOptions& options = {});
+
 }  // namespace anatomy

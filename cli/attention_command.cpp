@@ -119,6 +119,7 @@ Runner add_attention_command(CLI::App& app) {
       if (T > bert.config.max_position_embeddings)
         throw Error(fmt::format("attention: the input is {} tokens; this model reads at most {}", T,
                                 bert.config.max_position_embeddings));
+      models::set_output_attentions(*bert.model, true);
       bert.model->forward(
           from_vector(enc.input_ids, {1, T}), Tensor(),
           bert.config.type_vocab_size > 0 ? from_vector(enc.token_type_ids, {1, T}) : Tensor());
@@ -140,6 +141,7 @@ Runner add_attention_command(CLI::App& app) {
                                                   tr.config.max_position_embeddings - 1));
       std::vector<int64_t> tgt{tr.bos};
       tgt.insert(tgt.end(), out[0].tokens.begin(), out[0].tokens.end());
+      models::set_output_attentions(*tr.model, true);
       const Tensor logits =
           tr.model->forward(src_t, from_vector(tgt, {1, static_cast<int64_t>(tgt.size())}));
       const auto s = token_strings(*tr.source, src), t = token_strings(*tr.target, tgt);
@@ -164,6 +166,7 @@ Runner add_attention_command(CLI::App& app) {
       if (static_cast<int64_t>(ids.size()) > model.decoder->embeddings->max_positions)
         throw Error(fmt::format("attention: the text is {} tokens; this model reads at most {}",
                                 ids.size(), model.decoder->embeddings->max_positions));
+      models::set_output_attentions(model, true);
       const Tensor logits = model.forward(from_vector(ids, {1, static_cast<int64_t>(ids.size())}));
       const auto t = token_strings(*tok, ids);
       sections.push_back(section("decoder self-attention", t, t, model.decoder->self_attentions(),

@@ -91,6 +91,7 @@ int run(const RunOptions& o) {
       TransformerEncoder m(config);
       load_state(m, state, config);
       m.eval();
+      set_output_attentions(m, true);  // the attentions are outputs here
       out["last_hidden_state"] = m.forward(input, Tensor(), types);
       if (m.pooler) out["pooler_output"] = m.pooler->forward(out["last_hidden_state"]);
       add_list(out, "attentions", m.attentions());
@@ -98,6 +99,7 @@ int run(const RunOptions& o) {
       TransformerForSequenceClassification m(config);
       load_state(m, state, config);
       m.eval();
+      set_output_attentions(m, true);  // the attentions are outputs here
       out["logits"] = m.forward(input);
       out["last_hidden_state"] = m.encoder->forward(input);
       add_list(out, "attentions", m.encoder->attentions());
@@ -106,6 +108,7 @@ int run(const RunOptions& o) {
     TransformerForCausalLM m(config);
     load_state(m, state, config);
     m.eval();
+    set_output_attentions(m, true);  // the attentions are outputs here
     Tensor hidden = m.decoder->forward(input);
     out["last_hidden_state"] = hidden;
     out["logits"] = m.lm_head->forward(hidden);
@@ -117,6 +120,7 @@ int run(const RunOptions& o) {
     Seq2SeqTransformer m(config);
     load_state(m, state, config);
     m.eval();
+    set_output_attentions(m, true);  // the attentions are outputs here
     auto [memory, mask] = m.encode(input);
     Tensor hidden =
         m.decoder->forward(from_vector(dec, {1, static_cast<int64_t>(dec.size())}), memory, mask);

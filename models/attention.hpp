@@ -38,8 +38,19 @@ class Attention : public nn::Module {
   // neuron view draws them). A layout that does not keep them returns undefined tensors.
   virtual std::pair<Tensor, Tensor> last_queries_keys() const { return {}; }
 
+  // Hugging Face's output_attentions: whether forward keeps last_attention (and the queries and
+  // keys) for pictures. Off by default, so that the fused layout never forms the [B, H, Tq, Tk]
+  // weights; the book's layout computes them anyway and always keeps them.
+  // set_output_attentions(model, true) turns it on for every attention of a model.
+  bool output_attentions = false;
   Tensor last_attention;  // [B, H, Tq, Tk] of the last forward, for pictures
 };
+
+// Sets output_attentions on every Attention in `model`'s tree.
+void set_output_attentions(nn::Module& model, bool on);
+// attention.last_attention, or a clear error when the last forward kept none (`who` names the
+// caller).
+Tensor kept_attention(const Attention& attention, const std::string& who);
 
 // Hidden states [B, T, E] for both inputs, with one batch size: checked by every layout.
 void check_attention_inputs(const std::string& who, const Tensor& query_states,

@@ -80,10 +80,12 @@ Tensor FusedMultiHeadAttention::attend(const Tensor& query_states, const Tensor&
   }
   AttentionOptions options{per_head(mask), Tensor(), dropout_p, is_training()};
   if (positions) options.bias = positions->bias(q, k, start);  // ALiBi, relative: [.., Tq, Tk]
+  // Without output_attentions the weights are never formed (flash_attention).
+  options.need_weights = output_attentions;
   auto [out, weights] = scaled_dot_product_attention(q, k, v, options);
-  last_attention = weights.detach();
-  last_q = q.detach();
-  last_k = k.detach();
+  last_attention = output_attentions ? weights.detach() : Tensor();
+  last_q = output_attentions ? q.detach() : Tensor();
+  last_k = output_attentions ? k.detach() : Tensor();
   // (B, H, Tq, D) -> (B, Tq, H, D) -> (B, Tq, E)
   return output_linear->forward(out.transpose(1, 2).reshape({B, Tq, E}));
 }

@@ -39,21 +39,29 @@ AttentionOutput scaled_dot_product_attention(const Tensor& query, const Tensor& 
         fmt::format("scaled_dot_product_attention: key {} and value {} must have the same "
                     "number of positions",
                     key.shape().str(), value.shape().str()));
+  if (o.bias.defined() && o.bias.dtype() != kFloat32)
+    throw Error(fmt::format("scaled_dot_product_attention: the bias must be float32 (got {})",
+                            dtype_name(o.bias.dtype())));
+  const Shape lead(query.shape().begin(), query.shape().end() - 2);
+  Shape scores_shape = broadcast_shapes("scaled_dot_product_attention", lead,
+                                        Shape(key.shape().begin(), key.shape().end() - 2));
+  scores_shape.insert(scores_shape.end(), {query.size(-2), key.size(-2)});
+  if (o.bias.defined()) check_broadcast("bias", o.bias, scores_shape);
+  if (o.mask.defined()) check_broadcast("mask", o.mask, scores_shape);
+  auto same_lead = [&](const Tensor& t) {
+    return Shape(t.shape().begin(), t.shape().end() - 2) == lead;
+  };
+  if (!o.need_weights && same_lead(key) && same_lead(value))
+    return {flash_attention(query, key, value, {o.bias, o.mask, o.dropout_p, o.training}),
+            Tensor()};
+
   const float scale = std::sqrt(static_cast<float>(query.size(-1)));
   // (..., Tq, D) x (..., D, Tk) -> (..., Tq, Tk)
   Tensor scores = matmul(query, key.transpose(-2, -1)) / scale;
-  if (o.bias.defined()) {
-    if (o.bias.dtype() != kFloat32)
-      throw Error(fmt::format("scaled_dot_product_attention: the bias must be float32 (got {})",
-                              dtype_name(o.bias.dtype())));
-    check_broadcast("bias", o.bias, scores.shape());
-    scores = scores + o.bias;
-  }
-  if (o.mask.defined()) {
-    check_broadcast("mask", o.mask, scores.shape());
+  if (o.bias.defined()) scores = scores + o.bias;
+  if (o.mask.defined())
     scores =
         scores.masked_fill(eq(o.mask.to(kFloat32), 0.0f), -std::numeric_limits<float>::infinity());
-  }
   Tensor dead;  // rows whose every score is -inf: they attend to nothing
   if (o.mask.defined() || o.bias.defined()) {
     dead = eq(amax(scores.detach(), {-1}, true), -std::numeric_limits<float>::infinity());

@@ -13,7 +13,8 @@ namespace anatomy::models {
 
 struct AttentionOutput {
   Tensor output;   // [..., Tq, Dv]
-  Tensor weights;  // [..., Tq, Tk], rows sum to 1 (0 for a row whose every key is masked)
+  Tensor weights;  // [..., Tq, Tk], rows sum to 1 (0 for a row whose every key is masked);
+                   // undefined unless need_weights
 };
 
 struct AttentionOptions {
@@ -25,6 +26,11 @@ struct AttentionOptions {
   Tensor bias;
   float dropout_p = 0.0f;  // dropout on the weights, in training only
   bool training = false;
+  // Whether the caller wants the weights back (nn.MultiheadAttention's need_weights). Without
+  // them, query, key and value with the same batch dims go through the fused flash_attention,
+  // which never forms the [..., Tq, Tk] weights: the same output and gradients, less memory and
+  // fewer passes. AttentionOutput::weights is then undefined.
+  bool need_weights = true;
 };
 
 // query [..., Tq, D], key [..., Tk, D], value [..., Tk, Dv]. A query whose every key is hidden

@@ -74,7 +74,8 @@ std::vector<std::pair<Tensor, Tensor>> TransformerDecoder::cross_queries_keys() 
 std::vector<Tensor> TransformerDecoder::self_attentions() const {
   std::vector<Tensor> out;
   for (const auto& l : *layers)
-    out.push_back(dynamic_cast<TransformerDecoderLayer&>(*l).self_attention->last_attention);
+    out.push_back(kept_attention(*dynamic_cast<TransformerDecoderLayer&>(*l).self_attention,
+                                 "TransformerDecoder::self_attentions"));
   return out;
 }
 
@@ -82,7 +83,8 @@ std::vector<Tensor> TransformerDecoder::cross_attentions() const {
   std::vector<Tensor> out;
   for (const auto& l : *layers) {
     auto& layer = dynamic_cast<TransformerDecoderLayer&>(*l);
-    if (layer.cross_attention) out.push_back(layer.cross_attention->last_attention);
+    if (layer.cross_attention)
+      out.push_back(kept_attention(*layer.cross_attention, "TransformerDecoder::cross_attentions"));
   }
   return out;
 }

@@ -21,6 +21,8 @@ class TransformerDecoder : public nn::Module {
   }
   // Whether every attention module can decode with a KV cache (the fused layout can).
   bool has_kv_cache() const;
+  // Each layer's last attention weights, [B, H, Tq, Tk]: kept when output_attentions is set
+  // (set_output_attentions(model, true) before the forward), an error otherwise.
   std::vector<Tensor> self_attentions() const;
   std::vector<Tensor> cross_attentions() const;
   // Each layer's last queries and keys (Attention::last_queries_keys), for the neuron view.

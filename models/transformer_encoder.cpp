@@ -37,7 +37,8 @@ std::vector<std::pair<Tensor, Tensor>> TransformerEncoder::queries_keys() const 
 std::vector<Tensor> TransformerEncoder::attentions() const {
   std::vector<Tensor> out;
   for (const auto& layer : *layers)
-    out.push_back(dynamic_cast<TransformerEncoderLayer&>(*layer).attention->last_attention);
+    out.push_back(kept_attention(*dynamic_cast<TransformerEncoderLayer&>(*layer).attention,
+                                 "TransformerEncoder::attentions"));
   return out;
 }
 

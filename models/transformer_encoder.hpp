@@ -18,7 +18,8 @@ class TransformerEncoder : public nn::Module {
   Tensor forward(const Tensor& input_ids, const Tensor& attention_mask,
                  const Tensor& token_type_ids = Tensor());
   Tensor forward(const Tensor& input_ids) override { return forward(input_ids, Tensor()); }
-  // Each layer's last attention weights, [B, H, T, T].
+  // Each layer's last attention weights, [B, H, T, T]: kept when output_attentions is set
+  // (set_output_attentions(model, true) before the forward), an error otherwise.
   std::vector<Tensor> attentions() const;
   // Each layer's last queries and keys (Attention::last_queries_keys), for the neuron view.
   std::vector<std::pair<Tensor, Tensor>> queries_keys() const;

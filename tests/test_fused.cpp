@@ -124,3 +124,138 @@ TEST_CASE("softmax is stable for large inputs, and logsumexp too") {
   CHECK(logsumexp(x, {0}).item() == doctest::Approx(1002.40761));
   CHECK(std::isfinite(log_softmax(tensor({-1000.0f, 0.0f}), 0).to_vector()[0]));
 }
+
+namespace {
+
+// Attention composed from primitives: softmax(q kᵀ / √D + bias, masked) v, a row with every key
+// hidden giving zeros, dropout on the weights.
+Tensor composed_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias,
+                          const Tensor& mask, float dropout_p = 0.0f) {
+  Tensor s = matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<float>(q.size(-1)));
+  if (bias.defined()) s = s + bias;
+  if (mask.defined()) s = s.masked_fill(eq(mask, 0.0f), -INFINITY);
+  Tensor dead = eq(amax(s.detach(), {-1}, true), -INFINITY);
+  Tensor w = softmax(s.masked_fill(dead, 0.0f), -1).masked_fill(dead, 0.0f);
+  if (dropout_p > 0.0f) w = dropout(w, dropout_p, true);
+  return matmul(w, v);
+}
+
+// [T, T]: 1 on and below the diagonal.
+Tensor causal(int64_t T) {
+  Tensor m = ones({T, T});
+  for (int64_t i = 0; i + 1 < T; ++i) m.select(0, i).narrow(0, i + 1, T - i - 1).fill_(0.0f);
+  return m;
+}
+
+}  // namespace
+
+// Distinct q, k and v (q = k = v would hide a transposed product), Tq = 70 so that the kernel's
+// blocks of 64 query rows meet (dK and dV sum over both blocks), D != Dv, a bias that needs a
+// gradient and broadcasts over the batch, a padding mask that hides every key of one query row.
+TEST_CASE("flash_attention == softmax(q kᵀ / √D + bias, masked) v, forward and gradients") {
+  manual_seed(11);
+  const int64_t B = 2, H = 3, Tq = 70, Tk = 9, D = 8, Dv = 5;
+  Tensor mask = ones({B, 1, Tq, Tk});
+  mask.select(0, 1).narrow(-1, 6, 3).fill_(0.0f);  // batch 1: keys 6..8 are padding
+  mask.select(0, 0).select(1, 65).fill_(0.0f);     // batch 0, query 65: sees no key
+  mask.select(0, 1).select(1, 3).narrow(-1, 0, 2).fill_(0.0f);
+  for (const bool with_bias : {false, true}) {
+    CAPTURE(with_bias);
+    const Tensor bias = with_bias ? randn({1, H, Tq, Tk}).requires_grad_() : Tensor();
+    check_same(
+        [&](const Inputs& x) {
+          return flash_attention(x[0], x[1], x[2],
+                                 {.bias = with_bias ? x[3] : Tensor(), .mask = mask});
+        },
+        [&](const Inputs& x) {
+          return composed_attention(x[0], x[1], x[2], with_bias ? x[3] : Tensor(), mask);
+        },
+        {randn({B, H, Tq, D}).requires_grad_(), randn({B, H, Tk, D}).requires_grad_(),
+         randn({B, H, Tk, Dv}).requires_grad_(), with_bias ? bias : zeros({1})});
+  }
+  // The row with no visible key is zeros, not NaN, and so is its gradient.
+  Tensor q = randn({B, H, Tq, D}).requires_grad_();
+  Tensor out = flash_attention(q, randn({B, H, Tk, D}), randn({B, H, Tk, Dv}), {.mask = mask});
+  CHECK(out.select(0, 0).select(1, 65).abs().sum().item() == 0.0f);
+  out.sum().backward();
+  CHECK(q.grad().select(0, 0).select(1, 65).abs().sum().item() == 0.0f);
+  CHECK(std::isfinite(q.grad().sum().item()));
+}
+
+// Dropout on the weights draws the numbers dropout() draws on the whole [B, H, Tq, Tk] weights,
+// so the fused op and the composed one agree under the same seed, and leave the generator at
+// the same place; with 2 threads too.
+TEST_CASE("flash_attention's dropout is dropout() on the weights, drawn from the same stream") {
+  const int before = get_num_threads();
+  for (const int threads : {1, 2}) {
+    CAPTURE(threads);
+    set_num_threads(threads);
+    manual_seed(12);
+    const Tensor q0 = randn({2, 4, 67, 8}), k0 = randn({2, 4, 30, 8}), v0 = randn({2, 4, 30, 8});
+    Tensor qa = q0.clone().requires_grad_(), ka = k0.clone().requires_grad_();
+    Tensor qb = q0.clone().requires_grad_(), kb = k0.clone().requires_grad_();
+    manual_seed(13);
+    Tensor fused = flash_attention(qa, ka, v0, {.dropout_p = 0.25f, .training = true});
+    const uint32_t after_fused = default_generator().next_u32();
+    manual_seed(13);
+    Tensor composed = composed_attention(qb, kb, v0, Tensor(), Tensor(), 0.25f);
+    CHECK(default_generator().next_u32() == after_fused);
+    CHECK_CLOSE(fused, composed, 1e-5, 1e-4);
+    Tensor r = randn(fused.shape());
+    (fused * r).sum().backward();
+    (composed * r).sum().backward();
+    CHECK_CLOSE(qa.grad(), qb.grad(), 1e-5, 1e-4);
+    CHECK_CLOSE(ka.grad(), kb.grad(), 1e-5, 1e-4);
+    // Not the identity: about a quarter of the weights were dropped.
+    manual_seed(13);
+    CHECK_FALSE(flash_attention(q0, k0, v0, {}).to_vector() ==
+                flash_attention(q0, k0, v0, {.dropout_p = 0.25f, .training = true}).to_vector());
+  }
+  set_num_threads(before);
+}
+
+TEST_CASE("flash_attention: results do not depend on the thread count") {
+  const int before = get_num_threads();
+  std::vector<std::vector<float>> got;
+  for (const int threads : {1, 2}) {
+    set_num_threads(threads);
+    manual_seed(14);
+    Tensor q = randn({3, 4, 80, 16}).requires_grad_(), k = randn({3, 4, 80, 16}).requires_grad_();
+    Tensor v = randn({3, 4, 80, 16}).requires_grad_();
+    Tensor out = flash_attention(q, k, v, {.mask = causal(80)});
+    (out * out).sum().backward();
+    std::vector<float> all = out.to_vector();
+    for (const Tensor& g : {q.grad(), k.grad(), v.grad()}) {
+      const auto gv = g.to_vector();
+      all.insert(all.end(), gv.begin(), gv.end());
+    }
+    got.push_back(all);
+  }
+  set_num_threads(before);
+  CHECK(got[0] == got[1]);
+}
+
+TEST_CASE("flash_attention refuses what it cannot compute, naming what came") {
+  testing::check_error(
+      [] {
+        flash_attention(randn({2, 3, 4}), randn({3, 5, 4}), randn({3, 5, 4}));
+      },
+      {"flash_attention", "same batch dims", "[2, 3, 4]", "[3, 5, 4]"});
+  testing::check_error(
+      [] {
+        flash_attention(randn({2, 3, 4}), randn({2, 5, 6}), randn({2, 5, 4}));
+      },
+      {"flash_attention", "[2, 5, 6]"});
+  testing::check_error(
+      [] {
+        flash_attention(randn({2, 3, 4}), randn({2, 5, 4}), randn({2, 5, 4}),
+                        {.mask = ones({4, 5})});
+      },
+      {"flash_attention", "mask [4, 5]", "[2, 3, 5]"});
+  testing::check_error(
+      [] {
+        flash_attention(randn({2, 3, 4}), randn({2, 5, 4}), randn({2, 5, 4}),
+                        {.dropout_p = 1.5f, .training = true});
+      },
+      {"flash_attention", "between 0 and 1", "1.5"});
+}

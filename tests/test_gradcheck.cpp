@@ -385,6 +385,19 @@ const std::vector<Case> kCases = {
      [](const Inputs& x) { return softmax(x[0], -1); }},
     {"softmax dim 0 transposed", [] { return Inputs{transposed(3, 4)}; },
      [](const Inputs& x) { return softmax(x[0], 0); }},
+    // q [2, 3, 4], k [2, 5, 4], v [2, 5, 3] (a transposed view), a bias needing grad that
+    // broadcasts over the batch, and a mask hiding key 4 from every query and key 0 from query 2.
+    {"flash_attention",
+     [] {
+       return Inputs{leaf({2, 3, 4}), leaf({2, 5, 4}),
+                     randn({2, 3, 5}).transpose(1, 2).requires_grad_(), leaf({1, 3, 5})};
+     },
+     [](const Inputs& x) {
+       Tensor mask = ones({3, 5});
+       mask.narrow(1, 4, 1).fill_(0.0f);
+       mask.select(0, 2).narrow(0, 0, 1).fill_(0.0f);
+       return flash_attention(x[0], x[1], x[2], {.bias = x[3], .mask = mask});
+     }},
     {"log_softmax",
      [] {
        return Inputs{leaf({2, 5})};

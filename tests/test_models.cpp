@@ -132,6 +132,7 @@ TEST_CASE("the book's MultiHeadAttention and the fused one agree from the same w
   fused.load_state_dict(to_fused_layout(book.state_dict(), 4));
   book.eval();
   fused.eval();  // training mode would apply (different) attention dropout to each
+  fused.output_attentions = true;
   Tensor q = randn({2, 5, 16}), kv = randn({2, 7, 16});
   Tensor mask = padding_mask(tensor({{1, 1, 1, 1, 1, 1, 1}, {1, 1, 1, 1, 0, 0, 0}}), 0);
   CHECK_CLOSE(book.forward(q, q, Tensor()), fused.forward(q, q, Tensor()), 1e-5, 1e-4);
@@ -155,6 +156,7 @@ TEST_CASE("last_queries_keys: the q and k behind last_attention, in both layouts
   fused.load_state_dict(to_fused_layout(book.state_dict(), 4));
   book.eval();
   fused.eval();
+  fused.output_attentions = true;
   const Tensor x = randn({2, 5, 16}), memory = randn({2, 7, 16});
   book.forward(x, memory, Tensor());
   fused.forward(x, memory, Tensor());
@@ -172,6 +174,7 @@ TEST_CASE("last_queries_keys: the q and k behind last_attention, in both layouts
   // An encoder gives one pair per layer.
   TransformerEncoder encoder(small(true));
   encoder.eval();
+  set_output_attentions(encoder, true);
   encoder.forward(tensor({{1, 2, 3}}));
   const auto layers = encoder.queries_keys();
   REQUIRE(layers.size() == 2);

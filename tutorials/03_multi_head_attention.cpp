@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
     fmt::print("tokens: [{}]\ntoken_type_ids: [{}]\n", fmt::join(pair.tokens, ", "),
                fmt::join(pair.token_type_ids, ", "));
     NoGradGuard no_grad;
+    models::set_output_attentions(*bert->model, true);
     bert->model->forward(from_vector(pair.input_ids, {1, T}), Tensor(),
                          from_vector(pair.token_type_ids, {1, T}));
     std::vector<Tensor> layers, queries, keys;

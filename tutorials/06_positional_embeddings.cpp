@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
   auto relative_attention = std::dynamic_pointer_cast<models::FusedMultiHeadAttention>(
       models::make_attention(relative_config));
   relative_attention->eval();
+  relative_attention->output_attentions = true;
   auto relative =
       std::dynamic_pointer_cast<models::RelativePositions>(relative_attention->positions);
   fmt::print("each self-attention holds the distance vectors instead:\n{}\n\n",

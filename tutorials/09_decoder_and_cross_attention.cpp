@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   t.section("TransformerDecoderLayer(config)");
   models::TransformerDecoderLayer decoder_layer(config, true);
   decoder_layer.eval();
+  models::set_output_attentions(decoder_layer, true);  // keep the weights, for the pictures below
   fmt::print("{}\n\n", decoder_layer);
   Tensor causal = models::causal_mask(3);
   Tensor out = decoder_layer.forward(target, memory, causal, Tensor());

@@ -83,6 +83,7 @@ int main() {
   auto positions = std::make_shared<LearnedBias>(biased);
   models::FusedMultiHeadAttention attention(biased, positions);
   attention.eval();
+  attention.output_attentions = true;
   {
     NoGradGuard no_grad;
     attention.qkv->weight.narrow(0, 0, 2 * biased.hidden_size).fill_(0.0f);

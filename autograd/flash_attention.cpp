@@ -1,0 +1,289 @@
+// flash_attention: softmax(Q Kᵀ / √D + bias, masked) V as one op that never holds the whole
+// [..., Tq, Tk] weights (FlashAttention, Dao et al. 2022, the way PyTorch's CPU kernel does it).
+//
+// Forward, per head and block of up to kRowBlock query rows: the block's scores go into a small
+// scratch tile, become weights by a stable softmax, and are multiplied into the values at once;
+// each row keeps only its log-sum-exp L. Backward recomputes the tile's weights from L
+// (w = exp(s - L)) instead of reading them back, so memory stays O(Tq) per head, not O(Tq·Tk).
+// Dropout on the weights draws the same numbers as dropout() would on the whole weight tensor:
+// each row jumps the generator to its place in that stream, so forward and backward (and any
+// thread count) agree with the composed version.
+//
+// Dimension letters: G the batch dims flattened (B·H), Tq queries, Tk keys, D the size of a
+// query and key, Dv the size of a value.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "autograd/engine.hpp"
+#include "autograd/gemm.hpp"
+#include "autograd/ops.hpp"
+#include "autograd/random.hpp"
+#include "autograd/simd.hpp"
+
+namespace anatomy {
+
+namespace {
+
+constexpr int64_t kRowBlock = 64;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// One operand as G matrices: where each starts, and its row and column strides. `full` is the
+// operand's shape with the batch dims it broadcasts to (size-1 dims then get stride 0).
+struct Matrices {
+  const float* data = nullptr;
+  std::vector<int64_t> offset;
+  int64_t rs = 0, cs = 0;
+};
+
+Matrices matrices(const Tensor& t, const Shape& full) {
+  Matrices m;
+  if (!t.defined()) return m;
+  const Tensor e = t.expand(full);
+  const int64_t nd = e.dim();
+  const int64_t G = e.numel() / std::max<int64_t>(e.size(-1) * e.size(-2), 1);
+  m.data = e.data();
+  m.rs = e.stride(-2);
+  m.cs = e.stride(-1);
+  m.offset.resize(static_cast<size_t>(G));
+  for (int64_t g = 0; g < G; ++g) {
+    int64_t rem = g, off = 0;
+    for (int64_t d = nd - 3; d >= 0; --d) {
+      off += rem % e.size(d) * e.stride(d);
+      rem /= e.size(d);
+    }
+    m.offset[static_cast<size_t>(g)] = off;
+  }
+  return m;
+}
+
+std::vector<float>& scratch(int which, size_t n) {
+  static thread_local std::vector<float> tiles[3];
+  auto& t = tiles[which];
+  if (t.size() < n) t.resize(n);
+  return t;
+}
+
+struct Problem {
+  int64_t G, Tq, Tk, D, Dv;
+  float sqrt_d;
+  Matrices q, k, v, bias, mask;
+  float dropout_p;
+  bool dropout;
+  Generator start;  // the generator before this op's draws
+};
+
+// Scores of rows [i0, i0 + rows) of matrix g, scaled, biased and masked, into s (rows x Tk).
+void scores(const Problem& p, int64_t g, int64_t i0, int64_t rows, float* s) {
+  const size_t gi = static_cast<size_t>(g);
+  // (rows, D) x (D, Tk): Kᵀ is K read with its strides swapped.
+  gemm(rows, p.Tk, p.D, p.q.data + p.q.offset[gi] + i0 * p.q.rs, p.q.rs, p.q.cs,
+       p.k.data + p.k.offset[gi], p.k.cs, p.k.rs, s, p.Tk, false);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = s + r * p.Tk;
+    const int64_t i = i0 + r;
+    for (int64_t j = 0; j < p.Tk; ++j) row[j] /= p.sqrt_d;
+    if (p.bias.data) {
+      const float* b = p.bias.data + p.bias.offset[gi] + i * p.bias.rs;
+      for (int64_t j = 0; j < p.Tk; ++j) row[j] += b[j * p.bias.cs];
+    }
+    if (p.mask.data) {
+      const float* m = p.mask.data + p.mask.offset[gi] + i * p.mask.rs;
+      for (int64_t j = 0; j < p.Tk; ++j)
+        if (m[j * p.mask.cs] == 0.0f) row[j] = kNegInf;
+    }
+  }
+}
+
+// The dropout multipliers of row i of matrix g (1/(1-p) kept, 0 dropped): the draws dropout()
+// makes for those elements of the [G, Tq, Tk] weights.
+void dropout_row(const Problem& p, int64_t g, int64_t i, float* m) {
+  Generator gen = p.start;
+  gen.advance(static_cast<uint64_t>((g * p.Tq + i) * p.Tk));
+  const float keep = p.dropout_p == 1.0f ? 0.0f : 1.0f / (1.0f - p.dropout_p);
+  for (int64_t j = 0; j < p.Tk; ++j) m[j] = gen.uniform() >= p.dropout_p ? keep : 0.0f;
+}
+
+}  // namespace
+
+Tensor flash_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                       const FlashAttentionOptions& o) {
+  for (const Tensor* t : {&query, &key, &value})
+    if (!t->defined() || t->dtype() != Dtype::Float32 || t->dim() < 2)
+      throw Error(
+          "flash_attention: query, key and value must be float32 tensors of at least 2 dims");
+  Shape lead(query.shape().begin(), query.shape().end() - 2);
+  auto lead_of = [](const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); };
+  if (lead_of(key) != lead || lead_of(value) != lead || query.size(-1) != key.size(-1) ||
+      key.size(-2) != value.size(-2))
+    throw Error(fmt::format(
+        "flash_attention: expected query [..., Tq, D], key [..., Tk, D] and value [..., Tk, Dv] "
+        "with the same batch dims (got {}, {}, {})",
+        query.shape().str(), key.shape().str(), value.shape().str()));
+  if (o.dropout_p < 0.0f || o.dropout_p > 1.0f)
+    throw Error(fmt::format(
+        "flash_attention: dropout probability has to be between 0 and 1, but got {}", o.dropout_p));
+  Problem p;
+  p.Tq = query.size(-2);
+  p.Tk = key.size(-2);
+  p.D = query.size(-1);
+  p.Dv = value.size(-1);
+  p.G = 1;
+  for (int64_t s : lead) p.G *= s;
+  p.sqrt_d = std::sqrt(static_cast<float>(p.D));
+  Shape scores_shape = lead;
+  scores_shape.push_back(p.Tq);
+  scores_shape.push_back(p.Tk);
+  for (auto [what, t] : {std::pair{"bias", &o.bias}, std::pair{"mask", &o.mask}}) {
+    if (!t->defined()) continue;
+    bool fits = false;
+    try {
+      fits = broadcast_shapes("flash_attention", t->shape(), scores_shape) == scores_shape;
+    } catch (const Error&) {
+    }
+    if (!fits)
+      throw Error(fmt::format("flash_attention: {} {} does not broadcast to the scores {}", what,
+                              t->shape().str(), scores_shape.str()));
+  }
+  if (o.bias.defined() && o.bias.dtype() != Dtype::Float32)
+    throw Error("flash_attention: the bias must be float32");
+  const Tensor qd = query.detach(), kd = key.detach(), vd = value.detach();
+  const Tensor bias = o.bias.defined() ? o.bias.detach() : Tensor();
+  const Tensor mask = o.mask.defined() ? o.mask.detach().to(Dtype::Float32) : Tensor();
+  Shape q_full = lead, k_full = lead, v_full = lead;
+  q_full.insert(q_full.end(), {p.Tq, p.D});
+  k_full.insert(k_full.end(), {p.Tk, p.D});
+  v_full.insert(v_full.end(), {p.Tk, p.Dv});
+  p.q = matrices(qd, q_full);
+  p.k = matrices(kd, k_full);
+  p.v = matrices(vd, v_full);
+  p.bias = matrices(bias, scores_shape);
+  p.mask = matrices(mask, scores_shape);
+  p.dropout_p = o.dropout_p;
+  p.dropout = o.training && o.dropout_p > 0.0f;
+  p.start = default_generator();
+  if (p.dropout)  // the draws of dropout() over the whole [G, Tq, Tk] weights
+    default_generator().advance(static_cast<uint64_t>(p.G * p.Tq * p.Tk));
+
+  Shape out_shape = lead;
+  out_shape.insert(out_shape.end(), {p.Tq, p.Dv});
+  Tensor out = empty(out_shape);
+  Tensor lse = empty({p.G * p.Tq});  // log Σ exp(scores) per row; -inf for a row with no key
+  float* po = out.data();
+  float* pl = lse.data();
+  const int64_t blocks = (p.Tq + kRowBlock - 1) / kRowBlock;
+  parallel_for(p.G * blocks, 1, [&](int64_t t0, int64_t t1) {
+    float* s = scratch(0, static_cast<size_t>(kRowBlock * p.Tk)).data();
+    float* m = scratch(1, static_cast<size_t>(p.Tk)).data();
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t g = t / blocks, i0 = t % blocks * kRowBlock;
+      const int64_t rows = std::min(kRowBlock, p.Tq - i0);
+      scores(p, g, i0, rows, s);
+      for (int64_t r = 0; r < rows; ++r) {
+        float* w = s + r * p.Tk;
+        const float top = simd::max(w, p.Tk);
+        float* l = pl + g * p.Tq + i0 + r;
+        if (top == kNegInf) {  // every key hidden: no weight anywhere, not NaN
+          std::fill(w, w + p.Tk, 0.0f);
+          *l = kNegInf;
+        } else {
+          const simd::batch mb(top);
+          simd::map_range(w, w, p.Tk, [&](simd::batch x) { return xsimd::exp(x - mb); });
+          const float total = simd::sum(w, p.Tk);
+          const simd::batch inv(1.0f / total);
+          simd::map_range(w, w, p.Tk, [&](simd::batch x) { return x * inv; });
+          *l = top + std::log(total);
+        }
+        if (p.dropout) {
+          dropout_row(p, g, i0 + r, m);
+          for (int64_t j = 0; j < p.Tk; ++j) w[j] *= m[j];
+        }
+      }
+      // (rows, Tk) x (Tk, Dv) -> (rows, Dv)
+      const size_t gi = static_cast<size_t>(g);
+      gemm(rows, p.Dv, p.Tk, s, p.Tk, 1, p.v.data + p.v.offset[gi], p.v.rs, p.v.cs,
+           po + (g * p.Tq + i0) * p.Dv, p.Dv, false);
+    }
+  });
+
+  return record(
+      out, "ScaledDotProductFlashAttentionForCpuBackward0", {query, key, value, o.bias},
+      [p, qd, kd, vd, bias, mask, lse, q_shape = query.shape(), k_shape = key.shape(),
+       v_shape = value.shape(), bias_grad = o.bias.defined() && o.bias.requires_grad(),
+       scores_shape](const Tensor& grad) {
+        const Tensor dout = grad.contiguous();
+        Tensor dq = empty(q_shape), dk = empty(k_shape), dv = empty(v_shape);
+        Tensor dbias = bias_grad ? empty(scores_shape) : Tensor();
+        const float* pg = dout.data();
+        const float* pl = lse.data();
+        float* pdq = dq.data();
+        float* pdk = dk.data();
+        float* pdv = dv.data();
+        float* pdb = bias_grad ? dbias.data() : nullptr;
+        // One head per task: its dK and dV sum over all its query rows.
+        parallel_for(p.G, 1, [&](int64_t g0, int64_t g1) {
+          float* s = scratch(0, static_cast<size_t>(kRowBlock * p.Tk)).data();
+          float* da = scratch(1, static_cast<size_t>(kRowBlock * p.Tk)).data();
+          float* m = scratch(2, static_cast<size_t>(kRowBlock * p.Tk)).data();
+          for (int64_t g = g0; g < g1; ++g) {
+            const size_t gi = static_cast<size_t>(g);
+            float* dk_g = pdk + g * p.Tk * p.D;
+            float* dv_g = pdv + g * p.Tk * p.Dv;
+            for (int64_t i0 = 0; i0 < p.Tq; i0 += kRowBlock) {
+              const int64_t rows = std::min(kRowBlock, p.Tq - i0);
+              const float* dout_b = pg + (g * p.Tq + i0) * p.Dv;
+              scores(p, g, i0, rows, s);
+              for (int64_t r = 0; r < rows; ++r) {  // s becomes the weights w, a = w ⊙ m
+                float* w = s + r * p.Tk;
+                float* mr = m + r * p.Tk;
+                const float l = pl[g * p.Tq + i0 + r];
+                if (l == kNegInf) {
+                  std::fill(w, w + p.Tk, 0.0f);
+                } else {
+                  const simd::batch lb(l);
+                  simd::map_range(w, w, p.Tk, [&](simd::batch x) { return xsimd::exp(x - lb); });
+                }
+                if (p.dropout)
+                  dropout_row(p, g, i0 + r, mr);
+                else
+                  std::fill(mr, mr + p.Tk, 1.0f);
+                for (int64_t j = 0; j < p.Tk; ++j) da[r * p.Tk + j] = w[j] * mr[j];
+              }
+              // dV += aᵀ dO: (Tk, rows) x (rows, Dv)
+              gemm(p.Tk, p.Dv, rows, da, 1, p.Tk, dout_b, p.Dv, 1, dv_g, p.Dv, i0 > 0);
+              // dA = dO Vᵀ: (rows, Dv) x (Dv, Tk)
+              gemm(rows, p.Tk, p.Dv, dout_b, p.Dv, 1, p.v.data + p.v.offset[gi], p.v.cs, p.v.rs, da,
+                   p.Tk, false);
+              for (int64_t r = 0; r < rows; ++r) {
+                float* w = s + r * p.Tk;
+                float* d = da + r * p.Tk;
+                const float* mr = m + r * p.Tk;
+                // dW = dA ⊙ m; dS = w ⊙ (dW - Σ w dW), the softmax's Jacobian-vector product
+                float dot = 0.0f;
+                for (int64_t j = 0; j < p.Tk; ++j) {
+                  d[j] *= mr[j];
+                  dot += w[j] * d[j];
+                }
+                for (int64_t j = 0; j < p.Tk; ++j) d[j] = w[j] * (d[j] - dot);
+                if (pdb) std::copy_n(d, p.Tk, pdb + (g * p.Tq + i0 + r) * p.Tk);  // d bias = dS
+                for (int64_t j = 0; j < p.Tk; ++j) d[j] /= p.sqrt_d;  // through s = q·k / √D
+              }
+              // dQ = dS K: (rows, Tk) x (Tk, D)
+              gemm(rows, p.D, p.Tk, da, p.Tk, 1, p.k.data + p.k.offset[gi], p.k.rs, p.k.cs,
+                   pdq + (g * p.Tq + i0) * p.D, p.D, false);
+              // dK += dSᵀ Q: (Tk, rows) x (rows, D)
+              gemm(p.Tk, p.D, rows, da, 1, p.Tk, p.q.data + p.q.offset[gi] + i0 * p.q.rs, p.q.rs,
+                   p.q.cs, dk_g, p.D, i0 > 0);
+            }
+            if (p.Tq == 0) {
+              std::fill(dk_g, dk_g + p.Tk * p.D, 0.0f);
+              std::fill(dv_g, dv_g + p.Tk * p.Dv, 0.0f);
+            }
+          }
+        });
+        return std::vector<Tensor>{dq, dk, dv, bias_grad ? sum_to(dbias, bias.shape()) : Tensor()};
+      });
+}
+
+}  // namespace anatomy
