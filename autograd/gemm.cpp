@@ -32,10 +32,28 @@ constexpr int64_t KC = 256;
 constexpr int64_t MC_MAX = 128;
 constexpr int64_t NC = 2048;
 
+#ifdef __AVX2__
+inline void transpose8x8(const float* src, int64_t lds, float* dst, int64_t ldd);
+#endif
+
 // Packs A[i0:i0+mc, k0:k0+kc] as MR-row micro-panels: panel p holds, for each k, MR values.
 void pack_a(const float* A, int64_t rsa, int64_t csa, int64_t mc, int64_t kc, float* dst) {
   for (int64_t i = 0; i < mc; i += MR) {
     const int64_t rows = std::min(MR, mc - i);
+#ifdef __AVX2__
+    // A row-major (activations): each 8 x 8 block of 8 rows and 8 consecutive k is transposed in
+    // registers, instead of 8 strided loads per k.
+    if constexpr (MR == 8) {
+      if (csa == 1 && rows == MR) {
+        int64_t k = 0;
+        for (; k + 8 <= kc; k += 8) transpose8x8(A + i * rsa + k, rsa, dst + k * MR, MR);
+        for (; k < kc; ++k)
+          for (int64_t r = 0; r < MR; ++r) dst[k * MR + r] = A[(i + r) * rsa + k];
+        dst += kc * MR;
+        continue;
+      }
+    }
+#endif
     for (int64_t k = 0; k < kc; ++k) {
       const float* src = A + i * rsa + k * csa;
       int64_t r = 0;

@@ -18,18 +18,6 @@ void Generator::seed_(uint64_t seed) {
   has_spare_ = false;
 }
 
-namespace {
-constexpr uint64_t kMultiplier = 6364136223846793005ULL;
-}
-
-uint32_t Generator::next_u32() {
-  const uint64_t old = state_;
-  state_ = old * kMultiplier + inc_;
-  const auto xorshifted = static_cast<uint32_t>(((old >> 18u) ^ old) >> 27u);
-  const auto rot = static_cast<uint32_t>(old >> 59u);
-  return (xorshifted >> rot) | (xorshifted << ((32 - rot) & 31));
-}
-
 void Generator::advance(uint64_t delta) {
   // One step is s -> a s + c; 2^i steps are s -> A_i s + C_i with A_{i+1} = A_i², C_{i+1} =
   // (A_i + 1) C_i. The bits of delta pick which of those to compose.
@@ -44,8 +32,6 @@ void Generator::advance(uint64_t delta) {
   }
   state_ = acc_a * state_ + acc_c;
 }
-
-float Generator::uniform() { return static_cast<float>(next_u32() >> 8) * 0x1.0p-24f; }
 
 float Generator::normal() {
   if (has_spare_) {

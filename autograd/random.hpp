@@ -14,9 +14,15 @@ class Generator {
  public:
   explicit Generator(uint64_t seed = 0) { seed_(seed); }
   void seed_(uint64_t seed);
-  uint32_t next_u32();
-  float uniform();  // [0, 1)
-  float normal();   // N(0, 1), Box-Muller
+  uint32_t next_u32() {  // inline: dropout draws one per element
+    const uint64_t old = state_;
+    state_ = old * kMultiplier + inc_;
+    const auto xorshifted = static_cast<uint32_t>(((old >> 18u) ^ old) >> 27u);
+    const auto rot = static_cast<uint32_t>(old >> 59u);
+    return (xorshifted >> rot) | (xorshifted << ((32 - rot) & 31));
+  }
+  float uniform() { return static_cast<float>(next_u32() >> 8) * 0x1.0p-24f; }  // [0, 1)
+  float normal();  // N(0, 1), Box-Muller
   // Moves the stream `delta` calls of next_u32 ahead in O(log delta) steps (Brown, "Random
   // number generation with arbitrary strides", 1994: the LCG's multiply-add composed with
   // itself by squaring), so that a thread can start at its share of one stream.
@@ -30,6 +36,7 @@ class Generator {
   void set_state(const State& s);
 
  private:
+  static constexpr uint64_t kMultiplier = 6364136223846793005ULL;
   uint64_t state_ = 0, inc_ = 1;
   bool has_spare_ = false;
   float spare_ = 0.0f;
