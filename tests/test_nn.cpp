@@ -260,6 +260,13 @@ TEST_CASE("set_weight_decay: decay per parameter, and only for the optimizer's o
   check_error([&] { opt.set_weight_decay({zeros({3})}, 0.1); },
               {"AdamW", "not one of the parameters"});
   check_error([&] { opt.set_weight_decay({a}, -1.0); }, {"Invalid weight_decay value: -1"});
+  // The optimizer's first parameter is found too.
+  Tensor c = full({2}, 2.0f).requires_grad_();
+  nn::AdamW first({c, b}, {.lr = 0.1, .weight_decay = 0.5});
+  first.set_weight_decay({c}, 0.0);
+  c.set_grad(zeros({2}));
+  first.step();
+  CHECK_CLOSE(c, full({2}, 2.0f), 0, 0);
 }
 
 // Buffers (nn.Module.register_buffer): state that is saved and loaded but not trained.

@@ -197,6 +197,11 @@ TEST_CASE("copies share storage, and views share storage and see writes") {
   a.select(0, 1).fill_(5.0f);
   CHECK(t.to_vector() == std::vector<float>{1, 5, 1, 5, 1, 5});
   CHECK(t.contiguous().is_contiguous());
+  // A dim of size 1 is never stepped along, so its stride does not matter (as torch:
+  // torch.randn(1, 4).t() has strides (1, 4) and is contiguous).
+  Tensor column = randn({1, 4}).t();
+  CHECK(column.strides() == std::vector<int64_t>{1, 4});
+  CHECK(column.is_contiguous());
   Tensor c = a.clone();
   c.fill_(0.0f);
   CHECK(a.sum().item() == 18.0f);  // clone owns its storage
