@@ -175,7 +175,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   // y = x Wᵀ + b: start every row at b, then accumulate the product (Wᵀ read via strides).
   if (bias.defined()) {
     Tensor bc = bias.contiguous();
-    for (int64_t r = 0; r < rows; ++r) std::copy_n(bc.data(), N, out.data() + r * N);
+    parallel_for(rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(N, 1)),
+                 [&](int64_t r0, int64_t r1) {
+                   for (int64_t r = r0; r < r1; ++r) std::copy_n(bc.data(), N, out.data() + r * N);
+                 });
   }
   const int64_t rsx = x2.dim() >= 2 ? x2.stride(-2) : 0;
   gemm(rows, N, K, x2.data(), rsx, x2.stride(-1), weight.data(), weight.stride(1), weight.stride(0),

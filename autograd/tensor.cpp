@@ -215,7 +215,11 @@ const std::string& Tensor::name() const { return checked(impl_).name; }
 
 Tensor& Tensor::fill_(float value) {
   std::array<std::vector<int64_t>, 1> s{strides()};
-  if (dtype() == Dtype::Float32) {
+  if (dtype() == Dtype::Float32 && is_contiguous()) {  // gradients zeroed every step: both cores
+    float* p = data_ptr<float>();
+    parallel_for(numel(), simd::kGrain,
+                 [&](int64_t b, int64_t e) { std::fill(p + b, p + e, value); });
+  } else if (dtype() == Dtype::Float32) {
     float* p = data_ptr<float>();
     strided::for_each_run<1>(shape(), s, {0}, [&](auto off, int64_t n, auto inner) {
       for (int64_t i = 0; i < n; ++i) p[off[0] + i * inner[0]] = value;
@@ -237,6 +241,17 @@ Tensor& Tensor::copy_(const Tensor& src) {
     throw Error(fmt::format("copy_: the source of shape {} cannot be broadcast to {}",
                             src.shape().str(), shape().str()));
   Tensor s = src.dtype() == dtype() ? src : src.to(dtype());
+  if (dtype() == Dtype::Float32 && s.shape() == shape() && is_contiguous() && s.is_contiguous()) {
+    float* dst = data_ptr<float>();
+    const float* from = s.data_ptr<float>();
+    const int64_t n = numel();
+    if (dst + n <= from || from + n <= dst || dst == from) {  // no partial overlap
+      parallel_for(n, simd::kGrain, [&](int64_t b, int64_t e) {
+        std::memmove(dst + b, from + b, sizeof(float) * static_cast<size_t>(e - b));
+      });
+      return *this;
+    }
+  }
   std::array<std::vector<int64_t>, 2> st{strides(), strided::broadcast_strides(s, shape())};
   auto run = [&](auto* dst, auto* from) {
     strided::for_each_run<2>(shape(), st, {0, 0}, [&](auto off, int64_t n, auto inner) {
