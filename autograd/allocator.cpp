@@ -44,7 +44,7 @@ struct Cache {
 #ifdef ANATOMY_ASAN
   size_t limit = 0;
 #else
-  size_t limit = size_t{1} << 30;
+  size_t limit = size_t{256} << 20;
 #endif
   AllocatorStats stats;
 

@@ -38,7 +38,8 @@ AllocatorStats allocator_stats();
 
 // Returns every cached buffer to the system (torch.cuda.empty_cache's name).
 void empty_cache();
-// The most the cache keeps (default 1 GiB); 0 turns caching off. Shrinks the cache if needed.
+// The most the cache keeps (default 256 MiB: what it adds to a process's peak memory at worst);
+// 0 turns caching off. Shrinks the cache if needed.
 void set_cache_limit(size_t bytes);
 size_t cache_limit();
 
