@@ -125,6 +125,41 @@ TEST_CASE("config.json: unknown and invalid values are clear errors") {
   CHECK(json.ends_with("\n}\n"));
 }
 
+// A qkv tensor must be 3 x E rows with E a multiple of the head count; either alone is refused.
+TEST_CASE("to_book_layout refuses a qkv that does not split into 3 x H heads") {
+  check_error(
+      [] {
+        to_book_layout({{"attention.qkv.weight", zeros({50, 16})}}, 4);
+      },
+      {"to_book_layout", "attention.qkv.weight", "[50, 16]", "3 x 4 heads"});
+  check_error(
+      [] {
+        to_book_layout({{"attention.qkv.bias", zeros({48})}}, 5);
+      },
+      {"to_book_layout", "attention.qkv.bias", "[48]", "3 x 5 heads"});
+  CHECK(to_book_layout({{"attention.qkv.bias", zeros({48})}}, 4).size() == 12);  // 3 x 4 heads
+}
+
+// Attention dropout in training: each weight is dropped (0) or scaled by 1/(1-p), and the output
+// is those weights times the values; in eval the weights are untouched.
+TEST_CASE("scaled_dot_product_attention applies dropout to the weights in training only") {
+  manual_seed(31);
+  const Tensor q = randn({1, 2, 6, 4}), k = randn({1, 2, 6, 4}), v = randn({1, 2, 6, 3});
+  const auto plain = scaled_dot_product_attention(q, k, v, {.dropout_p = 0.5f, .training = false});
+  const auto dropped = scaled_dot_product_attention(q, k, v, {.dropout_p = 0.5f, .training = true});
+  const auto w = plain.weights.to_vector(), d = dropped.weights.to_vector();
+  int zeros_seen = 0, scaled = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    zeros_seen += d[i] == 0.0f;
+    scaled += std::abs(d[i] - 2.0f * w[i]) <= 1e-6f;
+  }
+  CHECK(zeros_seen + scaled == static_cast<int>(w.size()));
+  CHECK(zeros_seen >= 12);  // of 72, about half
+  CHECK(scaled >= 12);
+  CHECK_CLOSE(dropped.output, matmul(dropped.weights, v), 1e-6, 1e-5);
+  CHECK_CLOSE(plain.output, matmul(plain.weights, v), 1e-6, 1e-5);
+}
+
 TEST_CASE("the book's MultiHeadAttention and the fused one agree from the same weights") {
   manual_seed(1);
   MultiHeadAttention book(small(false));
