@@ -336,6 +336,12 @@ TEST_CASE("KV cache: greedy decoding with and without it gives the same tokens a
   // Beam size 1 is greedy.
   auto beam1 = beam_search(s2s, src.narrow(0, 0, 1), 1, 2, 10, 1, 0.0f);
   CHECK(beam1.tokens == cached[0].tokens);
+  // The one-sentence form takes one row; a batch goes to the batched form.
+  REQUIRE(src.size(0) >= 2);
+  check_error([&] { beam_search(s2s, src, 1, 2, 10, 2, 0.0f); },
+              {"beam_search", "one source row [1, S]", src.shape().str()});
+  check_error([&] { beam_search(s2s, src.select(0, 0), 1, 2, 10, 2, 0.0f); },
+              {"beam_search", "one source row [1, S]"});
 
   TransformerForCausalLM lm(small());
   lm.eval();
