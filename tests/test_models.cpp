@@ -609,6 +609,19 @@ TEST_CASE("bad inputs give clear errors") {
       {"KV cache", "fused"});
 }
 
+// padding_mask reads int64 ids [batch, seq]: float ids of the right rank, and int64 ids of the
+// wrong rank, are each refused.
+TEST_CASE("padding_mask: [B, 1, T] with 0 at the padding, and its input checked") {
+  CHECK(padding_mask(tensor({{5, 0, 7}}), 0).to_vector() == std::vector<float>{1, 0, 1});
+  CHECK(padding_mask(tensor({{5, 0, 7}}), 0).shape() == Shape{1, 1, 3});
+  check_error(
+      [] {
+        padding_mask(tensor({{5.0f, 0.0f}}), 0);
+      },
+      {"padding_mask", "int64 ids [batch, seq]", "[1, 2]"});
+  check_error([] { padding_mask(tensor({5, 0, 7}), 0); }, {"padding_mask", "[3]"});
+}
+
 TEST_CASE("combine_masks: both masks at once, an undefined one meaning none") {
   Tensor pad = tensor({{{1.0f, 1.0f, 0.0f}}});  // [1, 1, 3]
   Tensor causal = tensor({{1.0f, 0.0f, 0.0f}, {1.0f, 1.0f, 0.0f}, {1.0f, 1.0f, 1.0f}});  // [3, 3]
