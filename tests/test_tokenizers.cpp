@@ -141,6 +141,15 @@ TEST_CASE("BERT tokenizer: Hugging Face's test cases") {
   CHECK(checked == static_cast<int>((*hf)["cases"].size()));
 }
 
+// U+0000 is a code point like any other (Python's list("a\0b") keeps it); only bytes that are
+// not UTF-8 become U+FFFD.
+TEST_CASE("code_points keeps NUL and replaces invalid bytes with U+FFFD") {
+  CHECK(code_points(std::string("a\0b", 3)) == std::vector<char32_t>{'a', 0, 'b'});
+  CHECK(code_points("a\xff"
+                    "b") == std::vector<char32_t>{'a', 0xFFFD, 'b'});
+  CHECK(code_points("\xc3\xa9") == std::vector<char32_t>{0xE9});  // é
+}
+
 TEST_CASE("char, word and BPE tokenizers: training, round trips, save and load") {
   const std::vector<std::string> corpus = {"Hallo, Welt!", "Wie geht es dir?", "Es geht mir gut.",
                                            "Hallo Tom.", "Gut, danke."};
