@@ -265,6 +265,13 @@ TEST_CASE("batching: padding, BOS/EOS, the token budget, every row once") {
   for (const auto& b : single) CHECK(b.rows.size() == 1);
 }
 
+// 13a's second rule, a period or comma after a digit and before a non-digit: sacreBLEU's
+// re.sub(r'([\.,])([^0-9])', r' \1 \2') keeps the mark ("3.x" -> "3 . x"); a number keeps its
+// point ("3.5").
+TEST_CASE("tokenize_13a splits a period or comma between a digit and a non-digit") {
+  CHECK(tokenize_13a("3.x and 7,y but 3.5") == "3 . x and 7 , y but 3.5");
+}
+
 TEST_CASE("BLEU: every case of sacreBLEU's vectors, to 4 decimals") {
   if (!testing::have_shared_data("bleu/sacrebleu_vectors.json")) return;
   std::ifstream f(testing::shared_data("bleu/sacrebleu_vectors.json"));
