@@ -5,6 +5,7 @@
 #include "autograd/engine.hpp"
 #include "autograd/gemm.hpp"
 #include "autograd/ops.hpp"
+#include "autograd/simd.hpp"
 
 namespace anatomy {
 
@@ -175,7 +176,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   // y = x Wᵀ + b: start every row at b, then accumulate the product (Wᵀ read via strides).
   if (bias.defined()) {
     Tensor bc = bias.contiguous();
-    parallel_for(rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(N, 1)),
+    parallel_for(rows, std::max<int64_t>(1, simd::kGrain / std::max<int64_t>(N, 1)),
                  [&](int64_t r0, int64_t r1) {
                    for (int64_t r = r0; r < r1; ++r) std::copy_n(bc.data(), N, out.data() + r * N);
                  });

@@ -53,6 +53,8 @@ template <typename F>
 void parallel_draws(int64_t n, int64_t draws, F&& fn) {
   Generator& g = default_generator();
   const Generator start = g;
+  // 32768 elements a chunk at least: simd::kGrain, the elementwise loops' grain (simd.hpp is
+  // internal to the library, so the number is written out here).
   parallel_for(n, 32768, [&](int64_t begin, int64_t end) {
     Generator local = start;
     local.advance(static_cast<uint64_t>(begin * draws));
