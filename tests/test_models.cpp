@@ -312,8 +312,8 @@ TEST_CASE("KV cache: greedy decoding with and without it gives the same tokens a
   Seq2SeqTransformer s2s(small());
   s2s.eval();
   Tensor src = tensor({{5, 6, 7, 8, 9}, {3, 4, 0, 0, 0}});
-  auto cached = greedy_decode(s2s, src, 1, 2, 10, true);
-  auto plain = greedy_decode(s2s, src, 1, 2, 10, false);
+  auto cached = greedy_decode(s2s, src, 1, 2, 10, {.output_scores = true});
+  auto plain = greedy_decode(s2s, src, 1, 2, 10, {.use_cache = false, .output_scores = true});
   REQUIRE(cached.size() == 2);
   for (size_t b = 0; b < 2; ++b) {
     CHECK(cached[b].tokens == plain[b].tokens);
@@ -330,6 +330,11 @@ TEST_CASE("KV cache: greedy decoding with and without it gives the same tokens a
     }
   }
   CHECK_FALSE(cached[0].logits.empty());
+  // Without output_scores (the default) the same tokens come, and no logits are kept.
+  const auto lean = greedy_decode(s2s, src, 1, 2, 10);
+  CHECK(lean[0].tokens == cached[0].tokens);
+  CHECK(lean[1].tokens == cached[1].tokens);
+  CHECK(lean[0].logits.empty());
   CHECK(s2s.decoder->has_kv_cache());
   Seq2SeqTransformer book(small(false));  // the book's heads keep no cache: decoding recomputes
   CHECK_FALSE(book.decoder->has_kv_cache());
@@ -611,6 +616,62 @@ TEST_CASE("bad inputs give clear errors") {
 
 // padding_mask reads int64 ids [batch, seq]: float ids of the right rank, and int64 ids of the
 // wrong rank, are each refused.
+// Each input check of the form `if (a || b) throw` is hit with one clause true and the other
+// false, so that a check which tested only one of them (or needed both) would let bad input in.
+TEST_CASE("models: each clause of an input check refuses on its own") {
+  manual_seed(5);
+  const auto c = small();
+  // check_attention_inputs: rank alone, width alone, for the query and for the key/value.
+  FusedMultiHeadAttention mha(c);
+  const Tensor good = randn({1, 3, 16});
+  check_error([&] { mha.forward(randn({3, 16})); }, {"FusedMultiHeadAttention", "got [3, 16]"});
+  check_error([&] { mha.forward(randn({1, 3, 8})); }, {"FusedMultiHeadAttention", "got [1, 3, 8]"});
+  MultiHeadAttention book(small(false));
+  check_error(
+      [&] {
+        book.forward(good, randn({3, 16}), Tensor());
+      },
+      {"MultiHeadAttention", "got [3, 16]"});
+  check_error(
+      [&] {
+        book.forward(good, randn({1, 3, 8}), Tensor());
+      },
+      {"MultiHeadAttention", "[batch, seq, 16]", "got [1, 3, 8]"});
+  CHECK(book.forward(good, randn({1, 5, 16}), Tensor()).shape() == Shape{1, 3, 16});
+  // Embeddings: int64 of the wrong rank; a negative id or token type.
+  Embeddings emb([&] {
+    auto t = c;
+    t.type_vocab_size = 2;
+    return t;
+  }());
+  check_error([&] { emb.forward(tensor({3, 7})); }, {"Embeddings", "int64 token ids", "[2]"});
+  check_error([&] { emb.forward(tensor({{3, -1}})); }, {"Embeddings", "token id -1"});
+  check_error(
+      [&] {
+        emb.forward(tensor({{3, 7}}), 0, tensor({{0, -1}}));
+      },
+      {"Embeddings", "token type -1", "type_vocab_size 2"});
+  check_error(
+      [&] {
+        emb.forward(tensor({{3, 7}}), 0, tensor({{0.0f, 1.0f}}));
+      },
+      {"Embeddings", "token_type_ids must be int64 [1, 2]"});
+  // Pooler: [B, E] without a sequence dimension, and a sequence of length 0.
+  Pooler pooler(c);
+  check_error([&] { pooler.forward(randn({2, 16})); }, {"Pooler", "T >= 1", "got [2, 16]"});
+  check_error([&] { pooler.forward(randn({2, 0, 16})); }, {"Pooler", "got [2, 0, 16]"});
+  CHECK(pooler.forward(randn({2, 1, 16})).shape() == Shape{2, 16});
+  // scaled_dot_product_attention: a 1-D key alone, a 1-D value alone.
+  const Tensor q = randn({3, 4}), k = randn({5, 4}), v = randn({5, 2});
+  check_error([&] { scaled_dot_product_attention(q, randn({4}), v); },
+              {"scaled_dot_product_attention", "at least 2 dims", "[3, 4], [4], [5, 2]"});
+  check_error([&] { scaled_dot_product_attention(q, k, randn({2})); },
+              {"scaled_dot_product_attention", "at least 2 dims", "[3, 4], [5, 4], [2]"});
+  // --set: no '=' at all, and nothing before it.
+  auto d = small();
+  check_error([&] { d.set("=16"); }, {"--set", "name=value", "'=16'"});
+}
+
 TEST_CASE("padding_mask: [B, 1, T] with 0 at the padding, and its input checked") {
   CHECK(padding_mask(tensor({{5, 0, 7}}), 0).to_vector() == std::vector<float>{1, 0, 1});
   CHECK(padding_mask(tensor({{5, 0, 7}}), 0).shape() == Shape{1, 1, 3});
@@ -722,7 +783,7 @@ TEST_CASE("greedy decoding of a padded batch finds what each sentence finds alon
     std::set<size_t> lengths;
     for (const auto& s : sources) {
       alone.push_back(greedy_decode(s2s, from_vector(s, {1, static_cast<int64_t>(s.size())}), bos,
-                                    eos, max_length)[0]);
+                                    eos, max_length, {.output_scores = true})[0]);
       lengths.insert(alone.back().tokens.size());
     }
     if (lengths.size() < 3 || *lengths.rbegin() >= static_cast<size_t>(max_length)) continue;
@@ -730,7 +791,8 @@ TEST_CASE("greedy decoding of a padded batch finds what each sentence finds alon
     CAPTURE(seed);
     for (const bool use_cache : {true, false}) {
       CAPTURE(use_cache);
-      const auto together = greedy_decode(s2s, batch, bos, eos, max_length, use_cache);
+      const auto together = greedy_decode(s2s, batch, bos, eos, max_length,
+                                          {.use_cache = use_cache, .output_scores = true});
       for (size_t b = 0; b < sources.size(); ++b) {
         CAPTURE(b);
         CHECK(together[b].tokens == alone[b].tokens);
