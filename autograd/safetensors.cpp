@@ -196,9 +196,15 @@ SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& s
 SafetensorsFile load_safetensors(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(fmt::format("load_safetensors: cannot open {}", path));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return parse_safetensors(ss.str(), path);
+  // One read into a buffer of the file's size: a stringstream would copy it twice, growing.
+  f.seekg(0, std::ios::end);
+  const std::streamoff size = f.tellg();
+  f.seekg(0, std::ios::beg);
+  if (size < 0) throw Error(fmt::format("load_safetensors: cannot read {}", path));
+  std::string bytes(static_cast<size_t>(size), '\0');
+  if (!f.read(bytes.data(), size))
+    throw Error(fmt::format("load_safetensors: cannot read {}", path));
+  return parse_safetensors(bytes, path);
 }
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {

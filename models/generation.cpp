@@ -40,9 +40,10 @@ void best_extensions(const float* logp, int64_t V, float base, int64_t k,
 }  // namespace
 
 std::vector<Generated> greedy_decode(Seq2SeqTransformer& model, const Tensor& source_ids,
-                                     int64_t bos, int64_t eos, int64_t max_length, bool use_cache) {
+                                     int64_t bos, int64_t eos, int64_t max_length,
+                                     const GreedyOptions& o) {
   NoGradGuard no_grad;
-  use_cache = use_cache && model.decoder->has_kv_cache();
+  const bool use_cache = o.use_cache && model.decoder->has_kv_cache();
   const int64_t B = source_ids.size(0);
   auto encoded = model.encode(source_ids);
   Tensor memory = encoded.first, source_mask = encoded.second;
@@ -70,7 +71,7 @@ std::vector<Generated> greedy_decode(Seq2SeqTransformer& model, const Tensor& so
     const auto next = argmax(logits, -1).to_int_vector();
     std::vector<int64_t> keep;  // positions in `alive` of the rows that go on
     for (int64_t i = 0; i < n; ++i) {
-      out[alive[i]].logits.push_back(logits.select(0, i).clone());
+      if (o.output_scores) out[alive[i]].logits.push_back(logits.select(0, i).clone());
       if (next[i] != eos) {
         out[alive[i]].tokens.push_back(next[i]);
         keep.push_back(i);

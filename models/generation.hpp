@@ -13,15 +13,21 @@ namespace anatomy::models {
 
 struct Generated {
   std::vector<int64_t> tokens;  // without the start token; ends before the end token
-  std::vector<Tensor> logits;   // [V] per step (greedy only), for inspection and tests
+  std::vector<Tensor> logits;   // [V] per step (greedy with output_scores, generate)
   float score = 0.0f;           // sum of log-probabilities (beam search: length-normalized)
 };
 
-// Greedy translation of each source row (ids [B, S], padded with config.pad_token_id). A model
-// whose attention has no KV cache (the book's layout) decodes without one.
+struct GreedyOptions {
+  bool use_cache = true;  // a model whose attention has none (the book's layout) goes without
+  // Keep each step's logits in Generated::logits, as Hugging Face's output_scores: to inspect
+  // or test them. Off, translating a file copies no [V] row per token.
+  bool output_scores = false;
+};
+
+// Greedy translation of each source row (ids [B, S], padded with config.pad_token_id).
 std::vector<Generated> greedy_decode(Seq2SeqTransformer& model, const Tensor& source_ids,
                                      int64_t bos_id, int64_t eos_id, int64_t max_length,
-                                     bool use_cache = true);
+                                     const GreedyOptions& options = {});
 
 struct BeamSearchOptions {
   int64_t beam_size = 4;

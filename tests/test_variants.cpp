@@ -79,8 +79,8 @@ TEST_CASE("variants: cached decoding equals uncached for every scheme, norm and 
     init_weights(s2s, 0.3);  // large weights: outputs that differ by position, not near-uniform
     s2s.eval();
     const Tensor src = tensor({{5, 6, 7, 8, 9}, {3, 4, 0, 0, 0}});
-    auto cached = greedy_decode(s2s, src, 1, 2, 10, true);
-    auto plain = greedy_decode(s2s, src, 1, 2, 10, false);
+    auto cached = greedy_decode(s2s, src, 1, 2, 10, {.output_scores = true});
+    auto plain = greedy_decode(s2s, src, 1, 2, 10, {.use_cache = false, .output_scores = true});
     for (size_t b = 0; b < 2; ++b) {
       CHECK(cached[b].tokens == plain[b].tokens);
       REQUIRE(cached[b].logits.size() == plain[b].logits.size());
