@@ -10,9 +10,10 @@
 //
 // Size classes are four per power of two (4096, 5120, 6144, 7168, 8192, 10240, ...), so a
 // request wastes less than a quarter of its size and buffers of nearby sizes (batches of varying
-// length) share a class. Requests under 4 KiB go straight to the system, which serves them from
-// its own small-object heap without faults. The cache holds at most `cache_limit` bytes; a buffer
-// freed beyond that goes back to the system.
+// length) share a class. When its own class has no buffer cached, a request takes one of a larger
+// class up to twice its size. Requests under 4 KiB go straight to the system, which serves them
+// from its own small-object heap without faults. The cache holds at most `cache_limit` bytes; a
+// buffer freed beyond that goes back to the system.
 //
 // Under AddressSanitizer every buffer goes straight to the system: a reused buffer would hide a
 // use-after-free.

@@ -8,6 +8,7 @@
 
 #include "autograd/engine.hpp"
 #include "autograd/ops.hpp"
+#include "autograd/parallel.hpp"
 #include "autograd/simd.hpp"
 
 namespace anatomy {
@@ -127,14 +128,24 @@ Tensor arg_search(const char* op, const Tensor& a, int64_t dim, bool keepdim, bo
   Tensor out = empty(rows, Dtype::Int64);
   int64_t* idx = out.data_ptr<int64_t>();
   const float* px = x.data();
-  for (int64_t o = 0; o < out.numel(); ++o) {
-    const float* row = px + o * R;
-    // The first NaN wins, as in PyTorch (NaN propagates through max and min).
-    int64_t best = 0;
-    for (int64_t r = 1; r < R && !std::isnan(row[best]); ++r)
-      if (std::isnan(row[r]) || (is_max ? row[r] > row[best] : row[r] < row[best])) best = r;
-    idx[o] = best;
-  }
+  // Rows in parallel (greedy decoding takes the argmax of every row's logits each step).
+  parallel_for(out.numel(), std::max<int64_t>(1, simd::kGrain / R), [&](int64_t o0, int64_t o1) {
+    for (int64_t o = o0; o < o1; ++o) {
+      const float* row = px + o * R;
+      int64_t best = 0;
+      if (is_max) {
+        // The largest value in vectors, then the first place it occurs: a NaN is the largest
+        // (NaN propagates through max, as in PyTorch) and matches itself only by isnan.
+        const float m = simd::max(row, R);
+        while (std::isnan(m) ? !std::isnan(row[best]) : row[best] != m) ++best;
+      } else {
+        // The first NaN wins, as in PyTorch (NaN propagates through max and min).
+        for (int64_t r = 1; r < R && !std::isnan(row[best]); ++r)
+          if (std::isnan(row[r]) || row[r] < row[best]) best = r;
+      }
+      idx[o] = best;
+    }
+  });
   if (a.dim() == 0) return out;
   Tensor t = unsqueeze(out, -1);
   if (dim != a.dim() - 1) t = transpose(t, dim, -1).contiguous();

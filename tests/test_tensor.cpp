@@ -182,6 +182,23 @@ TEST_CASE("the caching allocator hands a freed buffer of the same size class bac
   // Small buffers are never cached.
   { Tensor f = empty({10}); }
   CHECK(allocator_stats().cached_bytes == 458752);
+  // A smaller request takes a cached buffer up to twice its class, counted at its real size
+  // while in use, and freeing it returns it to its own class.
+  set_cache_limit(size_t{64} << 20);
+  {
+    Tensor g = empty({75000});  // 300000 bytes: class 327680, none cached; 458752 <= 2 x 327680
+    CHECK(allocator_stats().cached_bytes == 0);
+    CHECK(allocator_stats().in_use_bytes == s0.in_use_bytes + 458752);
+  }
+  CHECK(allocator_stats().cached_bytes == 458752);
+  CHECK(allocator_stats().in_use_bytes == s0.in_use_bytes);
+  {
+    Tensor h = empty({110000});  // its own class again: the buffer g had
+    CHECK(allocator_stats().cached_bytes == 0);
+    Tensor i = empty({50000});  // 200000 bytes: class 229376; 458752 is more than twice that
+    CHECK(i.data() != h.data());
+  }
+  CHECK(allocator_stats().cached_bytes == 458752 + 229376);
   set_cache_limit(limit);
   empty_cache();
 }
@@ -393,6 +410,23 @@ TEST_CASE("errors name the op, what was expected and what came") {
   check_error([&] { randn({2, 3}).narrow(1, 2, 2); }, {"narrow", "exceeds dimension size (3)"});
   check_error([&] { sum(randn({2, 3}), {0, 0}); }, {"sum", "dim 0 appears multiple times"});
   check_error([&] { gelu(randn({2}), "fast"); }, {"gelu", "none or tanh", "fast"});
+}
+
+// Logits-sized rows, split between threads: each row's first largest value, ties included (a
+// search that took the last one, or lost its place between vectors, would differ).
+TEST_CASE("argmax over long rows on 2 threads: the first largest of each row") {
+  const int before = get_num_threads();
+  set_num_threads(2);
+  manual_seed(8);
+  const int64_t rows = 300, V = 5003;
+  Tensor x = randint(0, 50, {rows, V}).to(Dtype::Float32);  // many ties of the largest
+  const auto got = argmax(x, 1).to_int_vector();
+  const auto v = x.to_vector();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = v.data() + r * V;
+    CHECK(got[r] == std::max_element(row, row + V) - row);
+  }
+  set_num_threads(before);
 }
 
 TEST_CASE("NaN propagates through max, min, their indices, softmax, relu, clamp, as in PyTorch") {

@@ -56,13 +56,14 @@ std::vector<std::string> Translator::translate(const std::vector<std::string>& t
   // Sentences of similar length decode together (less padding), up to 256 rows of the
   // decoder's batch at a time: a sentence is one row in greedy decoding and `beam` rows in beam
   // search. A step's cost is mostly reading the weights (the output layer's most), whatever
-  // the rows, so bigger batches pay it for more sentences.
+  // the rows, so bigger batches pay it for more sentences. Longest first: the later, shorter
+  // batches then fit in the buffers the first one left in the allocator's cache.
   const size_t per_batch =
       static_cast<size_t>(std::max<int64_t>(1, 256 / std::max<int64_t>(beam, 1)));
   std::vector<size_t> order(texts.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return ids[a].size() < ids[b].size(); });
+                   [&](size_t a, size_t b) { return ids[a].size() > ids[b].size(); });
   for (size_t start = 0; start < order.size(); start += per_batch) {
     const size_t end = std::min(order.size(), start + per_batch);
     std::vector<std::vector<int64_t>> rows;
