@@ -8,7 +8,8 @@ namespace {
 
 // Runs fused and composed on copies of the same inputs; compares outputs and input gradients.
 void check_same(const std::function<Tensor(const Inputs&)>& fused,
-                const std::function<Tensor(const Inputs&)>& composed, const Inputs& inputs) {
+                const std::function<Tensor(const Inputs&)>& composed, const Inputs& inputs,
+                double grad_atol = 1e-5) {
   auto copy = [&] {
     Inputs c;
     for (const auto& x : inputs) {
@@ -25,7 +26,7 @@ void check_same(const std::function<Tensor(const Inputs&)>& fused,
   (ya * r).sum().backward();
   (yb * r).sum().backward();
   for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].requires_grad()) CHECK_CLOSE(a[i].grad(), b[i].grad(), 1e-5, 1e-4);
+    if (a[i].requires_grad()) CHECK_CLOSE(a[i].grad(), b[i].grad(), grad_atol, 1e-4);
 }
 
 }  // namespace
@@ -57,6 +58,27 @@ TEST_CASE("layer_norm == (x - mean) / sqrt(var + eps) * w + b") {
              },
              {randn({2, 3, 16}).requires_grad_(), randn({16}).requires_grad_(),
               randn({16}).requires_grad_()});
+}
+
+// Many rows on 2 threads: dw and db are summed per chunk of rows into the chunk's own partial
+// buffer. Chunks sharing one buffer would race and lose rows' terms (often, not always: so ten
+// times).
+TEST_CASE("layer_norm's weight and bias gradients over many rows on 2 threads") {
+  const int before = get_num_threads();
+  set_num_threads(2);
+  manual_seed(12);
+  for (int repeat = 0; repeat < 10; ++repeat)
+    check_same([](const Inputs& x) { return layer_norm(x[0], {64}, x[1], x[2], 1e-5f); },
+               [](const Inputs& x) {
+                 Tensor mu = x[0].mean({-1}, true);
+                 Tensor var = x[0].var({-1}, false, true);
+                 return (x[0] - mu) / sqrt(var + 1e-5f) * x[1] + x[2];
+               },
+               {randn({4096, 64}).requires_grad_(), randn({64}).requires_grad_(),
+                randn({64}).requires_grad_()},
+               // Sums of 4096 terms of size ~1 in two orders differ by ~1e-4; a lost term by ~1.
+               2e-3);
+  set_num_threads(before);
 }
 
 TEST_CASE("cross_entropy == -mean(log_softmax gathered at the targets), with smoothing") {

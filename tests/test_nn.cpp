@@ -290,6 +290,20 @@ TEST_CASE("buffers are in state_dict under their dotted name, load back, and are
   REQUIRE(state.count("inner.steps"));
   m.load_state_dict({{"inner.steps", tensor({3.0f, 4.0f})}});
   CHECK_CLOSE(m.inner->steps, tensor({3.0f, 4.0f}), 0, 0);
+  // Recursion goes all the way down: a buffer two modules deep, beside one a level up.
+  struct Top : nn::Module {
+    Top() {
+      outer = register_module("outer", std::make_shared<Outer>());
+      own = register_buffer("own", zeros({1}));
+    }
+    std::shared_ptr<Outer> outer;
+    Tensor own;
+  };
+  Top top;
+  std::vector<std::string> names;
+  for (const auto& [n, b] : top.named_buffers()) names.push_back(n);
+  CHECK(names == std::vector<std::string>{"own", "outer.inner.steps"});
+  CHECK(top.state_dict().count("outer.inner.steps"));
   check_error(
       [] {
         struct Bad : nn::Module {
