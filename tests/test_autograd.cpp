@@ -49,6 +49,12 @@ TEST_CASE("requires_grad propagates as in PyTorch") {
   CHECK(y.detach().is_leaf());
   check_error([&] { tensor({1, 2}).requires_grad_(); }, {"floating point"});
   check_error([&] { y.requires_grad_(false); }, {"leaf"});
+  // A leaf may turn it off, and a non-leaf may be told again that it requires grad, as torch.
+  Tensor leaf = randn({2}).requires_grad_();
+  leaf.requires_grad_(false);
+  CHECK_FALSE(leaf.requires_grad());
+  y.requires_grad_(true);
+  CHECK(y.requires_grad());
 }
 
 TEST_CASE("gradients accumulate until zero_grad (the trap micrograd users hit)") {

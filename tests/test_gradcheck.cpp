@@ -480,4 +480,9 @@ TEST_CASE("gradcheck catches a wrong backward") {
   const auto detached = gradcheck([](const Inputs& x) { return (x[0] * 2.0f).detach(); }, in);
   CHECK_FALSE(detached.ok);
   CHECK(detached.message.find("does not require grad") != std::string::npos);
+  // A function must give a float32 tensor: neither an undefined one nor int64 indices.
+  testing::check_error([&] { gradcheck([](const Inputs&) { return Tensor(); }, in); },
+                       {"gradcheck", "float32 tensor"});
+  testing::check_error([&] { gradcheck([](const Inputs& x) { return argmax(x[0], 0); }, in); },
+                       {"gradcheck", "float32 tensor"});
 }

@@ -222,6 +222,15 @@ TEST_CASE("copies share storage, and views share storage and see writes") {
   Tensor c = a.clone();
   c.fill_(0.0f);
   CHECK(a.sum().item() == 18.0f);  // clone owns its storage
+  // fill_ on a view writes the view's elements and not one more, float or int64.
+  Tensor f = arange(10, kFloat32), i = arange(10, kInt64);
+  f.narrow(0, 2, 3).fill_(7.0f);
+  i.narrow(0, 2, 3).fill_(7.0f);
+  CHECK(f.to_vector() == std::vector<float>{0, 1, 7, 7, 7, 5, 6, 7, 8, 9});
+  CHECK(i.to_int_vector() == std::vector<int64_t>{0, 1, 7, 7, 7, 5, 6, 7, 8, 9});
+  Tensor grid = arange(12, kInt64).reshape({3, 4});
+  grid.narrow(1, 1, 2).fill_(0.0f);  // two runs of two, strided
+  CHECK(grid.to_int_vector() == std::vector<int64_t>{0, 0, 0, 3, 4, 0, 0, 7, 8, 0, 0, 11});
 }
 
 TEST_CASE("the book's indexing: x[:, 0, :] and slices") {
