@@ -74,6 +74,13 @@ TEST_CASE("optimizer and schedule arguments are checked") {
   check_error([&] { nn::NoamSchedule(sgd, 0, 100); }, {"NoamSchedule", "positive"});
   check_error([&] { nn::WarmupDecaySchedule(sgd, 1e-3, 200, 100); },
               {"WarmupDecaySchedule", "warmup_steps <= total_steps"});
+  check_error([&] { nn::WarmupDecaySchedule(sgd, 1e-3, -1, 100); },
+              {"WarmupDecaySchedule", "0 <= warmup_steps", "got -1, 100"});
+  // No warmup at all is allowed: the peak at step 0, then the decay (LambdaLR's 1 - t/T).
+  nn::WarmupDecaySchedule none(sgd, 1e-3, 0, 100);
+  CHECK(sgd.lr() == 1e-3);
+  none.step();
+  CHECK(sgd.lr() == doctest::Approx(1e-3 * 0.99).epsilon(1e-12).scale(0));
   check_error([&] { nn::SGD({w}, {.lr = -1}); }, {"SGD", "Invalid learning rate"});
   check_error([&] { nn::Adam({w}, {.beta1 = 1.5}); }, {"Adam", "Invalid beta"});
   // torch's bounds are 0 <= beta < 1 for both: 1 itself is refused, 0 accepted.
