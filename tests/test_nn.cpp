@@ -119,6 +119,12 @@ TEST_CASE("default initialization follows PyTorch's") {
   CHECK(nn::init::calculate_fan_in_and_fan_out(empty({8, 3, 5, 5})) ==
         std::pair<int64_t, int64_t>{75, 200});
   CHECK(nn::init::calculate_fan_in_and_fan_out(empty({8, 3})) == std::pair<int64_t, int64_t>{3, 8});
+  // The constant fills, as torch.nn.init's, in place on a parameter without recording a grad.
+  Tensor p = randn({3}).requires_grad_();
+  CHECK(nn::init::ones_(p).to_vector() == std::vector<float>(3, 1.0f));
+  CHECK(nn::init::zeros_(p).to_vector() == std::vector<float>(3, 0.0f));
+  CHECK(nn::init::constant_(p, 0.5f).to_vector() == std::vector<float>(3, 0.5f));
+  CHECK(p.is_leaf());
 }
 
 TEST_CASE("Linear refuses a negative size on either side") {
