@@ -754,6 +754,26 @@ TEST_CASE("beam search scores each beam's extensions with that beam's own log-pr
           if (score > best) best = score, best_tokens = {a, b, d};
         }
       }
+    // Width 2 by hand: every extension of both beams scored, the best two kept, three times.
+    // Beam search must keep the same two (a wrong order of candidates keeps others).
+    std::vector<std::pair<double, std::vector<int64_t>>> hand{{0.0, {}}};
+    for (int step = 0; step < 3; ++step) {
+      std::vector<std::pair<double, std::vector<int64_t>>> next;
+      for (const auto& [score, tokens] : hand) {
+        const auto lp = lp_all(tokens);
+        for (int64_t v = 0; v < 6; ++v) {
+          next.push_back({score + lp[v], tokens});
+          next.back().second.push_back(v);
+        }
+      }
+      std::sort(next.begin(), next.end(),
+                [](const auto& x, const auto& y) { return x.first > y.first; });
+      next.resize(2);
+      hand = next;
+    }
+    const auto two = beam_search(s2s, src, bos, eos, 3, 2, 0.0f);
+    CHECK(two.tokens == hand[0].second);
+    CHECK(two.score == doctest::Approx(hand[0].first).epsilon(1e-4));
     if (best_tokens[0] == greedy_first) continue;
     ++traps;
     CAPTURE(seed);
