@@ -8,6 +8,7 @@
 #include <bit>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -194,6 +195,10 @@ SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& s
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {
+  // A folder opens as a stream too, and reports a size no buffer can hold.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(fmt::format("load_safetensors: {} is a folder, not a .safetensors file", path));
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(fmt::format("load_safetensors: cannot open {}", path));
   // One read into a buffer of the file's size: a stringstream would copy it twice, growing.

@@ -1,5 +1,6 @@
 // safetensors: round trip, PyTorch-written files, and every kind of broken file.
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "helpers.hpp"
@@ -150,6 +151,9 @@ TEST_CASE("safetensors: broken files give one clear error") {
       },
       {"2 problem(s)", "'a'", "'b'"});
   check_error([&] { load_safetensors("/nonexistent/file.safetensors"); }, {"cannot open"});
+  // A folder where the file should be (a checkpoint folder passed one level too high).
+  check_error([&] { load_safetensors(std::filesystem::temp_directory_path().string()); },
+              {"load_safetensors", "is a folder"});
 }
 
 TEST_CASE("saving is atomic: a failed save leaves the old file intact") {
