@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstring>
 #include <vector>
+#include "autograd/simd.hpp"
 #include "autograd/xsimd.hpp"
 
 namespace anatomy {
@@ -31,6 +32,8 @@ constexpr int64_t MR = W >= 16 ? 8 : 6;
 constexpr int64_t KC = 256;
 constexpr int64_t MC_MAX = 128;
 constexpr int64_t NC = 2048;
+// Below this many rows of A, B is read in place instead of packed.
+constexpr int64_t kFewRows = 4;
 
 #ifdef __AVX2__
 inline void transpose8x8(const float* src, int64_t lds, float* dst, int64_t ldd);
@@ -184,6 +187,31 @@ float* scratch(std::vector<float, xsimd::aligned_allocator<float, 64>>& buf, siz
   return buf.data();
 }
 
+// C[0:M, cols j0:j1] (+)= A · B for the few-row case, reading B where it lies. Two layouts
+// keep each inner loop contiguous: B's columns contiguous (Bᵀ row-major, e.g. attention's keys)
+// give one dot product per element of C; B's rows contiguous (e.g. the values) give one
+// C row += a · B row per k.
+void few_rows(int64_t M, int64_t j0, int64_t j1, int64_t K, const float* A, int64_t rsa,
+              const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate) {
+  if (rsb == 1) {
+    for (int64_t j = j0; j < j1; ++j)
+      for (int64_t i = 0; i < M; ++i) {
+        const float d = simd::dot(A + i * rsa, B + j * csb, K);
+        C[i * ldc + j] = accumulate ? C[i * ldc + j] + d : d;
+      }
+    return;
+  }
+  for (int64_t i = 0; i < M; ++i) {
+    float* c = C + i * ldc + j0;
+    if (!accumulate) std::fill(c, c + (j1 - j0), 0.0f);
+    for (int64_t k = 0; k < K; ++k) {
+      const simd::batch a(A[i * rsa + k]);
+      simd::map2_range(c, 1, B + k * rsb + j0, 1, c, j1 - j0,
+                       [&](simd::batch cv, simd::batch bv) { return xsimd::fma(a, bv, cv); });
+    }
+  }
+}
+
 }  // namespace
 
 void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa, const float* B,
@@ -197,6 +225,18 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
   // Threads pay off only once there is enough work to hide waking them (a few microseconds).
   const double flops =
       2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  // A few rows: packing B, K·N values, would cost about what the product does (attention's
+  // scores and weighted values for one new token while decoding).
+  if (M < kFewRows && csa == 1 && (rsb == 1 || csb == 1)) {
+    const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(kParallelFlops / (2 * M * K)));
+    parallel_for(
+        N, grain,
+        [&](int64_t j0, int64_t j1) {
+          few_rows(M, j0, j1, K, A, rsa, B, rsb, csb, C, ldc, accumulate);
+        },
+        W);
+    return;
+  }
   const int threads = flops < kParallelFlops || in_parallel() ? 1 : get_num_threads();
   // Enough M blocks to give every thread work, but no bigger than MC_MAX.
   const int64_t per_thread = (M + threads - 1) / threads;

@@ -22,8 +22,14 @@ std::vector<float> naive(int64_t M, int64_t N, int64_t K, const std::vector<floa
 
 TEST_CASE("gemm matches a naive loop on awkward shapes and strides") {
   manual_seed(0);
-  for (auto mnk : std::vector<std::array<int64_t, 3>>{
-           {1, 1, 1}, {7, 5, 3}, {17, 33, 65}, {130, 70, 300}, {300, 513, 257}, {5, 768, 64}}) {
+  for (auto mnk : std::vector<std::array<int64_t, 3>>{{1, 1, 1},
+                                                      {1, 37, 40},
+                                                      {3, 70, 19},
+                                                      {7, 5, 3},
+                                                      {17, 33, 65},
+                                                      {130, 70, 300},
+                                                      {300, 513, 257},
+                                                      {5, 768, 64}}) {
     const int64_t M = mnk[0], N = mnk[1],
                   K = mnk[2];  // (clang 14: CAPTURE of a structured binding)
     for (bool ta : {false, true})
@@ -79,4 +85,31 @@ TEST_CASE("gemm with few rows splits the columns between threads, and matches a 
   CHECK_CLOSE(from_vector(C2, {M, N}), from_vector(naive(M, N, K, A, K, 1, B, N, 1), {M, N}), 2e-3,
               1e-4);
   CHECK(C1 == C2);
+}
+
+// Under four rows B is read in place, not packed: by columns (Bᵀ row-major, attention's keys)
+// or by rows (the values). Either way the columns are shared between threads.
+TEST_CASE("gemm with one to three rows reads B in place, on 1 or 2 threads") {
+  manual_seed(3);
+  const int64_t N = 20000, K = 100;
+  const int before = get_num_threads();
+  for (int64_t M : {1, 3})
+    for (bool tb : {false, true}) {
+      CAPTURE(M);
+      CAPTURE(tb);
+      static_assert(2.0 * 1 * 20000 * 100 >= kParallelFlops);
+      auto A = randn({M * K}).to_vector();
+      auto B = randn({K * N}).to_vector();
+      const int64_t rsb = tb ? 1 : N, csb = tb ? K : 1;
+      std::vector<float> C1(M * N, 0.5f), C2(M * N, 0.5f);
+      set_num_threads(1);
+      gemm(M, N, K, A.data(), K, 1, B.data(), rsb, csb, C1.data(), N, true);
+      set_num_threads(2);
+      gemm(M, N, K, A.data(), K, 1, B.data(), rsb, csb, C2.data(), N, true);
+      auto ref = naive(M, N, K, A, K, 1, B, rsb, csb);
+      for (auto& v : ref) v += 0.5f;
+      CHECK_CLOSE(from_vector(C2, {M, N}), from_vector(ref, {M, N}), 1e-3, 1e-4);
+      CHECK(C1 == C2);
+    }
+  set_num_threads(before);
 }
