@@ -48,18 +48,23 @@ std::vector<Generated> greedy_decode(Seq2SeqTransformer& model, const Tensor& so
   auto encoded = model.encode(source_ids);
   Tensor memory = encoded.first, source_mask = encoded.second;
   std::vector<Generated> out(B);
-  // The rows still decoding. A sentence that has ended leaves the decoder's batch (and its keys
-  // and values the cache), so the steps after it cost only what the others need.
-  std::vector<int64_t> alive(B);
-  std::iota(alive.begin(), alive.end(), 0);
+  // The decoder's batch: its rows' sentences, and which of them have ended. Ended rows leave the
+  // batch (and their keys and values the cache) once an eighth of it has ended. Leaving at once
+  // would copy the whole cache at almost every step of a big batch; staying costs a row's
+  // compute for a few steps. Without a cache every row feeds its whole prefix, so the prefixes
+  // must stay equal in length: ended rows leave at once.
+  std::vector<int64_t> rows(B);
+  std::iota(rows.begin(), rows.end(), 0);
+  std::vector<char> ended(static_cast<size_t>(B), 0);
+  int64_t ended_in_batch = 0;
   DecoderCache cache;
-  for (int64_t step = 0; step < max_length && !alive.empty(); ++step) {
-    const int64_t n = static_cast<int64_t>(alive.size());
+  for (int64_t step = 0; step < max_length && !rows.empty(); ++step) {
+    const int64_t n = static_cast<int64_t>(rows.size());
     // With a cache each row feeds its newest token ([n, 1]); without, its whole prefix.
     std::vector<int64_t> feed;
-    for (const int64_t r : alive) {
+    for (const int64_t r : rows) {
       if (use_cache) {
-        feed.push_back(out[r].tokens.empty() ? bos : out[r].tokens.back());
+        feed.push_back(ended[r] || out[r].tokens.empty() ? bos : out[r].tokens.back());
       } else {
         feed.push_back(bos);
         feed.insert(feed.end(), out[r].tokens.begin(), out[r].tokens.end());
@@ -69,23 +74,30 @@ std::vector<Generated> greedy_decode(Seq2SeqTransformer& model, const Tensor& so
     const Tensor logits =
         last_position(model.decode(ids, memory, source_mask, use_cache ? &cache : nullptr));
     const auto next = argmax(logits, -1).to_int_vector();
-    std::vector<int64_t> keep;  // positions in `alive` of the rows that go on
     for (int64_t i = 0; i < n; ++i) {
-      if (o.output_scores) out[alive[i]].logits.push_back(logits.select(0, i).clone());
-      if (next[i] != eos) {
-        out[alive[i]].tokens.push_back(next[i]);
-        keep.push_back(i);
+      const int64_t r = rows[i];
+      if (ended[r]) continue;
+      if (o.output_scores) out[r].logits.push_back(logits.select(0, i).clone());
+      if (next[i] == eos) {
+        ended[r] = 1;
+        ++ended_in_batch;
+      } else {
+        out[r].tokens.push_back(next[i]);
       }
     }
-    if (keep.empty()) break;
-    if (static_cast<int64_t>(keep.size()) == n) continue;
+    if (ended_in_batch == n) break;
+    if (ended_in_batch < (use_cache ? std::max<int64_t>(1, n / 8) : 1)) continue;
+    std::vector<int64_t> keep;  // positions in `rows` of the rows that go on
+    for (int64_t i = 0; i < n; ++i)
+      if (!ended[rows[i]]) keep.push_back(i);
     const Tensor index = from_vector(keep, {static_cast<int64_t>(keep.size())});
     memory = index_select(memory, 0, index);
     source_mask = index_select(source_mask, 0, index);
     if (use_cache) reorder(cache, index);
     std::vector<int64_t> still;
-    for (const int64_t i : keep) still.push_back(alive[i]);
-    alive = std::move(still);
+    for (const int64_t i : keep) still.push_back(rows[i]);
+    rows = std::move(still);
+    ended_in_batch = 0;
   }
   return out;
 }

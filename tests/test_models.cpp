@@ -307,6 +307,39 @@ TEST_CASE("padding changes no output at other positions") {
   CHECK_CLOSE(batch.select(0, 1), alone.select(0, 0), 1e-5, 1e-5);
 }
 
+// A batch whose sentences end at different steps: ended rows wait in the batch until an eighth
+// of it has ended, then leave it with their cached keys and values. Each sentence must come out
+// as it does decoded alone, whichever rows shared its steps.
+TEST_CASE("greedy decoding of a batch whose rows end at different steps, as each alone") {
+  manual_seed(11);
+  Seq2SeqTransformer s2s(small());
+  s2s.eval();
+  const int64_t B = 24, S = 6, eos = 2, max_length = 12;
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < B * S; ++i) ids.push_back(3 + (i * 7 + i / S) % 27);
+  const Tensor src = from_vector(ids, {B, S});
+  // Raise the end token's bias until the rows end at many different steps.
+  std::vector<Generated> batch;
+  std::set<size_t> lengths;
+  for (int raise = 0; raise < 32 && lengths.size() < 5; ++raise) {
+    NoGradGuard no_grad;
+    s2s.generator->bias.data()[eos] += 0.25f;
+    batch = greedy_decode(s2s, src, 1, eos, max_length, {.output_scores = true});
+    lengths.clear();
+    for (const auto& g : batch) lengths.insert(g.tokens.size());
+  }
+  REQUIRE(lengths.size() >= 5);  // e.g. some rows end at step 1, others run to the limit
+  for (int64_t b = 0; b < B; ++b) {
+    CAPTURE(b);
+    const auto alone =
+        greedy_decode(s2s, src.narrow(0, b, 1), 1, eos, max_length, {.output_scores = true})[0];
+    CHECK(batch[b].tokens == alone.tokens);
+    REQUIRE(batch[b].logits.size() == alone.logits.size());
+    for (size_t i = 0; i < alone.logits.size(); ++i)
+      CHECK_CLOSE(batch[b].logits[i], alone.logits[i], 1e-5, 1e-4);
+  }
+}
+
 TEST_CASE("KV cache: greedy decoding with and without it gives the same tokens and logits") {
   manual_seed(4);
   Seq2SeqTransformer s2s(small());
