@@ -4,6 +4,7 @@
 #include "autograd/allocator.hpp"
 #include "autograd/anomaly.hpp"
 #include "autograd/engine.hpp"
+#include "autograd/frozen_weights.hpp"
 #include "autograd/function.hpp"
 #include "autograd/gemm.hpp"
 #include "autograd/gradcheck.hpp"

@@ -14,6 +14,7 @@
 #endif
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 #include "autograd/simd.hpp"
@@ -214,8 +215,30 @@ void few_rows(int64_t M, int64_t j0, int64_t j1, int64_t K, const float* A, int6
 
 }  // namespace
 
+PackedB pack_b_blocks(int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb) {
+  static_assert(NC % NR == 0, "whole panels per block");
+  PackedB out;
+  constexpr size_t kAlign = 64 / sizeof(float);
+  out.buffer_.resize(static_cast<size_t>(K * ((N + NR - 1) / NR) * NR) + kAlign);
+  const auto address = reinterpret_cast<uintptr_t>(out.buffer_.data());
+  out.data_ = out.buffer_.data() + (kAlign - address / sizeof(float) % kAlign) % kAlign;
+  float* dst = out.data_;
+  for (int64_t jc = 0; jc < N; jc += NC) {
+    const int64_t nc = std::min(NC, N - jc);
+    const int64_t panels = (nc + NR - 1) / NR;
+    for (int64_t pc = 0; pc < K; pc += KC) {
+      const int64_t kc = std::min(KC, K - pc);
+      parallel_for(panels, 1, [&](int64_t p0, int64_t p1) {
+        pack_b(B + pc * rsb + jc * csb, rsb, csb, kc, nc, dst, p0, p1);
+      });
+      dst += kc * panels * NR;
+    }
+  }
+  return out;
+}
+
 void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa, const float* B,
-          int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate) {
+          int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate, const float* packed_b) {
   if (M == 0 || N == 0) return;
   if (K == 0) {
     if (!accumulate)
@@ -243,7 +266,10 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
   const int64_t mc_block =
       std::max<int64_t>(MR, std::min<int64_t>(MC_MAX / MR * MR, (per_thread + MR - 1) / MR * MR));
   static thread_local std::vector<float, xsimd::aligned_allocator<float, 64>> b_buf;
-  float* bp = scratch(b_buf, static_cast<size_t>(KC * ((std::min(N, NC) + NR - 1) / NR * NR)));
+  float* b_scratch =
+      packed_b ? nullptr
+               : scratch(b_buf, static_cast<size_t>(KC * ((std::min(N, NC) + NR - 1) / NR * NR)));
+  const float* next_packed = packed_b;  // this block's panels in packed_b
 
   for (int64_t jc = 0; jc < N; jc += NC) {
     const int64_t nc = std::min(NC, N - jc);
@@ -252,6 +278,8 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
       const int64_t kc = std::min(KC, K - pc);
       const bool acc = accumulate || pc > 0;
       const float* Bp = B + pc * rsb + jc * csb;
+      const float* bp = packed_b ? next_packed : b_scratch;
+      if (packed_b) next_packed += kc * panels * NR;
       const int64_t m_blocks = (M + mc_block - 1) / mc_block;
       // Tasks: each M block, its N micro-panels cut into `groups` so that there are a few tasks
       // per thread even when M is short. A task packs its own A block.
@@ -273,12 +301,14 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
         }
       };
       if (threads == 1) {
-        pack_b(Bp, rsb, csb, kc, nc, bp, 0, panels);
+        if (!packed_b) pack_b(Bp, rsb, csb, kc, nc, b_scratch, 0, panels);
         for (int64_t t = 0; t < m_blocks; ++t) task(t);
       } else {
         // B is packed once, by every thread a share, then read by every task.
-        parallel_for(panels, 1,
-                     [&](int64_t p0, int64_t p1) { pack_b(Bp, rsb, csb, kc, nc, bp, p0, p1); });
+        if (!packed_b)
+          parallel_for(panels, 1, [&](int64_t p0, int64_t p1) {
+            pack_b(Bp, rsb, csb, kc, nc, b_scratch, p0, p1);
+          });
         parallel_for(m_blocks * groups, 1, [&](int64_t t0, int64_t t1) {
           for (int64_t t = t0; t < t1; ++t) task(t);
         });

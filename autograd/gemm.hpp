@@ -6,13 +6,31 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "autograd/parallel.hpp"
 
 namespace anatomy {
 
+//
+// `packed_b`, when given, is B already packed by pack_b_blocks (a weight reused by many products):
+// B itself is then read only by products of under four rows, which never pack it.
 void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa, const float* B,
-          int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate);
+          int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate,
+          const float* packed_b = nullptr);
+
+// B[K, N] (read through strides) in the micro-panels of every block, in the order gemm reads them,
+// 64-byte aligned as the micro-kernel loads them.
+class PackedB {
+ public:
+  const float* data() const { return data_; }
+
+ private:
+  friend PackedB pack_b_blocks(int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb);
+  std::vector<float> buffer_;  // data_ is its first 64-byte aligned float (a move keeps it)
+  float* data_ = nullptr;
+};
+PackedB pack_b_blocks(int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb);
 
 // Below this many flops a GEMM runs on one thread (waking the others would cost more than it
 // saves).

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "autograd/engine.hpp"
+#include "autograd/frozen_weights.hpp"
 #include "autograd/gemm.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/simd.hpp"
@@ -183,7 +184,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   }
   const int64_t rsx = x2.dim() >= 2 ? x2.stride(-2) : 0;
   gemm(rows, N, K, x2.data(), rsx, x2.stride(-1), weight.data(), weight.stride(1), weight.stride(0),
-       out.data(), N, bias.defined());
+       out.data(), N, bias.defined(), frozen_packed_weight(weight));
   return record(out, "AddmmBackward0", {x, weight, bias},
                 [x, weight, bias, rows, K, N](const Tensor& g) {
                   Tensor g2 = g.reshape({rows, N});

@@ -43,6 +43,7 @@ std::vector<Generated> greedy_decode(Seq2SeqTransformer& model, const Tensor& so
                                      int64_t bos, int64_t eos, int64_t max_length,
                                      const GreedyOptions& o) {
   NoGradGuard no_grad;
+  FrozenWeightsGuard frozen;  // the steps only read the model: each weight is packed once
   const bool use_cache = o.use_cache && model.decoder->has_kv_cache();
   const int64_t B = source_ids.size(0);
   auto encoded = model.encode(source_ids);
@@ -115,6 +116,7 @@ std::vector<Generated> beam_search(Seq2SeqTransformer& model, const Tensor& sour
   if (o.beam_size < 1)
     throw Error(fmt::format("beam_search: beam size must be >= 1 (got {})", o.beam_size));
   NoGradGuard no_grad;
+  FrozenWeightsGuard frozen;
   const bool use_cache = o.use_cache && model.decoder->has_kv_cache();
   const auto encoded = model.encode(source_ids);
   const Tensor &memory = encoded.first, &source_mask = encoded.second;

@@ -113,3 +113,67 @@ TEST_CASE("gemm with one to three rows reads B in place, on 1 or 2 threads") {
     }
   set_num_threads(before);
 }
+
+// B packed ahead (a frozen weight) gives the very numbers of B packed in the call: the same
+// panels, read in the same order, across several N and K blocks.
+TEST_CASE("gemm with B packed ahead matches packing B in the call, bit for bit") {
+  manual_seed(4);
+  const int64_t M = 37, N = 2100, K = 300;  // N over one 2048 block, K over one 256 slice
+  const int before = get_num_threads();
+  for (bool tb : {false, true})
+    for (int threads : {1, 2}) {
+      CAPTURE(tb);
+      CAPTURE(threads);
+      set_num_threads(threads);
+      auto A = randn({M * K}).to_vector();
+      auto B = randn({K * N}).to_vector();
+      const int64_t rsb = tb ? 1 : N, csb = tb ? K : 1;
+      const PackedB packed = pack_b_blocks(K, N, B.data(), rsb, csb);
+      CHECK(reinterpret_cast<uintptr_t>(packed.data()) % 64 == 0);
+      std::vector<float> C1(M * N, 0.25f), C2(M * N, 0.25f);
+      gemm(M, N, K, A.data(), K, 1, B.data(), rsb, csb, C1.data(), N, true);
+      gemm(M, N, K, A.data(), K, 1, B.data(), rsb, csb, C2.data(), N, true, packed.data());
+      CHECK(C1 == C2);
+      auto ref = naive(M, N, K, A, K, 1, B, rsb, csb);
+      for (auto& v : ref) v += 0.25f;
+      CHECK_CLOSE(from_vector(C2, {M, N}), from_vector(ref, {M, N}), 2e-3, 1e-4);
+    }
+  set_num_threads(before);
+}
+
+TEST_CASE("FrozenWeightsGuard: linear packs each parameter once, and only parameters") {
+  manual_seed(5);
+  const Tensor x = randn({40, 24});
+  Tensor w = randn({50, 24}).requires_grad_(), b = randn({50});
+  NoGradGuard no_grad;  // (a graph would keep w alive)
+  const Tensor plain = linear(x, w, b);
+  CHECK(frozen_packed_weight(w) == nullptr);  // no guard: packed at each call
+  {
+    FrozenWeightsGuard outer;
+    const float* packed = frozen_packed_weight(w);
+    REQUIRE(packed != nullptr);
+    CHECK(frozen_packed_weight(w) == packed);                    // once
+    CHECK(frozen_packed_weight(w.detach()) == nullptr);          // not a parameter
+    CHECK(frozen_packed_weight(w.narrow(0, 1, 20)) == nullptr);  // not a leaf: a view
+    CHECK(linear(x, w, b).to_vector() == plain.to_vector());
+    {
+      FrozenWeightsGuard inner;
+      CHECK(frozen_packed_weight(w) == packed);
+    }
+    CHECK(frozen_packed_weight(w) == packed);  // the outer guard still keeps it
+    // A parameter freed and another made, likely in the same buffer: the new one's values.
+    const float* old_address = w.data();
+    w = Tensor();
+    Tensor w2 = randn({50, 24}).requires_grad_();
+    CHECK(w2.data() == old_address);  // the allocator's cache gave the buffer back
+    const std::vector<float> fresh = linear(x, w2, b).to_vector();
+    Tensor w3 = w2.detach().clone().requires_grad_();
+    CHECK(fresh == linear(x, w3, b).to_vector());
+    {
+      FrozenWeightsGuard nested;  // the weight's copy was made under `outer`, not here
+    }
+    w2.mul_(2.0f);  // written under the guard: the promise broken, the old values used
+    CHECK(linear(x, w2, b).to_vector() == fresh);
+  }
+  CHECK(frozen_packed_weight(randn({3, 3}).requires_grad_()) == nullptr);
+}
