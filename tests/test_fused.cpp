@@ -204,6 +204,18 @@ TEST_CASE("flash_attention == softmax(q kᵀ / √D + bias, masked) v, forward a
   CHECK(std::isfinite(q.grad().sum().item()));
 }
 
+// Plain matrices, no batch dims: [Tq, D] x [Tk, D] x [Tk, Dv], as torch's
+// scaled_dot_product_attention takes them.
+TEST_CASE("flash_attention on 2-D query, key and value") {
+  manual_seed(12);
+  const Tensor mask =
+      tensor({{1.0f, 1.0f, 0.0f, 1.0f}, {1.0f, 0.0f, 1.0f, 1.0f}, {0.0f, 1.0f, 1.0f, 1.0f}});
+  check_same([&](const Inputs& x) { return flash_attention(x[0], x[1], x[2], {.mask = mask}); },
+             [&](const Inputs& x) { return composed_attention(x[0], x[1], x[2], Tensor(), mask); },
+             {randn({3, 5}).requires_grad_(), randn({4, 5}).requires_grad_(),
+              randn({4, 2}).requires_grad_()});
+}
+
 // Dropout on the weights draws the numbers dropout() draws on the whole [B, H, Tq, Tk] weights,
 // so the fused op and the composed one agree under the same seed, and leave the generator at
 // the same place; with 2 threads too.

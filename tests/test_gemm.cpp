@@ -177,3 +177,20 @@ TEST_CASE("FrozenWeightsGuard: linear packs each parameter once, and only parame
   }
   CHECK(frozen_packed_weight(randn({3, 3}).requires_grad_()) == nullptr);
 }
+
+// K = 0: every product is an empty sum. Each of C's rows (ldc apart) becomes 0, the columns past
+// N stay as they were; with accumulate, C stays.
+TEST_CASE("gemm with K = 0 zeroes C's M x N block, or leaves it when accumulating") {
+  const int64_t M = 3, N = 2, ldc = 5;
+  std::vector<float> C(M * ldc, 7.0f);
+  const float none = 0.0f;
+  gemm(M, N, 0, &none, 0, 1, &none, 1, 0, C.data(), ldc, true);
+  CHECK(C == std::vector<float>(M * ldc, 7.0f));
+  gemm(M, N, 0, &none, 0, 1, &none, 1, 0, C.data(), ldc, false);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < ldc; ++j) {
+      CAPTURE(i);
+      CAPTURE(j);
+      CHECK(C[i * ldc + j] == (j < N ? 0.0f : 7.0f));
+    }
+}

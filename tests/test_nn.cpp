@@ -87,6 +87,19 @@ TEST_CASE("the printed tree reads like PyTorch's repr") {
   CHECK(nn::ReLU().repr() == "ReLU()");
 }
 
+// padding_idx as torch.nn.Embedding takes it: in [-num, num), negative counted from the end.
+TEST_CASE("Embedding's padding_idx: within the table, negative from the end") {
+  check_error([] { nn::Embedding(10, 4, 10); },
+              {"Embedding", "padding_idx 10", "within num_embeddings 10"});
+  check_error([] { nn::Embedding(10, 4, -11); },
+              {"Embedding", "padding_idx -11", "within num_embeddings 10"});
+  nn::Embedding last(10, 4, -1), first(10, 4, -10);
+  CHECK(last.padding_idx == 9);
+  CHECK(first.padding_idx == 0);
+  CHECK(last.weight.select(0, 9).abs().sum().item() == 0.0f);
+  CHECK(last.weight.select(0, 8).abs().sum().item() > 0.0f);
+}
+
 TEST_CASE("default initialization follows PyTorch's") {
   manual_seed(0);
   nn::Linear lin(400, 300);
@@ -135,6 +148,9 @@ TEST_CASE("Linear refuses a negative size on either side") {
   nn::Linear empty_in(0, 2);
   CHECK(empty_in.weight.sizes() == Shape{2, 0});
   CHECK(empty_in.bias.to_vector() == std::vector<float>{0.0f, 0.0f});
+  nn::Linear empty_out(3, 0);  // no output features: [B, 0] out, as torch.nn.Linear(3, 0)
+  CHECK(empty_out.weight.sizes() == Shape{0, 3});
+  CHECK(empty_out.forward(randn({4, 3})).sizes() == Shape{4, 0});
 }
 
 TEST_CASE("registration and forward errors") {
@@ -145,6 +161,29 @@ TEST_CASE("registration and forward errors") {
     }
   };
   check_error([] { Bad b; }, {"Bad", "attribute 'w' already exists"});
+  // Each kind clashes with each other kind: one namespace, as a torch.nn.Module's attributes.
+  struct BufferThenChild : nn::Module {
+    BufferThenChild() {
+      register_buffer("x", ones({2}));
+      register_module("x", std::make_shared<nn::Linear>(2, 2));
+    }
+  };
+  check_error([] { BufferThenChild b; }, {"BufferThenChild", "attribute 'x' already exists"});
+  struct ChildThenParameter : nn::Module {
+    ChildThenParameter() {
+      register_module("x", std::make_shared<nn::Linear>(2, 2));
+      register_parameter("x", ones({2}));
+    }
+  };
+  check_error([] { ChildThenParameter b; }, {"ChildThenParameter", "attribute 'x' already exists"});
+  struct ParameterThenBuffer : nn::Module {
+    ParameterThenBuffer() {
+      register_parameter("x", ones({2}));
+      register_buffer("x", ones({2}));
+    }
+  };
+  check_error([] { ParameterThenBuffer b; },
+              {"ParameterThenBuffer", "attribute 'x' already exists"});
   struct Dotted : nn::Module {
     Dotted() { register_parameter("a.b", ones({2})); }
   };
