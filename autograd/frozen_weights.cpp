@@ -13,7 +13,7 @@ namespace {
 
 struct Packed {
   std::weak_ptr<Storage> storage;  // expired: the weight is gone, its address may be reused
-  PackedB panels;
+  PackedB panels;                  // from the second product on
 };
 
 // Which weight: (first element, rows, columns, row stride, column stride). A freed weight's
@@ -35,8 +35,8 @@ FrozenWeightsGuard::~FrozenWeightsGuard() {
   if (--frozen.depth == 0) frozen.packed.clear();
 }
 
-const float* frozen_packed_weight(const Tensor& weight) {
-  if (frozen.depth == 0 || !weight.defined() || weight.dim() != 2 ||
+const float* frozen_packed_weight(const Tensor& weight, int64_t rows) {
+  if (frozen.depth == 0 || rows < kGemmFewRows || !weight.defined() || weight.dim() != 2 ||
       weight.dtype() != Dtype::Float32 || !weight.is_leaf() || !weight.requires_grad())
     return nullptr;
   const std::shared_ptr<Storage>& storage = weight.impl()->storage;
@@ -47,13 +47,13 @@ const float* frozen_packed_weight(const Tensor& weight) {
     frozen.packed.erase(it);
     it = frozen.packed.end();
   }
-  if (it == frozen.packed.end()) {
-    // linear's B is Wᵀ: [K, N] with row stride W's column stride and column stride W's row one.
-    it = frozen.packed
-             .emplace(key, Packed{storage, pack_b_blocks(K, N, weight.data(), weight.stride(1),
-                                                         weight.stride(0))})
-             .first;
+  if (it == frozen.packed.end()) {  // the first product packs in the call
+    frozen.packed.emplace(key, Packed{storage, {}});
+    return nullptr;
   }
+  if (!it->second.panels.data())
+    // linear's B is Wᵀ: [K, N] with row stride W's column stride and column stride W's row one.
+    it->second.panels = pack_b_blocks(K, N, weight.data(), weight.stride(1), weight.stride(0));
   return it->second.panels.data();
 }
 

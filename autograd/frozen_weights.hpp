@@ -21,8 +21,10 @@ class FrozenWeightsGuard {
   FrozenWeightsGuard& operator=(const FrozenWeightsGuard&) = delete;
 };
 
-// linear(x, weight)'s weight packed for the GEMM, when a guard lives on this thread and weight
-// is a parameter; otherwise nullptr (pack at each call).
-const float* frozen_packed_weight(const Tensor& weight);
+// linear(x, weight)'s weight packed for the GEMM, for a product of `rows` rows, when a guard
+// lives on this thread, weight is a parameter and this is its second product (a weight used
+// once, or only by products the GEMM does not pack for, is never copied); otherwise nullptr
+// (pack in the call).
+const float* frozen_packed_weight(const Tensor& weight, int64_t rows);
 
 }  // namespace anatomy

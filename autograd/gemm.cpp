@@ -33,8 +33,6 @@ constexpr int64_t MR = W >= 16 ? 8 : 6;
 constexpr int64_t KC = 256;
 constexpr int64_t MC_MAX = 128;
 constexpr int64_t NC = 2048;
-// Below this many rows of A, B is read in place instead of packed.
-constexpr int64_t kFewRows = 4;
 
 #ifdef __AVX2__
 inline void transpose8x8(const float* src, int64_t lds, float* dst, int64_t ldd);
@@ -219,9 +217,10 @@ PackedB pack_b_blocks(int64_t K, int64_t N, const float* B, int64_t rsb, int64_t
   static_assert(NC % NR == 0, "whole panels per block");
   PackedB out;
   constexpr size_t kAlign = 64 / sizeof(float);
-  out.buffer_.resize(static_cast<size_t>(K * ((N + NR - 1) / NR) * NR) + kAlign);
-  const auto address = reinterpret_cast<uintptr_t>(out.buffer_.data());
-  out.data_ = out.buffer_.data() + (kAlign - address / sizeof(float) % kAlign) % kAlign;
+  // Not value-initialized: every float is written by the packing below.
+  out.buffer_.reset(new float[static_cast<size_t>(K * ((N + NR - 1) / NR) * NR) + kAlign]);
+  const auto address = reinterpret_cast<uintptr_t>(out.buffer_.get());
+  out.data_ = out.buffer_.get() + (kAlign - address / sizeof(float) % kAlign) % kAlign;
   float* dst = out.data_;
   for (int64_t jc = 0; jc < N; jc += NC) {
     const int64_t nc = std::min(NC, N - jc);
@@ -250,7 +249,7 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
       2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
   // A few rows: packing B, K·N values, would cost about what the product does (attention's
   // scores and weighted values for one new token while decoding).
-  if (M < kFewRows && csa == 1 && (rsb == 1 || csb == 1)) {
+  if (M < kGemmFewRows && csa == 1 && (rsb == 1 || csb == 1)) {
     const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(kParallelFlops / (2 * M * K)));
     parallel_for(
         N, grain,

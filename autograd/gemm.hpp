@@ -6,7 +6,7 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
+#include <memory>
 
 #include "autograd/parallel.hpp"
 
@@ -27,10 +27,14 @@ class PackedB {
 
  private:
   friend PackedB pack_b_blocks(int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb);
-  std::vector<float> buffer_;  // data_ is its first 64-byte aligned float (a move keeps it)
+  std::unique_ptr<float[]> buffer_;  // data_ is its first 64-byte aligned float
   float* data_ = nullptr;
 };
 PackedB pack_b_blocks(int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb);
+
+// Under this many rows of A, B is read where it lies instead of packed (packing B, K·N values,
+// would cost about what the product does).
+inline constexpr int64_t kGemmFewRows = 4;
 
 // Below this many flops a GEMM runs on one thread (waking the others would cost more than it
 // saves).

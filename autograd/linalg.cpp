@@ -184,7 +184,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   }
   const int64_t rsx = x2.dim() >= 2 ? x2.stride(-2) : 0;
   gemm(rows, N, K, x2.data(), rsx, x2.stride(-1), weight.data(), weight.stride(1), weight.stride(0),
-       out.data(), N, bias.defined(), frozen_packed_weight(weight));
+       out.data(), N, bias.defined(), frozen_packed_weight(weight, rows));
   return record(out, "AddmmBackward0", {x, weight, bias},
                 [x, weight, bias, rows, K, N](const Tensor& g) {
                   Tensor g2 = g.reshape({rows, N});

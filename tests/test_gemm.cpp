@@ -141,26 +141,28 @@ TEST_CASE("gemm with B packed ahead matches packing B in the call, bit for bit")
   set_num_threads(before);
 }
 
-TEST_CASE("FrozenWeightsGuard: linear packs each parameter once, and only parameters") {
+TEST_CASE("FrozenWeightsGuard: linear packs a parameter at its second product, once") {
   manual_seed(5);
   const Tensor x = randn({40, 24});
   Tensor w = randn({50, 24}).requires_grad_(), b = randn({50});
   NoGradGuard no_grad;  // (a graph would keep w alive)
   const Tensor plain = linear(x, w, b);
-  CHECK(frozen_packed_weight(w) == nullptr);  // no guard: packed at each call
+  CHECK(frozen_packed_weight(w, 40) == nullptr);  // no guard: packed at each call
   {
     FrozenWeightsGuard outer;
-    const float* packed = frozen_packed_weight(w);
+    CHECK(frozen_packed_weight(w, 3) == nullptr);   // 3 rows: gemm reads w in place
+    CHECK(frozen_packed_weight(w, 40) == nullptr);  // the first product packs in the call
+    const float* packed = frozen_packed_weight(w, 40);
     REQUIRE(packed != nullptr);
-    CHECK(frozen_packed_weight(w) == packed);                    // once
-    CHECK(frozen_packed_weight(w.detach()) == nullptr);          // not a parameter
-    CHECK(frozen_packed_weight(w.narrow(0, 1, 20)) == nullptr);  // not a leaf: a view
+    CHECK(frozen_packed_weight(w, 40) == packed);                    // once
+    CHECK(frozen_packed_weight(w.detach(), 40) == nullptr);          // not a parameter
+    CHECK(frozen_packed_weight(w.narrow(0, 1, 20), 40) == nullptr);  // not a leaf: a view
     CHECK(linear(x, w, b).to_vector() == plain.to_vector());
     {
       FrozenWeightsGuard inner;
-      CHECK(frozen_packed_weight(w) == packed);
+      CHECK(frozen_packed_weight(w, 40) == packed);
     }
-    CHECK(frozen_packed_weight(w) == packed);  // the outer guard still keeps it
+    CHECK(frozen_packed_weight(w, 40) == packed);  // the outer guard still keeps it
     // A parameter freed and another made, likely in the same buffer: the new one's values.
     const float* old_address = w.data();
     w = Tensor();
@@ -169,13 +171,14 @@ TEST_CASE("FrozenWeightsGuard: linear packs each parameter once, and only parame
     const std::vector<float> fresh = linear(x, w2, b).to_vector();
     Tensor w3 = w2.detach().clone().requires_grad_();
     CHECK(fresh == linear(x, w3, b).to_vector());
+    CHECK(linear(x, w2, b).to_vector() == fresh);  // its second product: packed from here on
     {
       FrozenWeightsGuard nested;  // the weight's copy was made under `outer`, not here
     }
     w2.mul_(2.0f);  // written under the guard: the promise broken, the old values used
     CHECK(linear(x, w2, b).to_vector() == fresh);
   }
-  CHECK(frozen_packed_weight(randn({3, 3}).requires_grad_()) == nullptr);
+  CHECK(frozen_packed_weight(randn({3, 3}).requires_grad_(), 40) == nullptr);
 }
 
 // K = 0: every product is an empty sum. Each of C's rows (ldc apart) becomes 0, the columns past

@@ -64,6 +64,7 @@ std::vector<std::string> Translator::translate(const std::vector<std::string>& t
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return ids[a].size() > ids[b].size(); });
+  FrozenWeightsGuard frozen;  // every batch's decoding reads the weights packed once
   for (size_t start = 0; start < order.size(); start += per_batch) {
     const size_t end = std::min(order.size(), start + per_batch);
     std::vector<std::vector<int64_t>> rows;
