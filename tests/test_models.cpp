@@ -817,6 +817,89 @@ TEST_CASE("beam search scores each beam's extensions with that beam's own log-pr
   CHECK(traps > 0);
 }
 
+// Beam search with the end token in play, against the search written out: each step every open
+// beam's `cap` best extensions, the sentence's `keep` best of those walked in order, an [EOS]
+// closing a hypothesis (up to `beam` of them) and any other token opening a beam (up to `beam`).
+// The library keeps 2·beam: enough to refill the beams when up to `beam` of the best end. Seeds
+// are tried until keeping only `beam` would change the result, so that the test sees the
+// difference. (One row never gives more than beam + 1 of those walked, its beam best tokens and
+// its one [EOS], so a per-row cap of 2·beam - 1 would change nothing for beam >= 2, and for
+// beam 1 an [EOS] ends the search: no test can tell it from 2·beam.)
+TEST_CASE("beam search keeps 2 x beam candidates, so ended hypotheses do not starve the beams") {
+  auto c = small();
+  c.target_vocab_size = 6;
+  const Tensor src = tensor({{5, 6, 7}});
+  const int64_t bos = 1, eos = 2, beam = 2, max_length = 4;
+  using Hyp = std::pair<double, std::vector<int64_t>>;
+  int fewer_kept = 0;
+  for (uint64_t seed = 60; seed < 160 && fewer_kept < 3; ++seed) {
+    manual_seed(seed);
+    Seq2SeqTransformer s2s(c);
+    s2s.eval();
+    NoGradGuard no_grad;
+    float* w = s2s.generator->weight.data_ptr<float>();
+    for (int64_t i = 0; i < s2s.generator->weight.numel(); ++i) w[i] *= 4.0f;
+    s2s.generator->bias.data_ptr<float>()[eos] += 1.5f;  // ending is often among the best
+    std::map<std::vector<int64_t>, std::vector<float>> memo;
+    auto lp_all = [&](const std::vector<int64_t>& prefix) {
+      if (memo.count(prefix)) return memo[prefix];
+      std::vector<int64_t> in{bos};
+      in.insert(in.end(), prefix.begin(), prefix.end());
+      auto lp = log_softmax(
+          s2s.forward(src, from_vector(in, {1, static_cast<int64_t>(in.size())})).select(0, 0), -1);
+      return memo[prefix] = lp.select(0, static_cast<int64_t>(prefix.size())).to_vector();
+    };
+    auto by_hand = [&](size_t keep, size_t cap) {
+      std::vector<Hyp> open{{0.0, {}}}, finished;
+      for (int64_t step = 0; step < max_length; ++step) {
+        std::vector<std::tuple<double, int64_t, size_t>> cand;  // (score, token, beam)
+        for (size_t b = 0; b < open.size(); ++b) {
+          const auto lp = lp_all(open[b].second);
+          std::vector<std::tuple<double, int64_t, size_t>> row;
+          for (int64_t v = 0; v < 6; ++v) row.emplace_back(open[b].first + lp[v], v, b);
+          std::sort(row.begin(), row.end(), [](const auto& x, const auto& y) {
+            return std::get<0>(x) > std::get<0>(y) ||
+                   (std::get<0>(x) == std::get<0>(y) && std::get<1>(x) < std::get<1>(y));
+          });
+          cand.insert(cand.end(), row.begin(), row.begin() + cap);
+        }
+        std::sort(cand.begin(), cand.end(), [](const auto& x, const auto& y) {
+          return std::get<0>(x) > std::get<0>(y) ||
+                 (std::get<0>(x) == std::get<0>(y) &&
+                  std::make_pair(std::get<1>(x), std::get<2>(x)) <
+                      std::make_pair(std::get<1>(y), std::get<2>(y)));
+        });
+        cand.resize(std::min(keep, cand.size()));
+        std::vector<Hyp> next;
+        for (const auto& [score, v, b] : cand) {
+          if (next.size() == beam) break;
+          if (v == eos) {
+            if (finished.size() < beam) finished.push_back({score, open[b].second});
+            continue;
+          }
+          next.push_back({score, open[b].second});
+          next.back().second.push_back(v);
+        }
+        open = std::move(next);
+        if (finished.size() >= beam) open.clear();
+        if (open.empty()) break;
+      }
+      for (auto& h : open) finished.push_back(h);  // cut short at the length limit
+      Hyp best = finished.front();
+      for (const auto& h : finished)
+        if (h.first > best.first) best = h;
+      return best;
+    };
+    const Hyp right = by_hand(2 * beam, 2 * beam);
+    CAPTURE(seed);
+    const auto got = beam_search(s2s, src, bos, eos, max_length, beam, 0.0f);
+    CHECK(got.tokens == right.second);
+    CHECK(got.score == doctest::Approx(right.first).epsilon(1e-4));
+    if (by_hand(beam, beam).second != right.second) ++fewer_kept;
+  }
+  CHECK(fewer_kept == 3);
+}
+
 TEST_CASE("greedy decoding of a padded batch finds what each sentence finds alone") {
   // Rows that end early leave the batch: the others must decode on as if alone. Seeds are tried
   // until the three sentences end at three different steps, before the length limit.
@@ -1076,6 +1159,12 @@ TEST_CASE("config: id2label sets num_labels, hidden_act picks the activation") {
                    "\"num_labels\": 4");
   check_error([&] { TransformerConfig::from_json(disagree, "hf"); },
               {"config: hf", "num_labels is 4", "id2label names 3 labels"});
+  // "id2label": null is Hugging Face's id2label=None, not given: num_labels keeps its value.
+  const auto given_null = TransformerConfig::from_json(
+      R"({"hidden_size": 8, "num_attention_heads": 2, "intermediate_size": 16,
+          "num_labels": 5, "id2label": null})",
+      "hf");
+  CHECK(given_null.num_labels == 5);
   manual_seed(8);
   Tensor x = randn({1, 3, 8});
   for (const std::string act : {"relu", "gelu", "gelu_new"}) {
