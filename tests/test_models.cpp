@@ -29,6 +29,26 @@ TransformerConfig small(bool fused = true) {
   return c;
 }
 
+// For the beam search tests: sharper next-token distributions (the output layer's weights
+// scaled) and the end token's bias shifted, then log P(next | [BOS] + prefix) by the full
+// forward pass, no cache.
+void sharpen(Seq2SeqTransformer& s2s, float scale, int64_t eos, float eos_shift) {
+  NoGradGuard no_grad;
+  float* w = s2s.generator->weight.data_ptr<float>();
+  for (int64_t i = 0; i < s2s.generator->weight.numel(); ++i) w[i] *= scale;
+  s2s.generator->bias.data_ptr<float>()[eos] += eos_shift;
+}
+
+std::vector<float> next_log_probs(Seq2SeqTransformer& s2s, const Tensor& src, int64_t bos,
+                                  const std::vector<int64_t>& prefix) {
+  std::vector<int64_t> in{bos};
+  in.insert(in.end(), prefix.begin(), prefix.end());
+  const Tensor logits = s2s.forward(src, from_vector(in, {1, static_cast<int64_t>(in.size())}));
+  return log_softmax(logits.select(0, 0), -1)
+      .select(0, static_cast<int64_t>(prefix.size()))
+      .to_vector();
+}
+
 }  // namespace
 
 TEST_CASE("the chapter's shapes with bert-base-uncased's config") {
@@ -762,17 +782,11 @@ TEST_CASE("beam search scores each beam's extensions with that beam's own log-pr
     Seq2SeqTransformer s2s(c);
     s2s.eval();
     NoGradGuard no_grad;
-    float* w = s2s.generator->weight.data_ptr<float>();
-    for (int64_t i = 0; i < s2s.generator->weight.numel(); ++i) w[i] *= 6.0f;
     // log P of every full 3-token output without [EOS] (none is allowed to end early here:
     // [EOS] gets a very low score).
-    s2s.generator->bias.data_ptr<float>()[eos] -= 100.0f;
+    sharpen(s2s, 6.0f, eos, -100.0f);
     auto lp_all = [&](const std::vector<int64_t>& prefix) {
-      std::vector<int64_t> in{bos};
-      in.insert(in.end(), prefix.begin(), prefix.end());
-      auto lp = log_softmax(
-          s2s.forward(src, from_vector(in, {1, static_cast<int64_t>(in.size())})).select(0, 0), -1);
-      return lp.select(0, static_cast<int64_t>(prefix.size())).to_vector();
+      return next_log_probs(s2s, src, bos, prefix);
     };
     const auto first = lp_all({});
     const int64_t greedy_first = std::max_element(first.begin(), first.end()) - first.begin();
@@ -837,17 +851,11 @@ TEST_CASE("beam search keeps 2 x beam candidates, so ended hypotheses do not sta
     Seq2SeqTransformer s2s(c);
     s2s.eval();
     NoGradGuard no_grad;
-    float* w = s2s.generator->weight.data_ptr<float>();
-    for (int64_t i = 0; i < s2s.generator->weight.numel(); ++i) w[i] *= 4.0f;
-    s2s.generator->bias.data_ptr<float>()[eos] += 1.5f;  // ending is often among the best
+    sharpen(s2s, 4.0f, eos, 1.5f);  // ending is often among the best
     std::map<std::vector<int64_t>, std::vector<float>> memo;
     auto lp_all = [&](const std::vector<int64_t>& prefix) {
-      if (memo.count(prefix)) return memo[prefix];
-      std::vector<int64_t> in{bos};
-      in.insert(in.end(), prefix.begin(), prefix.end());
-      auto lp = log_softmax(
-          s2s.forward(src, from_vector(in, {1, static_cast<int64_t>(in.size())})).select(0, 0), -1);
-      return memo[prefix] = lp.select(0, static_cast<int64_t>(prefix.size())).to_vector();
+      if (!memo.count(prefix)) memo[prefix] = next_log_probs(s2s, src, bos, prefix);
+      return memo[prefix];
     };
     auto by_hand = [&](size_t keep, size_t cap) {
       std::vector<Hyp> open{{0.0, {}}}, finished;
