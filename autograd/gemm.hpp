@@ -12,7 +12,6 @@
 
 namespace anatomy {
 
-//
 // `packed_b`, when given, is B already packed by pack_b_blocks (a weight reused by many products):
 // B itself is then read only by products of under four rows, which never pack it.
 void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa, const float* B,
