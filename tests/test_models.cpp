@@ -832,7 +832,7 @@ TEST_CASE("beam search scores each beam's extensions with that beam's own log-pr
 }
 
 // Beam search with the end token in play, against the search written out: each step every open
-// beam's `cap` best extensions, the sentence's `keep` best of those walked in order, an [EOS]
+// beam's `keep` best extensions, the sentence's `keep` best of those walked in order, an [EOS]
 // closing a hypothesis (up to `beam` of them) and any other token opening a beam (up to `beam`).
 // The library keeps 2·beam: enough to refill the beams when up to `beam` of the best end. Seeds
 // are tried until keeping only `beam` would change the result, so that the test sees the
@@ -857,26 +857,26 @@ TEST_CASE("beam search keeps 2 x beam candidates, so ended hypotheses do not sta
       if (!memo.count(prefix)) memo[prefix] = next_log_probs(s2s, src, bos, prefix);
       return memo[prefix];
     };
-    auto by_hand = [&](size_t keep, size_t cap) {
+    // Best first: higher score, then the smaller token, then the earlier beam.
+    using Candidate = std::tuple<double, int64_t, size_t>;  // (score, token, beam)
+    auto better = [](const Candidate& x, const Candidate& y) {
+      return std::get<0>(x) > std::get<0>(y) ||
+             (std::get<0>(x) == std::get<0>(y) &&
+              std::make_pair(std::get<1>(x), std::get<2>(x)) <
+                  std::make_pair(std::get<1>(y), std::get<2>(y)));
+    };
+    auto by_hand = [&](size_t keep) {  // `keep` per beam, then `keep` per sentence
       std::vector<Hyp> open{{0.0, {}}}, finished;
       for (int64_t step = 0; step < max_length; ++step) {
-        std::vector<std::tuple<double, int64_t, size_t>> cand;  // (score, token, beam)
+        std::vector<Candidate> cand;
         for (size_t b = 0; b < open.size(); ++b) {
           const auto lp = lp_all(open[b].second);
-          std::vector<std::tuple<double, int64_t, size_t>> row;
+          std::vector<Candidate> row;
           for (int64_t v = 0; v < 6; ++v) row.emplace_back(open[b].first + lp[v], v, b);
-          std::sort(row.begin(), row.end(), [](const auto& x, const auto& y) {
-            return std::get<0>(x) > std::get<0>(y) ||
-                   (std::get<0>(x) == std::get<0>(y) && std::get<1>(x) < std::get<1>(y));
-          });
-          cand.insert(cand.end(), row.begin(), row.begin() + cap);
+          std::sort(row.begin(), row.end(), better);
+          cand.insert(cand.end(), row.begin(), row.begin() + keep);
         }
-        std::sort(cand.begin(), cand.end(), [](const auto& x, const auto& y) {
-          return std::get<0>(x) > std::get<0>(y) ||
-                 (std::get<0>(x) == std::get<0>(y) &&
-                  std::make_pair(std::get<1>(x), std::get<2>(x)) <
-                      std::make_pair(std::get<1>(y), std::get<2>(y)));
-        });
+        std::sort(cand.begin(), cand.end(), better);
         cand.resize(std::min(keep, cand.size()));
         std::vector<Hyp> next;
         for (const auto& [score, v, b] : cand) {
@@ -898,12 +898,12 @@ TEST_CASE("beam search keeps 2 x beam candidates, so ended hypotheses do not sta
         if (h.first > best.first) best = h;
       return best;
     };
-    const Hyp right = by_hand(2 * beam, 2 * beam);
+    const Hyp right = by_hand(2 * beam);
     CAPTURE(seed);
     const auto got = beam_search(s2s, src, bos, eos, max_length, beam, 0.0f);
     CHECK(got.tokens == right.second);
     CHECK(got.score == doctest::Approx(right.first).epsilon(1e-4));
-    if (by_hand(beam, beam).second != right.second) ++fewer_kept;
+    if (by_hand(beam).second != right.second) ++fewer_kept;
   }
   CHECK(fewer_kept == 3);
 }
