@@ -1,10 +1,17 @@
 // The worker pool behind parallel_for (see parallel.hpp for why it is not OpenMP).
 //
 // One loop runs at a time. The caller publishes it by bumping `generation_` (with the loop's
-// call, context and chunk count stored first); workers see the bump, then claim chunks with a
-// compare-and-swap on `next_`, which packs the generation with the next chunk index, so a worker
-// that wakes late can never claim a chunk of a loop that has already finished. The caller claims
-// chunks too and returns once `done_` counts every chunk.
+// call, context and chunk count stored first, in the slot of its generation's parity); workers
+// see the bump, then claim chunks with a compare-and-swap on `next_`, which packs the generation
+// with the next chunk index, so a worker that wakes late can never claim a chunk of a loop that
+// has already finished. The caller claims chunks too and returns once `done_` counts every chunk.
+//
+// Why two slots: a worker reads next_, then the loop's fields, then claims. With one set of
+// fields, the caller could publish the next loop between those reads; the worker then compared
+// the old loop's exhausted chunk index with the new loop's larger count, claimed it (next_ still
+// held the old value) and ran a chunk of the new loop that was run again later, while another was
+// counted done without running. The fields of loop g stay in slot g % 2 until loop g + 2 is
+// published, and by then next_ has moved on, so a claim that succeeds read the right fields.
 #include "autograd/parallel.hpp"
 
 #include <sched.h>
@@ -91,11 +98,15 @@ class Pool {
     std::unique_lock lock(run_mutex_, std::try_to_lock);
     if (!lock.owns_lock()) return run_inline(chunks, call, ctx);
     start_workers();
-    call_.store(call, std::memory_order_relaxed);
-    ctx_.store(ctx, std::memory_order_relaxed);
-    chunks_.store(chunks, std::memory_order_relaxed);
-    done_.store(0, std::memory_order_relaxed);
     const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
+    Loop& loop = loops_[gen % 2];
+    loop.call.store(call, std::memory_order_relaxed);
+    loop.ctx.store(ctx, std::memory_order_relaxed);
+    loop.chunks.store(chunks, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    if (const int every = pause_every_.load(std::memory_order_relaxed);
+        every > 0 && gen % every == 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(pause_us_.load()));
     next_.store(pack(gen, 0), std::memory_order_release);
     generation_.store(gen, std::memory_order_release);
     generation_.notify_all();
@@ -110,6 +121,11 @@ class Pool {
 
   ~Pool() { stop_workers(); }
 
+  void pause_publishing(int every, int microseconds) {
+    pause_us_.store(microseconds);
+    pause_every_.store(every);
+  }
+
  private:
   static uint64_t pack(uint32_t gen, uint32_t chunk) { return uint64_t{gen} << 32 | chunk; }
 
@@ -118,9 +134,10 @@ class Pool {
     for (;;) {
       uint64_t cur = next_.load(std::memory_order_acquire);
       // Read the loop before claiming: a successful claim proves these belong to `gen`.
-      auto* call = call_.load(std::memory_order_relaxed);
-      void* ctx = ctx_.load(std::memory_order_relaxed);
-      const int64_t chunks = chunks_.load(std::memory_order_relaxed);
+      const Loop& loop = loops_[gen % 2];
+      auto* call = loop.call.load(std::memory_order_relaxed);
+      void* ctx = loop.ctx.load(std::memory_order_relaxed);
+      const int64_t chunks = loop.chunks.load(std::memory_order_relaxed);
       const auto chunk = static_cast<uint32_t>(cur);
       if (static_cast<uint32_t>(cur >> 32) != gen || chunk >= chunks) return;
       if (!next_.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel)) continue;
@@ -176,9 +193,13 @@ class Pool {
   std::atomic<bool> stop_{false};
   std::atomic<uint32_t> generation_{0};
   std::atomic<uint64_t> next_{0};
-  std::atomic<void (*)(void*, int64_t)> call_{nullptr};
-  std::atomic<void*> ctx_{nullptr};
-  std::atomic<int64_t> chunks_{0};
+  struct Loop {
+    std::atomic<void (*)(void*, int64_t)> call{nullptr};
+    std::atomic<void*> ctx{nullptr};
+    std::atomic<int64_t> chunks{0};
+  };
+  Loop loops_[2];                                  // loop g's fields are in loops_[g % 2]
+  std::atomic<int> pause_every_{0}, pause_us_{0};  // pause_publishing_for_testing
   std::atomic<uint32_t> done_{0};
   std::mutex error_mutex_;
   std::exception_ptr error_;
@@ -195,6 +216,9 @@ void run_chunks(int64_t chunks, void (*call)(void*, int64_t), void* ctx) {
   if (chunks <= 0) return;
   if (chunks == 1 || inside_chunk) return run_inline(chunks, call, ctx);
   Pool::get().run(chunks, call, ctx);
+}
+void pause_publishing_for_testing(int every, int microseconds) {
+  Pool::get().pause_publishing(every, microseconds);
 }
 }  // namespace detail
 

@@ -30,6 +30,10 @@ bool in_parallel();
 namespace detail {
 // Runs call(ctx, c) for every chunk c in [0, chunks), on the pool and the calling thread.
 void run_chunks(int64_t chunks, void (*call)(void*, int64_t), void* ctx);
+// For the tests: every `every`-th loop (0: never), the caller pauses `microseconds` between
+// storing the loop and publishing it, the moment a worker still busy with the previous loop could
+// read half of it; the pause makes that moment long enough for a test to reach.
+void pause_publishing_for_testing(int every, int microseconds);
 }  // namespace detail
 
 // How many chunks parallel_for(n, grain, ...) makes: at most get_num_threads() (times a few, so

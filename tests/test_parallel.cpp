@@ -1,8 +1,11 @@
 // parallel_for and the kernels that use it: every index once, the split on aligned boundaries,
 // exceptions reach the caller, a loop from a second thread is safe, and results with two threads
 // are the one-thread results (bit for bit where each element is computed by one chunk).
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -157,4 +160,48 @@ TEST_CASE("set_num_threads: a positive count is used, 0 goes back to the default
   const char* env = std::getenv("OMP_NUM_THREADS");
   if (env && std::string(env) == "1") CHECK(get_num_threads() == 1);
   CHECK(get_num_threads() >= 1);
+}
+
+// Loops back to back. A worker that read the next loop's chunk count while still claiming from
+// the loop before ran a chunk of the new loop under the old claim: one chunk ran twice and
+// another not at all, and the caller either waited forever or returned while a chunk still used
+// its stack (a crash once in a few Tiny Shakespeare runs on a 2-core virtual machine). The
+// moment for it, between storing a loop and publishing it, is nanoseconds long; the testing
+// pause stretches it on every third loop, and more threads than cores make workers late. Every
+// chunk of every loop must run exactly once (the old pool hung here within a second).
+TEST_CASE("back-to-back loops run every chunk exactly once, late workers included") {
+  Threads four(4);
+  detail::pause_publishing_for_testing(3, 20);
+  struct Unpause {
+    ~Unpause() { detail::pause_publishing_for_testing(0, 0); }
+  } unpause;
+  // A miscounted loop never finishes: a watchdog ends the run with a message instead of a hang.
+  std::atomic<bool> finished{false};
+  std::thread watchdog([&] {
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!finished.load()) {
+      if (std::chrono::steady_clock::now() > limit) {
+        std::fprintf(stderr, "back-to-back loops: a loop never finished (a chunk was lost)\n");
+        std::abort();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  std::array<std::atomic<int>, 16> hits{};
+  int64_t wrong = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (int64_t loop = 0; std::chrono::steady_clock::now() < until; ++loop) {
+    const int64_t chunks = 2 + loop % 15;  // the count changes from each loop to the next
+    for (auto& h : hits) h.store(0);
+    parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c) hits[static_cast<size_t>(c)].fetch_add(1);
+    });
+    for (int64_t c = 0; c < 16; ++c)
+      if (hits[static_cast<size_t>(c)].load() != (c < chunks ? 1 : 0) && wrong++ < 5)
+        FAIL_CHECK("loop " << loop << " of " << chunks << " chunks: chunk " << c << " ran "
+                           << hits[static_cast<size_t>(c)].load() << " times");
+  }
+  finished.store(true);
+  watchdog.join();
+  CHECK(wrong == 0);
 }
