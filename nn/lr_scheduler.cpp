@@ -40,9 +40,12 @@ double WarmupDecaySchedule::lr_at(int64_t step) const {
   if (step < warmup_steps)
     return peak_lr * static_cast<double>(step) /
            static_cast<double>(std::max<int64_t>(1, warmup_steps));
+  // The decay has ended at total_steps, also when there is no decay phase (warmup_steps ==
+  // total_steps, where Hugging Face's linear schedule is 0 there too). Before it,
+  // total_steps - warmup_steps >= 1.
+  if (step >= total_steps) return min_lr;
   const double progress =
-      std::min(1.0, static_cast<double>(step - warmup_steps) /
-                        static_cast<double>(std::max<int64_t>(1, total_steps - warmup_steps)));
+      static_cast<double>(step - warmup_steps) / static_cast<double>(total_steps - warmup_steps);
   const double shape =
       decay == Decay::Linear ? 1.0 - progress : 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
   return min_lr + (peak_lr - min_lr) * shape;

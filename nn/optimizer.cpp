@@ -1,6 +1,8 @@
 #include "nn/optimizer.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "autograd/simd.hpp"
 
@@ -157,6 +159,62 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions o, bool decoupled, const char
 AdamW::AdamW(std::vector<Tensor> params, AdamWOptions o)
     : Adam(std::move(params), {o.lr, o.beta1, o.beta2, o.eps, o.weight_decay}, true, "AdamW") {}
 
+namespace {
+
+// fn(i, begin, end) over element ranges of buffers 0..sizes.size()-1, as one parallel loop over
+// their concatenation. A model has dozens of small parameters; a loop per parameter would run
+// each of them on one core (they are under the elementwise grain) and pass over memory once per
+// formula, where this is one pass on both cores.
+template <typename F>
+void for_each_segment(const std::vector<int64_t>& sizes, F&& fn) {
+  std::vector<int64_t> start(sizes.size() + 1, 0);
+  for (size_t i = 0; i < sizes.size(); ++i) start[i + 1] = start[i] + sizes[i];
+  parallel_for(
+      start.back(), simd::kGrain,
+      [&](int64_t b, int64_t e) {
+        auto i =
+            static_cast<size_t>(std::upper_bound(start.begin(), start.end(), b) - start.begin()) -
+            1;
+        for (; i < sizes.size() && start[i] < e; ++i) {
+          const int64_t lo = std::max(b, start[i]), hi = std::min(e, start[i + 1]);
+          if (lo < hi) fn(i, lo - start[i], hi - start[i]);
+        }
+      },
+      simd::W);
+}
+
+// f(p, g, m, v) -> updates p, m, v in place, for n elements; the last partial batch goes through
+// stack buffers so every element gets the same instructions wherever a segment starts.
+template <typename F>
+void update4(float* p, const float* g, float* m, float* v, int64_t n, F f) {
+  int64_t i = 0;
+  for (; i + simd::W <= n; i += simd::W) {
+    batch bp = batch::load_unaligned(p + i), bm = batch::load_unaligned(m + i);
+    batch bv = batch::load_unaligned(v + i);
+    f(bp, batch::load_unaligned(g + i), bm, bv);
+    bp.store_unaligned(p + i);
+    bm.store_unaligned(m + i);
+    bv.store_unaligned(v + i);
+  }
+  if (i == n) return;
+  alignas(64) float sp[simd::W] = {}, sg[simd::W] = {}, sm[simd::W] = {}, sv[simd::W] = {};
+  const auto bytes = sizeof(float) * static_cast<size_t>(n - i);
+  std::memcpy(sp, p + i, bytes);
+  std::memcpy(sg, g + i, bytes);
+  std::memcpy(sm, m + i, bytes);
+  std::memcpy(sv, v + i, bytes);
+  batch bp = batch::load_aligned(sp), bm = batch::load_aligned(sm), bv = batch::load_aligned(sv);
+  f(bp, batch::load_aligned(sg), bm, bv);
+  bp.store_aligned(sp);
+  bm.store_aligned(sm);
+  bv.store_aligned(sv);
+  std::memcpy(p + i, sp, bytes);
+  std::memcpy(m + i, sm, bytes);
+  std::memcpy(v + i, sv, bytes);
+}
+
+}  // namespace
+
 void Adam::step() {
   NoGradGuard no_grad;
   ++step_;
@@ -168,34 +226,39 @@ void Adam::step() {
   const batch step_size(static_cast<float>(lr_ / bc1));
   const batch bc2_sqrt(static_cast<float>(std::sqrt(bc2)));
   const batch eps(static_cast<float>(options.eps));
+  // Every parameter with a gradient, updated in one loop (torch's foreach / multi-tensor form).
+  struct Item {
+    float *p, *m, *v;
+    Tensor g;  // contiguous, kept alive for the loop
+    float wd, decay;
+  };
+  std::vector<Item> items;
+  std::vector<int64_t> sizes;
   for (size_t i = 0; i < params_.size(); ++i) {
-    const auto wd = static_cast<float>(weight_decay_[i]);
-    const auto decay = static_cast<float>(1.0 - lr_ * weight_decay_[i]);
     Tensor& p = params_[i];
-    Tensor gt = p.grad();
-    if (!gt.defined()) continue;
-    Tensor gc = gt.contiguous();
-    Tensor& m = buffer(i, "exp_avg");
-    Tensor& v = buffer(i, "exp_avg_sq");
-    if (decoupled_ && wd != 0) p.mul_(decay);  // AdamW: p = p (1 - lr·wd)
-    Tensor geff = gc;                          // Adam's L2 decay: g' = g + wd·p
-    if (!decoupled_ && wd != 0) {
-      geff = gc.clone().detach();
-      geff.add_(p, wd);
-    }
-    float* pp = p.data();
-    float* pm = m.data();
-    float* pv = v.data();
-    const float* pg = geff.data();
-    const int64_t n = p.numel();
-    // m = β1 m + (1-β1) g'     v = β2 v + (1-β2) g'²
-    // p = p - lr/(1-β1^t) · m / (√v / √(1-β2^t) + ε)
-    simd::map2(pm, 1, pg, 1, pm, n, [&](batch mv, batch g) { return mv * b1 + g * a1; });
-    simd::map2(pv, 1, pg, 1, pv, n, [&](batch vv, batch g) { return vv * b2 + g * g * a2; });
-    simd::map3(pp, 1, pm, 1, pv, 1, pp, n, [&](batch pv_, batch mv, batch vv) {
-      return pv_ - step_size * mv / (xsimd::sqrt(vv) / bc2_sqrt + eps);
-    });
+    if (!p.grad().defined()) continue;
+    Tensor g = p.grad().contiguous();
+    const auto wd = static_cast<float>(weight_decay_[i]);
+    items.push_back({p.data(), buffer(i, "exp_avg").data(), buffer(i, "exp_avg_sq").data(), g, wd,
+                     static_cast<float>(1.0 - lr_ * weight_decay_[i])});
+    sizes.push_back(p.numel());
   }
+  const bool decoupled = decoupled_;
+  for_each_segment(sizes, [&](size_t k, int64_t b, int64_t e) {
+    const Item& it = items[k];
+    const batch wd(it.wd), decay(it.decay);
+    const bool decays = it.wd != 0;
+    update4(it.p + b, it.g.data() + b, it.m + b, it.v + b, e - b,
+            [&](batch& p, batch g, batch& m, batch& v) {
+              if (decays && decoupled) p = p * decay;    // AdamW: p = p (1 - lr·wd)
+              if (decays && !decoupled) g = g + p * wd;  // Adam's L2 decay: g' = g + wd·p
+              // m = β1 m + (1-β1) g'     v = β2 v + (1-β2) g'²
+              // p = p - lr/(1-β1^t) · m / (√v / √(1-β2^t) + ε)
+              m = m * b1 + g * a1;
+              v = v * b2 + g * g * a2;
+              p = p - step_size * m / (xsimd::sqrt(v) / bc2_sqrt + eps);
+            });
+  });
 }
 
 }  // namespace anatomy::nn

@@ -72,6 +72,10 @@ TEST_CASE("optimizer and schedule arguments are checked") {
   // Warmup 0 would divide by zero in the paper's formula (a mutation run found this unchecked).
   check_error([&] { nn::NoamSchedule(sgd, 512, 0); }, {"NoamSchedule", "positive", "0"});
   check_error([&] { nn::NoamSchedule(sgd, 0, 100); }, {"NoamSchedule", "positive"});
+  // The smallest positive values are allowed: warmup 1 peaks at the first step, d_model^-0.5.
+  nn::NoamSchedule shortest(sgd, 1, 1);
+  CHECK(shortest.lr_at(1) == 1.0);
+  CHECK(shortest.lr_at(4) == 0.5);
   check_error([&] { nn::WarmupDecaySchedule(sgd, 1e-3, 200, 100); },
               {"WarmupDecaySchedule", "warmup_steps <= total_steps"});
   check_error([&] { nn::WarmupDecaySchedule(sgd, 1e-3, -1, 100); },
@@ -81,6 +85,14 @@ TEST_CASE("optimizer and schedule arguments are checked") {
   CHECK(sgd.lr() == 1e-3);
   none.step();
   CHECK(sgd.lr() == doctest::Approx(1e-3 * 0.99).epsilon(1e-12).scale(0));
+  // Nothing but warmup: the peak is never reached, and the end of training is the floor.
+  for (const auto d :
+       {nn::WarmupDecaySchedule::Decay::Linear, nn::WarmupDecaySchedule::Decay::Cosine}) {
+    nn::WarmupDecaySchedule only_warmup(sgd, 1e-3, 10, 10, d, 1e-4);
+    CHECK(only_warmup.lr_at(9) == doctest::Approx(9e-4).epsilon(1e-12).scale(0));
+    CHECK(only_warmup.lr_at(10) == 1e-4);
+    CHECK(only_warmup.lr_at(11) == 1e-4);
+  }
   check_error([&] { nn::SGD({w}, {.lr = -1}); }, {"SGD", "Invalid learning rate"});
   check_error([&] { nn::Adam({w}, {.beta1 = 1.5}); }, {"Adam", "Invalid beta"});
   // torch's bounds are 0 <= beta < 1 for both: 1 itself is refused, 0 accepted.
@@ -149,4 +161,62 @@ TEST_CASE("AdamW's decoupled weight decay: p times (1 - lr * wd), whatever wd") 
     const float f = static_cast<float>(1.0 - 0.1 * wd);
     CHECK(p.to_vector() == std::vector<float>{2.0f * f, -4.0f * f});
   }
+}
+
+// Adam and AdamW update every parameter in one loop over their concatenated elements, cut into
+// chunks that start anywhere inside a parameter. Each element's update depends only on its own
+// p, g, m, v, so stepping the parameters together must give the same bits as stepping each one
+// alone: a segment read at the wrong offset, a parameter skipped at a chunk boundary or a tail
+// left out would not. Sizes are odd and the total is several elementwise grains, so that 2
+// threads cut inside parameters.
+TEST_CASE("Adam and AdamW step many parameters together as each alone, on 1 and 2 threads") {
+  const int before = get_num_threads();
+  const std::vector<Shape> shapes = {{5}, {200, 201}, {17}, {3, 11000}, {1}, {70001}, {40}};
+  for (const bool decoupled : {true, false}) {
+    for (const int threads : {1, 2}) {
+      CAPTURE(decoupled);
+      CAPTURE(threads);
+      set_num_threads(threads);
+      manual_seed(4);
+      std::vector<Tensor> together, alone;
+      std::vector<std::vector<float>> initial;
+      for (const auto& s : shapes) {
+        together.push_back(randn(s).requires_grad_());
+        initial.push_back(together.back().to_vector());
+        alone.push_back(together.back().clone().detach().requires_grad_());
+      }
+      Tensor no_grad = randn({9}).requires_grad_();  // never gets a gradient: left as it is
+      const auto no_grad_before = no_grad.to_vector();
+      auto with_no_grad = together;
+      with_no_grad.insert(with_no_grad.begin() + 2, no_grad);
+      auto make = [&](std::vector<Tensor> p) -> std::unique_ptr<nn::Optimizer> {
+        if (decoupled) return std::make_unique<nn::AdamW>(p, nn::AdamWOptions{.lr = 0.01});
+        return std::make_unique<nn::Adam>(p, nn::AdamOptions{.lr = 0.01, .weight_decay = 0.1});
+      };
+      auto all = make(with_no_grad);
+      all->set_weight_decay({together[1]}, 0.3);  // one parameter with its own decay
+      std::vector<std::unique_ptr<nn::Optimizer>> each;
+      for (size_t i = 0; i < alone.size(); ++i) {
+        each.push_back(make({alone[i]}));
+        if (i == 1) each.back()->set_weight_decay({alone[i]}, 0.3);
+      }
+      for (int step = 0; step < 3; ++step) {
+        for (size_t i = 0; i < shapes.size(); ++i) {
+          Tensor g = randn(shapes[i]);
+          together[i].set_grad(g.clone());
+          alone[i].set_grad(g.clone());
+        }
+        all->step();
+        for (auto& o : each) o->step();
+      }
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        CAPTURE(i);
+        CHECK(together[i].to_vector() == alone[i].to_vector());
+        CHECK(together[i].to_vector() != initial[i]);  // it did move
+      }
+      CHECK(no_grad.to_vector() == no_grad_before);
+      CHECK_FALSE(all->state_dict().count("state.2.exp_avg"));
+    }
+  }
+  set_num_threads(before);
 }
