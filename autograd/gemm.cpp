@@ -138,10 +138,11 @@ void pack_b(const float* B, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, fl
   }
 }
 
-// C[0:MR, 0:NR] (+)= Apanel · Bpanel over kc. Full tiles write C directly; edge tiles go
-// through a stack buffer and copy back only the valid rows and columns.
+// C[0:MR, 0:NR] (+)= Apanel · Bpanel over kc, plus bias[0:NR] on every row when bias is given.
+// Full tiles write C directly; edge tiles go through a stack buffer and copy back only the valid
+// rows and columns.
 void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t ldc, int64_t rows,
-                  int64_t cols, bool accumulate) {
+                  int64_t cols, bool accumulate, const float* bias) {
   batch c0[MR], c1[MR];
 #pragma GCC unroll 8
   for (int64_t r = 0; r < MR; ++r) c0[r] = c1[r] = batch(0.0f);
@@ -165,6 +166,10 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
         c0[r] += batch::load_unaligned(cr);
         c1[r] += batch::load_unaligned(cr + W);
       }
+      if (bias) {
+        c0[r] += batch::load_unaligned(bias);
+        c1[r] += batch::load_unaligned(bias + W);
+      }
       c0[r].store_unaligned(cr);
       c1[r].store_unaligned(cr + W);
     }
@@ -176,8 +181,10 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
     c1[r].store_aligned(tile + r * NR + W);
   }
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c)
-      C[r * ldc + c] = accumulate ? C[r * ldc + c] + tile[r * NR + c] : tile[r * NR + c];
+    for (int64_t c = 0; c < cols; ++c) {
+      const float v = accumulate ? C[r * ldc + c] + tile[r * NR + c] : tile[r * NR + c];
+      C[r * ldc + c] = bias ? v + bias[c] : v;
+    }
 }
 
 // Aligned scratch buffers, kept per thread and reused across calls.
@@ -191,18 +198,29 @@ float* scratch(std::vector<float, xsimd::aligned_allocator<float, 64>>& buf, siz
 // give one dot product per element of C; B's rows contiguous (e.g. the values) give one
 // C row += a · B row per k.
 void few_rows(int64_t M, int64_t j0, int64_t j1, int64_t K, const float* A, int64_t rsa,
-              const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate) {
+              const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate,
+              const float* bias) {
   if (rsb == 1) {
     for (int64_t j = j0; j < j1; ++j)
       for (int64_t i = 0; i < M; ++i) {
         const float d = simd::dot(A + i * rsa, B + j * csb, K);
-        C[i * ldc + j] = accumulate ? C[i * ldc + j] + d : d;
+        const float v = accumulate ? C[i * ldc + j] + d : d;
+        C[i * ldc + j] = bias ? v + bias[j] : v;
       }
     return;
   }
   for (int64_t i = 0; i < M; ++i) {
     float* c = C + i * ldc + j0;
-    if (!accumulate) std::fill(c, c + (j1 - j0), 0.0f);
+    // Without accumulation the sums start at the bias, the value the epilogue would add.
+    if (!accumulate) {
+      if (bias)
+        std::copy(bias + j0, bias + j1, c);
+      else
+        std::fill(c, c + (j1 - j0), 0.0f);
+    } else if (bias) {
+      simd::map2_range(c, 1, bias + j0, 1, c, j1 - j0,
+                       [](simd::batch cv, simd::batch bv) { return cv + bv; });
+    }
     for (int64_t k = 0; k < K; ++k) {
       const simd::batch a(A[i * rsa + k]);
       simd::map2_range(c, 1, B + k * rsb + j0, 1, c, j1 - j0,
@@ -237,11 +255,16 @@ PackedB pack_b_blocks(int64_t K, int64_t N, const float* B, int64_t rsb, int64_t
 }
 
 void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa, const float* B,
-          int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate, const float* packed_b) {
+          int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate, const float* packed_b,
+          const float* bias) {
   if (M == 0 || N == 0) return;
   if (K == 0) {
-    if (!accumulate)
-      for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
+    for (int64_t i = 0; i < M; ++i) {
+      float* c = C + i * ldc;
+      if (!accumulate) std::fill(c, c + N, 0.0f);
+      if (bias)
+        for (int64_t j = 0; j < N; ++j) c[j] += bias[j];
+    }
     return;
   }
   // Threads pay off only once there is enough work to hide waking them (a few microseconds).
@@ -254,7 +277,7 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
     parallel_for(
         N, grain,
         [&](int64_t j0, int64_t j1) {
-          few_rows(M, j0, j1, K, A, rsa, B, rsb, csb, C, ldc, accumulate);
+          few_rows(M, j0, j1, K, A, rsa, B, rsb, csb, C, ldc, accumulate, bias);
         },
         W);
     return;
@@ -276,6 +299,7 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
     for (int64_t pc = 0; pc < K; pc += KC) {
       const int64_t kc = std::min(KC, K - pc);
       const bool acc = accumulate || pc > 0;
+      const float* slice_bias = pc == 0 && bias ? bias + jc : nullptr;  // added once, first slice
       const float* Bp = B + pc * rsb + jc * csb;
       const float* bp = packed_b ? next_packed : b_scratch;
       if (packed_b) next_packed += kc * panels * NR;
@@ -296,7 +320,7 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
           const int64_t cols = std::min(NR, nc - jr);
           for (int64_t ir = 0; ir < mc; ir += MR)
             micro_kernel(kc, ap + ir * kc, bp + p * NR * kc, C + (ic + ir) * ldc + jc + jr, ldc,
-                         std::min(MR, mc - ir), cols, acc);
+                         std::min(MR, mc - ir), cols, acc, slice_bias ? slice_bias + jr : nullptr);
         }
       };
       if (threads == 1) {

@@ -14,9 +14,12 @@ namespace anatomy {
 
 // `packed_b`, when given, is B already packed by pack_b_blocks (a weight reused by many products):
 // B itself is then read only by products of under four rows, which never pack it.
+// `bias`, when given, is N values added to every row of the result as it is written (linear's
+// b), where filling C with them first would take one more pass over C. Without `accumulate` the
+// bits are those of C = bias, then C += A·B.
 void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa, const float* B,
           int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate,
-          const float* packed_b = nullptr);
+          const float* packed_b = nullptr, const float* bias = nullptr);
 
 // B[K, N] (read through strides) in the micro-panels of every block, in the order gemm reads them,
 // 64-byte aligned as the micro-kernel loads them.

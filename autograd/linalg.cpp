@@ -174,17 +174,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Shape out_shape = x.shape();
   out_shape.back() = N;
   Tensor out = empty(out_shape);
-  // y = x Wᵀ + b: start every row at b, then accumulate the product (Wᵀ read via strides).
-  if (bias.defined()) {
-    Tensor bc = bias.contiguous();
-    parallel_for(rows, std::max<int64_t>(1, simd::kGrain / std::max<int64_t>(N, 1)),
-                 [&](int64_t r0, int64_t r1) {
-                   for (int64_t r = r0; r < r1; ++r) std::copy_n(bc.data(), N, out.data() + r * N);
-                 });
-  }
+  // y = x Wᵀ + b: the GEMM adds b to each row as it writes it (Wᵀ read via strides).
+  const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
   const int64_t rsx = x2.dim() >= 2 ? x2.stride(-2) : 0;
   gemm(rows, N, K, x2.data(), rsx, x2.stride(-1), weight.data(), weight.stride(1), weight.stride(0),
-       out.data(), N, bias.defined(), frozen_packed_weight(weight, rows));
+       out.data(), N, false, frozen_packed_weight(weight, rows),
+       bc.defined() ? bc.data() : nullptr);
   return record(out, "AddmmBackward0", {x, weight, bias},
                 [x, weight, bias, rows, K, N](const Tensor& g) {
                   Tensor g2 = g.reshape({rows, N});

@@ -212,3 +212,46 @@ TEST_CASE("gemm with K = 0 zeroes C's M x N block, or leaves it when accumulatin
       CHECK(C[i * ldc + j] == (j < N ? 0.0f : 7.0f));
     }
 }
+
+// linear's bias goes in as the GEMM writes C. It must give the bits of C filled with the bias
+// and the product accumulated onto it (what linear did before): on full and edge tiles, across
+// N and K blocks (added once, not per K slice, and at the right column of each block), with B
+// packed ahead, in both few-row layouts, with K = 0, and on 1 and 2 threads.
+TEST_CASE("gemm with a bias: the bits of C = bias then C += A B") {
+  manual_seed(5);
+  const int before = get_num_threads();
+  struct Case {
+    int64_t M, N, K;
+  };
+  for (const Case c :
+       {Case{37, 2100, 300}, Case{64, 96, 40}, Case{1, 300, 50}, Case{3, 70, 19}, Case{5, 33, 0}})
+    for (bool tb : {false, true})
+      for (int threads : {1, 2})
+        for (bool packed_ahead : {false, true}) {
+          // Plain variables, not a structured binding: clang cannot capture one in CAPTURE's
+          // lambda.
+          const int64_t M = c.M, N = c.N, K = c.K;
+          CAPTURE(M);
+          CAPTURE(N);
+          CAPTURE(K);
+          CAPTURE(tb);
+          CAPTURE(threads);
+          CAPTURE(packed_ahead);
+          set_num_threads(threads);
+          auto A = randn({M * K}).to_vector();
+          auto B = randn({K * N}).to_vector();
+          auto bias = randn({N}).to_vector();
+          const int64_t rsb = tb ? 1 : N, csb = tb ? K : 1;
+          std::vector<float> want(M * N), got(M * N, -7.0f);  // got's old values must not show
+          for (int64_t i = 0; i < M; ++i) std::copy(bias.begin(), bias.end(), &want[i * N]);
+          gemm(M, N, K, A.data(), K, 1, B.data(), rsb, csb, want.data(), N, true);
+          const PackedB packed = pack_b_blocks(K, N, B.data(), rsb, csb);
+          gemm(M, N, K, A.data(), K, 1, B.data(), rsb, csb, got.data(), N, false,
+               packed_ahead && K > 0 ? packed.data() : nullptr, bias.data());
+          CHECK(got == want);
+          auto ref = naive(M, N, K, A, K, 1, B, rsb, csb);
+          for (int64_t i = 0; i < M * N; ++i) ref[i] += bias[i % N];
+          CHECK_CLOSE(from_vector(got, {M, N}), from_vector(ref, {M, N}), 2e-3, 1e-4);
+        }
+  set_num_threads(before);
+}
