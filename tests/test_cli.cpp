@@ -25,8 +25,13 @@ Result run(const std::string& args) {
           .string();  // one per process: ctest runs tests in parallel
   const int status =
       std::system((std::string(ANATOMY_CLI) + " " + args + " > " + log + " 2>&1").c_str());
-  std::ifstream f(log);
-  return {WEXITSTATUS(status), std::string(std::istreambuf_iterator<char>(f), {})};
+  std::string output;
+  {
+    std::ifstream f(log);
+    output.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  std::filesystem::remove(log);  // nothing left in the temporary folder after the suite
+  return {WEXITSTATUS(status), output};
 }
 
 std::string golden_dir(const std::string& kind) {

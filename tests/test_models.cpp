@@ -691,6 +691,12 @@ TEST_CASE("models: each clause of an input check refuses on its own") {
       },
       {"MultiHeadAttention", "[batch, seq, 16]", "got [1, 3, 8]"});
   CHECK(book.forward(good, randn({1, 5, 16}), Tensor()).shape() == Shape{1, 3, 16});
+  // Batches that differ: the message gives each (the key/value's second size, 5, is not its batch).
+  check_error(
+      [&] {
+        book.forward(randn({2, 3, 16}), randn({4, 5, 16}), Tensor());
+      },
+      {"MultiHeadAttention", "query batch 2 and key/value batch 4 differ"});
   // Embeddings: int64 of the wrong rank; a negative id or token type.
   Embeddings emb([&] {
     auto t = c;

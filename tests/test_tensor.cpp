@@ -244,6 +244,17 @@ TEST_CASE("the book's indexing: x[:, 0, :] and slices") {
   CHECK(x[1][2].to_vector() == std::vector<float>{20, 21, 22, 23});
 }
 
+// torch's .to(torch.int64) truncates toward zero, and back to float is exact for these.
+TEST_CASE("to() between float32 and int64 converts every element") {
+  Tensor f = tensor({2.7f, -1.5f, 3.0f, -0.25f}).to(kInt64);
+  CHECK(f.dtype() == kInt64);
+  CHECK(f.to_int_vector() == std::vector<int64_t>{2, -1, 3, 0});
+  Tensor i = tensor({{-4, 7}, {9, 1}}).to(kFloat32);
+  CHECK(i.dtype() == kFloat32);
+  CHECK(i.shape() == Shape{2, 2});
+  CHECK(i.to_vector() == std::vector<float>{-4, 7, 9, 1});
+}
+
 TEST_CASE("int64 index ops") {
   Tensor w = arange(12, kFloat32).reshape({4, 3});
   Tensor ids = tensor({{3, 0}});

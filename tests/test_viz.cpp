@@ -56,6 +56,7 @@ TEST_CASE("attention page: a pair, predictions and the neuron view's vectors rea
   CHECK(html.find("<title>a &lt;/script&gt; title</title>") != std::string::npos);
   for (const char* view : {"id=\"tab-head\"", "id=\"tab-model\"", "id=\"tab-neuron\""})
     CHECK(html.find(view) != std::string::npos);
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("attention page: sections that do not fit their tokens are refused by name") {
