@@ -27,6 +27,8 @@ TEST_CASE("gemm matches a naive loop on awkward shapes and strides") {
                                                       {3, 70, 19},
                                                       {7, 5, 3},
                                                       {17, 33, 65},
+                                                      {128, 300, 520},
+                                                      {129, 40, 260},
                                                       {130, 70, 300},
                                                       {300, 513, 257},
                                                       {5, 768, 64}}) {
@@ -54,17 +56,30 @@ TEST_CASE("gemm matches a naive loop on awkward shapes and strides") {
   }
 }
 
+// Threads split M blocks (over MC_MAX rows), or N's panels (up to MC_MAX rows), also when
+// there are fewer panels than threads; each element of C must sum in the one-thread order.
 TEST_CASE("gemm results do not depend on the thread count") {
   manual_seed(1);
-  const int64_t M = 257, N = 300, K = 513;
-  auto A = randn({M * K}).to_vector();
-  auto B = randn({K * N}).to_vector();
-  std::vector<float> C1(M * N), C2(M * N);
-  set_num_threads(1);
-  gemm(M, N, K, A.data(), K, 1, B.data(), N, 1, C1.data(), N, false);
-  set_num_threads(2);
-  gemm(M, N, K, A.data(), K, 1, B.data(), N, 1, C2.data(), N, false);
-  CHECK(C1 == C2);
+  const int before = get_num_threads();
+  for (auto mnk :
+       std::vector<std::array<int64_t, 3>>{{257, 300, 513}, {128, 777, 600}, {100, 20, 20000}}) {
+    const int64_t M = mnk[0], N = mnk[1], K = mnk[2];
+    CAPTURE(M);
+    CAPTURE(N);
+    CAPTURE(K);
+    REQUIRE(2.0 * M * N * K >= kParallelFlops);
+    auto A = randn({M * K}).to_vector();
+    auto B = randn({K * N}).to_vector();
+    std::vector<float> C1(M * N), C2(M * N);
+    set_num_threads(1);
+    gemm(M, N, K, A.data(), K, 1, B.data(), N, 1, C1.data(), N, false);
+    set_num_threads(2);
+    gemm(M, N, K, A.data(), K, 1, B.data(), N, 1, C2.data(), N, false);
+    CHECK(C1 == C2);
+    CHECK_CLOSE(from_vector(C2, {M, N}), from_vector(naive(M, N, K, A, K, 1, B, N, 1), {M, N}),
+                2e-3, 1e-4);
+  }
+  set_num_threads(before);
 }
 
 // One sentence's product: few rows (M = 5, a single block) and enough work for threads, which
