@@ -102,7 +102,8 @@ void dropout_row(const Problem& p, int64_t g, int64_t i, float* m) {
   Generator gen = p.start;
   gen.advance(static_cast<uint64_t>((g * p.Tq + i) * p.Tk));
   const float keep = p.dropout_p == 1.0f ? 0.0f : 1.0f / (1.0f - p.dropout_p);
-  for (int64_t j = 0; j < p.Tk; ++j) m[j] = gen.uniform() >= p.dropout_p ? keep : 0.0f;
+  gen.uniform_fill(m, p.Tk);
+  for (int64_t j = 0; j < p.Tk; ++j) m[j] = m[j] >= p.dropout_p ? keep : 0.0f;
 }
 
 }  // namespace

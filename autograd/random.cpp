@@ -18,6 +18,30 @@ void Generator::seed_(uint64_t seed) {
   has_spare_ = false;
 }
 
+void Generator::uniform_fill(float* out, int64_t n) {
+  // Lane l holds the state of call i + l. A step of the lanes is L steps of the stream, the LCG
+  // composed L times: s -> A s + C. The lanes' chains are independent, so the multiplies
+  // overlap (and vectorize) where one stream waits for each before the next.
+  constexpr int L = 8;
+  int64_t i = 0;
+  if (n >= 2 * L) {
+    uint64_t lane[L], A = 1, C = 0;
+    lane[0] = state_;
+    for (int l = 1; l < L; ++l) lane[l] = lane[l - 1] * kMultiplier + inc_;
+    for (int l = 0; l < L; ++l) {
+      C = C * kMultiplier + inc_;
+      A *= kMultiplier;
+    }
+    for (; i + L <= n; i += L)
+      for (int l = 0; l < L; ++l) {
+        out[i + l] = to_uniform(output(lane[l]));
+        lane[l] = lane[l] * A + C;
+      }
+    state_ = lane[0];  // the state of call i
+  }
+  for (; i < n; ++i) out[i] = uniform();
+}
+
 void Generator::advance(uint64_t delta) {
   // One step is s -> a s + c; 2^i steps are s -> A_i s + C_i with A_{i+1} = A_i², C_{i+1} =
   // (A_i + 1) C_i. The bits of delta pick which of those to compose.
@@ -74,7 +98,7 @@ Tensor rand(Shape shape) {
   Tensor t = empty(std::move(shape));
   float* p = t.data();
   parallel_draws(t.numel(), 1, [&](Generator& g, int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) p[i] = g.uniform();
+    g.uniform_fill(p + begin, end - begin);
   });
   return t;
 }

@@ -14,14 +14,15 @@ class Generator {
  public:
   explicit Generator(uint64_t seed = 0) { seed_(seed); }
   void seed_(uint64_t seed);
-  uint32_t next_u32() {  // inline: dropout draws one per element
+  uint32_t next_u32() {  // inline: the samplers draw one at a time
     const uint64_t old = state_;
     state_ = old * kMultiplier + inc_;
-    const auto xorshifted = static_cast<uint32_t>(((old >> 18u) ^ old) >> 27u);
-    const auto rot = static_cast<uint32_t>(old >> 59u);
-    return (xorshifted >> rot) | (xorshifted << ((32 - rot) & 31));
+    return output(old);
   }
-  float uniform() { return static_cast<float>(next_u32() >> 8) * 0x1.0p-24f; }  // [0, 1)
+  float uniform() { return to_uniform(next_u32()); }  // [0, 1)
+  // out[0..n) = the next n uniform()s, as n calls would give them, in independent lanes that
+  // hide the multiply's latency (dropout draws one per element of every activation).
+  void uniform_fill(float* out, int64_t n);
   float normal();  // N(0, 1), Box-Muller
   // Moves the stream `delta` calls of next_u32 ahead in O(log delta) steps (Brown, "Random
   // number generation with arbitrary strides", 1994: the LCG's multiply-add composed with
@@ -37,6 +38,14 @@ class Generator {
 
  private:
   static constexpr uint64_t kMultiplier = 6364136223846793005ULL;
+  // PCG's XSH-RR output of the state before a step.
+  static uint32_t output(uint64_t old) {
+    const auto xorshifted = static_cast<uint32_t>(((old >> 18u) ^ old) >> 27u);
+    const auto rot = static_cast<uint32_t>(old >> 59u);
+    return (xorshifted >> rot) | (xorshifted << ((32 - rot) & 31));
+  }
+  // The top 24 bits as a float in [0, 1): every value exact.
+  static float to_uniform(uint32_t u) { return static_cast<float>(u >> 8) * 0x1.0p-24f; }
   uint64_t state_ = 0, inc_ = 1;
   bool has_spare_ = false;
   float spare_ = 0.0f;

@@ -116,6 +116,24 @@ TEST_CASE("Generator::advance(n) lands where n calls of next_u32 land") {
   }
 }
 
+// uniform_fill draws in eight lanes, each its own LCG stepping eight calls at a time: a lane
+// started at the wrong call, a wrong eight-step multiplier or a tail left out would change a
+// value or where the generator ends. Lengths on both sides of the lanes' 16-call minimum.
+TEST_CASE("Generator::uniform_fill(n) gives the n values of n calls of uniform(), and ends there") {
+  for (const int64_t n : {0, 1, 8, 15, 16, 17, 23, 24, 1000, 4099}) {
+    CAPTURE(n);
+    Generator one(11), filled(11);
+    one.uniform();  // start where no lane boundary is
+    filled.uniform();
+    std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n), -1.0f);
+    for (auto& v : want) v = one.uniform();
+    filled.uniform_fill(got.data(), n);
+    CHECK(got == want);
+    CHECK(filled.get_state().state == one.get_state().state);
+    CHECK(filled.uniform() == one.uniform());
+  }
+}
+
 // rand and dropout split their draws between threads, each chunk jumping ahead to its first
 // element: every element must get the number a one-thread loop over the stream gives it, and the
 // generator must end where that loop ends. 100003 elements make several chunks with 2 threads.
