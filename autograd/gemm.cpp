@@ -237,6 +237,9 @@ void few_rows(int64_t M, int64_t j0, int64_t j1, int64_t K, const float* A, int6
 // micro-kernels, which then read it from L1. One fork/join per product. Every element of C sums
 // its K slices in the order of the general path below, so the bits are the same.
 constexpr int64_t kShortBlockPanels = 8;
+// Packed A is kept per thread: up to 128 x 4096 floats (2 MiB). A longer K (a product with a
+// vocabulary-sized inner dimension) takes the general path, which packs one K slice at a time.
+constexpr int64_t kShortMaxK = 4096;
 
 void gemm_short(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,
                 const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate,
@@ -325,7 +328,7 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
     return;
   }
   const int threads = flops < kParallelFlops || in_parallel() ? 1 : get_num_threads();
-  if (M <= MC_MAX && !packed_b)
+  if (M <= MC_MAX && K <= kShortMaxK && !packed_b)
     return gemm_short(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate, bias, threads);
   // Enough M blocks to give every thread work, but no bigger than MC_MAX.
   const int64_t per_thread = (M + threads - 1) / threads;

@@ -56,13 +56,14 @@ TEST_CASE("gemm matches a naive loop on awkward shapes and strides") {
   }
 }
 
-// Threads split M blocks (over MC_MAX rows), or N's panels (up to MC_MAX rows), also when
-// there are fewer panels than threads; each element of C must sum in the one-thread order.
+// Threads split M blocks (over MC_MAX rows or a K over kShortMaxK), or N's panels (up to MC_MAX
+// rows), also when there are fewer panels than threads; each element of C must sum in the
+// one-thread order.
 TEST_CASE("gemm results do not depend on the thread count") {
   manual_seed(1);
   const int before = get_num_threads();
-  for (auto mnk :
-       std::vector<std::array<int64_t, 3>>{{257, 300, 513}, {128, 777, 600}, {100, 20, 20000}}) {
+  for (auto mnk : std::vector<std::array<int64_t, 3>>{
+           {257, 300, 513}, {128, 777, 600}, {100, 20, 4000}, {100, 40, 5000}}) {
     const int64_t M = mnk[0], N = mnk[1], K = mnk[2];
     CAPTURE(M);
     CAPTURE(N);
