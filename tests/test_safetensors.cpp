@@ -126,6 +126,15 @@ TEST_CASE("safetensors: broken files give one clear error") {
                           "f");
       },
       {"'w'", "[3]", "needs 12 bytes", "span 8"});
+  // The span is end - begin, also for a tensor that does not start the data.
+  check_error(
+      [&] {
+        parse_safetensors(make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                    R"("w":{"dtype":"F32","shape":[3],"data_offsets":[4,12]}})",
+                                    std::string(12, 0)),
+                          "f");
+      },
+      {"'w'", "needs 12 bytes but data_offsets span 8"});
   check_error(
       [&] {
         parse_safetensors(make_file(R"({"w":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})",

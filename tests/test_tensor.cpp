@@ -1,4 +1,6 @@
 // The Tensor handle: factories, metadata, views sharing storage, int64 ids, errors.
+#include <array>
+
 #include "helpers.hpp"
 
 using namespace anatomy;
@@ -263,6 +265,44 @@ TEST_CASE("the book's indexing: x[:, 0, :] and slices") {
 }
 
 // torch's .to(torch.int64) truncates toward zero, and back to float is exact for these.
+// torch.arange refuses a range whose direction disagrees with the step's sign, however small
+// (torch 1.13: all of these raise); the same range and step agreeing gives the values.
+TEST_CASE("arange: a step against the direction of the range is refused, as torch") {
+  for (const auto& range : std::vector<std::array<double, 3>>{
+           {0, -1, 2}, {0, 1, -2}, {0, -0.5, 1}, {0, -1e-200, 1e-200}, {0, 1e-200, -1e-200}}) {
+    const double start = range[0], end = range[1], step = range[2];  // (clang: no bindings here)
+    CAPTURE(end);
+    CAPTURE(step);
+    check_error([&] { arange(start, end, step, kFloat32); },
+                {"arange", "inconsistent with step sign"});
+  }
+  CHECK(arange(0, -1, -0.5, kFloat32).to_vector() == std::vector<float>{0, -0.5f});
+  CHECK(arange(5, 5, 1, kInt64).numel() == 0);
+}
+
+// fill_ on a view whose elements are not adjacent (a column: stride 3) writes exactly them.
+TEST_CASE("fill_ on a strided view writes its elements and no others") {
+  Tensor x = zeros({4, 3});
+  x.t()[1].fill_(5.0f);  // x[:, 1]
+  CHECK(x.to_vector() == std::vector<float>{0, 5, 0, 0, 5, 0, 0, 5, 0, 0, 5, 0});
+  Tensor i = zeros({4, 3}, kInt64);
+  i.t()[2].fill_(7.0f);
+  CHECK(i.to_int_vector() == std::vector<int64_t>{0, 0, 7, 0, 0, 7, 0, 0, 7, 0, 0, 7});
+}
+
+// matmul and linear multiply a [B, T, K] input as one [B·T, K] matrix when its rows stack with
+// one stride. A narrowed T breaks that (rows of one batch item are 4 floats apart, items 12),
+// also when B equals the base's T, where comparing with the wrong size would accept it.
+TEST_CASE("matmul and linear on a narrowed 3-d input give the contiguous input's values") {
+  manual_seed(3);
+  Tensor base = randn({3, 3, 4});
+  Tensor a = base.narrow(1, 0, 2);  // [3, 2, 4], strides (12, 4, 1)
+  REQUIRE_FALSE(a.is_contiguous());
+  Tensor w = randn({4, 5}), lw = randn({5, 4}), lb = randn({5});
+  CHECK_CLOSE(matmul(a, w), matmul(a.contiguous(), w), 1e-6, 1e-6);
+  CHECK_CLOSE(linear(a, lw, lb), linear(a.contiguous(), lw, lb), 1e-6, 1e-6);
+}
+
 TEST_CASE("to() between float32 and int64 converts every element") {
   Tensor f = tensor({2.7f, -1.5f, 3.0f, -0.25f}).to(kInt64);
   CHECK(f.dtype() == kInt64);
