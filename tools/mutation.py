@@ -135,6 +135,12 @@ def load_equivalent():
     return known
 
 
+def is_equivalent(known, f, original, mutated, operator):
+    """Listed by the line it mutates, or, where a line has two sites of one operator, by the
+    line the mutant makes (which names the site)."""
+    return (f, original, operator) in known or (f, mutated, operator) in known
+
+
 def run(cmd, cwd, timeout=None, env=None):
     try:
         p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
@@ -244,7 +250,9 @@ def main():
                 sys.exit(f"mutation: no such file {f}")
             lines, found = sites(f)
             for (number, start, end, repl, name) in found:
-                if (f, lines[number - 1].strip(), name) in equivalent:
+                line = lines[number - 1]
+                if is_equivalent(equivalent, f, line.strip(),
+                                 (line[:start] + repl + line[end:]).strip(), name):
                     continue
                 candidates.append((folder, f, number, start, end, repl, name))
         if a.list:
@@ -334,7 +342,7 @@ def recheck(a):
     equivalent = load_equivalent()
     todo = []
     for r in survivors:
-        if (r["file"], r["original"], r["operator"]) in equivalent:
+        if is_equivalent(equivalent, r["file"], r["original"], r["mutated"], r["operator"]):
             print(f"equivalent (listed)  {r['file']}:{r['line']}  {r['operator']}")
             continue
         lines = open(os.path.join(ROOT, r["file"]), encoding="utf-8").read().split("\n")
