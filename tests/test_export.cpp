@@ -93,6 +93,26 @@ TEST_CASE("export: PyTorch gets the same model, continues it with DDP, and it co
     CHECK_MESSAGE(std::filesystem::exists(pkg + "/" + f), f);
   CHECK(sh(A + " export --checkpoint " + run + " --to " + pkg).output.find("not empty") !=
         std::string::npos);
+  // AdamW's moments come along under the model's own names, one pair per parameter, in its
+  // shape (the output projection shares the embedding's parameter, so it has none of its own).
+  {
+    const auto weights = load_safetensors(pkg + "/model.safetensors").tensors;
+    const auto moments = load_safetensors(pkg + "/optimizer.safetensors").tensors;
+    int64_t first = 0, second = 0;
+    for (const auto& moment : moments) {  // (not a structured binding: clang's CHECK_MESSAGE)
+      const std::string& key = moment.first;
+      if (key == "step") continue;
+      const bool is_first = key.rfind("exp_avg.", 0) == 0;
+      (is_first ? first : second) += 1;
+      const std::string name = key.substr(is_first ? 8 : 11);
+      CHECK_MESSAGE((is_first || key.rfind("exp_avg_sq.", 0) == 0), key);
+      const auto it = weights.find(name);
+      REQUIRE_MESSAGE(it != weights.end(), key);
+      CHECK_MESSAGE(it->second.shape() == moment.second.shape(), key);
+    }
+    CHECK(first == second);
+    CHECK(first == static_cast<int64_t>(weights.size()) - 1);  // all but the tied projection
+  }
 
   // 1. The same logits from PyTorch's model.py as from `anatomy run` on the exported weights.
   auto r = sh(A + " run --config " + pkg + "/config.json --weights " + pkg +

@@ -378,6 +378,20 @@ TEST_CASE("evaluate reads and splits a corpus exactly as training did") {
   REQUIRE_MESSAGE(file.code == 0, file.output);
   CHECK(nlohmann::json::parse(file.output)["bleu"] == score["bleu"]);
   CHECK(nlohmann::json::parse(file.output)["sentences"] == score["sentences"]);
+  // A run.json without options.limit (written by hand, or before the option existed) means no
+  // limit, the command line's default: the whole training split (the limit cuts only that).
+  nlohmann::json meta;
+  {
+    std::ifstream in(dir + "/run.json");
+    meta = nlohmann::json::parse(in);
+  }
+  REQUIRE(meta["options"].contains("limit"));
+  meta["options"].erase("limit");
+  std::ofstream(dir + "/run.json") << meta.dump(2);
+  auto no_limit = run("evaluate --checkpoint " + dir + " --split train --format json");
+  REQUIRE_MESSAGE(no_limit.code == 0, no_limit.output);
+  CHECK(nlohmann::json::parse(no_limit.output)["sentences"].get<int64_t>() ==
+        lines_of(dir + "/split/train.tsv"));
 }
 
 TEST_CASE("corpus runs: --valid/--test files, --reverse, --select, and checkpoint averaging") {
