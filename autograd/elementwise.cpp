@@ -7,6 +7,7 @@
 #include <numbers>
 
 #include "autograd/engine.hpp"
+#include "autograd/gelu_math.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/simd.hpp"
 #include "autograd/strided.hpp"
@@ -281,60 +282,19 @@ Tensor relu(const Tensor& a) {
   });
 }
 
-namespace {
-
-// erf(z) by Abramowitz and Stegun's formula 7.1.26, given e = exp(-z²): absolute error under
-// 1.5e-7, the formula PyTorch's vectorized CPU GELU uses. It costs one division and the exp that
-// GELU's backward needs anyway for φ, where xsimd::erf evaluates two approximations and
-// selects between them.
-batch erf_with_exp(batch z, batch e) {
-  const batch one(1.0f);
-  const batch t = one / (batch(0.3275911f) * xsimd::abs(z) + one);
-  batch r = batch(1.061405429f) * t + batch(-1.453152027f);
-  r = r * t + batch(1.421413741f);
-  r = r * t + batch(-0.284496736f);
-  r = r * t + batch(0.254829592f);
-  const batch y = one - r * t * e;  // erf(|z|)
-  return xsimd::select(z < batch(0.0f), -y, y);
-}
-
-}  // namespace
-
 Tensor gelu(const Tensor& a, const std::string& approximate) {
-  constexpr float kInvSqrt2 = 0.70710678118654752f;
-  constexpr float kInvSqrt2Pi = 0.39894228040143268f;
-  constexpr float kSqrt2OverPi = 0.79788456080286536f;
-  constexpr float kCoeff = 0.044715f;
   if (approximate == "none") {
-    // x Φ(x) with Φ(x) = ½(1 + erf(x/√2)); exp(-(x/√2)²) = exp(-x²/2) is also √(2π) φ(x).
-    Tensor out = unary_kernel("gelu", a, [](batch x) {
-      const batch e = xsimd::exp(batch(-0.5f) * x * x);
-      return batch(0.5f) * x * (batch(1.0f) + erf_with_exp(x * batch(kInvSqrt2), e));
-    });
+    Tensor out = unary_kernel("gelu", a, gelu_math::gelu_erf);
     return record(out, "GeluBackward0", {a}, [a](const Tensor& g) {
-      return std::vector<Tensor>{unary_backward(g, a, [](batch gy, batch x) {
-        // d(x Φ(x))/dx = Φ(x) + x φ(x)
-        const batch e = xsimd::exp(batch(-0.5f) * x * x);
-        batch cdf = batch(0.5f) * (batch(1.0f) + erf_with_exp(x * batch(kInvSqrt2), e));
-        batch pdf = batch(kInvSqrt2Pi) * e;
-        return gy * (cdf + x * pdf);
-      })};
+      return std::vector<Tensor>{
+          unary_backward(g, a, [](batch gy, batch x) { return gy * gelu_math::gelu_erf_grad(x); })};
     });
   }
   if (approximate == "tanh") {
-    Tensor out = unary_kernel("gelu", a, [](batch x) {
-      batch u = batch(kSqrt2OverPi) * (x + batch(kCoeff) * x * x * x);
-      return batch(0.5f) * x * (batch(1.0f) + xsimd::tanh(u));
-    });
+    Tensor out = unary_kernel("gelu", a, gelu_math::gelu_tanh);
     return record(out, "GeluBackward0", {a}, [a](const Tensor& g) {
-      return std::vector<Tensor>{unary_backward(g, a, [](batch gy, batch x) {
-        // u = k(x + c x³): d/dx = ½(1 + tanh u) + ½ x (1 - tanh²u) k (1 + 3c x²)
-        batch x2 = x * x;
-        batch t = xsimd::tanh(batch(kSqrt2OverPi) * (x + batch(kCoeff) * x2 * x));
-        batch du = batch(kSqrt2OverPi) * (batch(1.0f) + batch(3.0f * kCoeff) * x2);
-        return gy *
-               (batch(0.5f) * (batch(1.0f) + t) + batch(0.5f) * x * (batch(1.0f) - t * t) * du);
-      })};
+      return std::vector<Tensor>{unary_backward(
+          g, a, [](batch gy, batch x) { return gy * gelu_math::gelu_tanh_grad(x); })};
     });
   }
   throw Error(fmt::format("gelu: approximate argument must be either none or tanh (got '{}')",

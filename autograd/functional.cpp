@@ -128,32 +128,39 @@ Tensor log_softmax(const Tensor& a, int64_t dim) {
   });
 }
 
-Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
-                  const Tensor& bias, float eps) {
-  check_float("layer_norm", x);
+namespace {
+
+void check_layer_norm(const char* op, const Tensor& x, const Shape& normalized_shape,
+                      const Tensor& weight, const Tensor& bias) {
+  check_float(op, x);
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
   if (k == 0)
-    throw Error(
-        "layer_norm: Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
-        "least one element, but got normalized_shape = []");
+    throw Error(fmt::format(
+        "{}: Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
+        "least one element, but got normalized_shape = []",
+        op));
   bool ok = x.dim() >= k;
   for (int64_t i = 0; ok && i < k; ++i) ok = x.size(x.dim() - k + i) == normalized_shape[i];
   if (!ok)
     throw Error(fmt::format(
-        "layer_norm: Given normalized_shape={}, expected input with shape "
+        "{}: Given normalized_shape={}, expected input with shape "
         "[*, {}], but got input of size{}",
-        normalized_shape.str(), normalized_shape.str().substr(1, normalized_shape.str().size() - 2),
-        x.shape().str()));
+        op, normalized_shape.str(),
+        normalized_shape.str().substr(1, normalized_shape.str().size() - 2), x.shape().str()));
   for (const Tensor* p : {&weight, &bias})
     if (p->defined() && p->shape() != normalized_shape)
-      throw Error(fmt::format("layer_norm: Expected weight and bias to be of shape {} but got {}",
+      throw Error(fmt::format("{}: Expected weight and bias to be of shape {} but got {}", op,
                               normalized_shape.str(), p->shape().str()));
-  const int64_t C = numel_of(normalized_shape);
-  const int64_t N = C == 0 ? 0 : x.numel() / C;
-  Tensor xc = x.contiguous();
-  Tensor out = empty(x.shape());
-  Tensor xhat = empty(x.shape());  // saved for backward
-  Tensor rstd = empty({N});
+}
+
+// Layer norm's forward over N contiguous rows of C values: out, and x̂ and 1/σ per row for the
+// backward.
+struct LayerNormSaved {
+  Tensor out, xhat, rstd;
+};
+LayerNormSaved layer_norm_rows(const float* x, const Shape& shape, int64_t N, int64_t C,
+                               const Tensor& weight, const Tensor& bias, float eps) {
+  LayerNormSaved s{empty(shape), empty(shape), empty({N})};
   // Held here: a strided weight's contiguous copy must outlive the loop that reads it.
   const Tensor wc = weight.defined() ? weight.contiguous() : Tensor();
   const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
@@ -161,13 +168,13 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   const float* b = bc.defined() ? bc.data() : nullptr;
   for_rows(N, C, [&](int64_t n0, int64_t n1) {
     for (int64_t n = n0; n < n1; ++n) {
-      const float* xr = xc.data() + n * C;
-      float* hr = xhat.data() + n * C;
-      float* yr = out.data() + n * C;
+      const float* xr = x + n * C;
+      float* hr = s.xhat.data() + n * C;
+      float* yr = s.out.data() + n * C;
       const float mean = simd::sum(xr, C) / static_cast<float>(C);
       const float var = simd::sum_sq_dev(xr, C, mean) / static_cast<float>(C);  // biased
       const float r = 1.0f / std::sqrt(var + eps);
-      rstd.data()[n] = r;
+      s.rstd.data()[n] = r;
       const batch mb(mean), rb(r);
       simd::map(xr, hr, C, [&](batch v) { return (v - mb) * rb; });
       if (w && b)
@@ -181,9 +188,15 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
         std::copy(hr, hr + C, yr);
     }
   });
+  return s;
+}
+
+// Records layer norm's node on `s.out` (its input x, and weight and bias).
+Tensor record_layer_norm(const LayerNormSaved& s, const Tensor& x, const Tensor& weight,
+                         const Tensor& bias, int64_t N, int64_t C) {
   return record(
-      out, "NativeLayerNormBackward0", {x, weight, bias},
-      [xhat, rstd, weight, bias, N, C](const Tensor& g) {
+      s.out, "NativeLayerNormBackward0", {x, weight, bias},
+      [xhat = s.xhat, rstd = s.rstd, weight, bias, N, C](const Tensor& g) {
         Tensor gc = g.contiguous();
         Tensor gx = empty(g.shape());
         const Tensor wc = weight.defined() ? weight.contiguous() : Tensor();
@@ -231,6 +244,18 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
       });
 }
 
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                  const Tensor& bias, float eps) {
+  check_layer_norm("layer_norm", x, normalized_shape, weight, bias);
+  const int64_t C = numel_of(normalized_shape);
+  const int64_t N = C == 0 ? 0 : x.numel() / C;
+  Tensor xc = x.contiguous();
+  return record_layer_norm(layer_norm_rows(xc.data(), x.shape(), N, C, weight, bias, eps), x,
+                           weight, bias, N, C);
+}
+
 namespace {
 
 // m[i] = draw m[i] kept (>= p) ? scale : 0, and y[i] = x[i] m[i]. The three never overlap (fresh
@@ -240,6 +265,15 @@ void apply_dropout(float* __restrict m, const float* __restrict x, float* __rest
   for (int64_t i = 0; i < n; ++i) {
     m[i] = m[i] >= p ? scale : 0.0f;
     y[i] = x[i] * m[i];
+  }
+}
+
+// The same with a residual: y[i] = r[i] + x[i] m[i].
+void apply_dropout_add(float* __restrict m, const float* __restrict x, const float* __restrict r,
+                       float* __restrict y, int64_t n, float p, float scale) {
+  for (int64_t i = 0; i < n; ++i) {
+    m[i] = m[i] >= p ? scale : 0.0f;
+    y[i] = r[i] + x[i] * m[i];
   }
 }
 
@@ -267,6 +301,48 @@ Tensor dropout(const Tensor& x, float p, bool training) {
   });
   return record(out, "NativeDropoutBackward0", {x},
                 [mask](const Tensor& g) { return std::vector<Tensor>{mul(g, mask)}; });
+}
+
+DropoutAddLayerNorm dropout_add_layer_norm(const Tensor& x, const Tensor& residual, float p,
+                                           bool training, const Shape& normalized_shape,
+                                           const Tensor& weight, const Tensor& bias, float eps) {
+  check_float("dropout_add_layer_norm", residual);
+  if (x.shape() != residual.shape())
+    throw Error(fmt::format(
+        "dropout_add_layer_norm: x and residual must have the same shape (got {} and {})",
+        x.shape().str(), residual.shape().str()));
+  check_layer_norm("dropout_add_layer_norm", x, normalized_shape, weight, bias);
+  if (p < 0.0f || p > 1.0f)
+    throw Error(fmt::format(
+        "dropout_add_layer_norm: dropout probability has to be between 0 and 1, but got {}", p));
+  const bool drop = training && p > 0.0f;
+  Tensor xc = x.contiguous(), rc = residual.contiguous();
+  Tensor sum = empty(x.shape());
+  Tensor mask = drop ? empty(x.shape()) : Tensor();
+  const float* xp = xc.data();
+  const float* rp = rc.data();
+  float* sp = sum.data();
+  if (drop) {
+    // dropout()'s very draws and mask (the default generator's numbers in element order), with
+    // the residual added in the same pass: sum = residual + x ⊙ mask.
+    const float scale = p == 1.0f ? 0.0f : 1.0f / (1.0f - p);
+    float* m = mask.data();
+    parallel_draws(sum.numel(), 1, [&](Generator& gen, int64_t begin, int64_t end) {
+      gen.uniform_fill(m + begin, end - begin);
+      apply_dropout_add(m + begin, xp + begin, rp + begin, sp + begin, end - begin, p, scale);
+    });
+  } else {
+    simd::map2(xp, 1, rp, 1, sp, sum.numel(), [](batch v, batch r) { return r + v; });
+  }
+  const int64_t C = numel_of(normalized_shape);
+  const int64_t N = C == 0 ? 0 : x.numel() / C;
+  LayerNormSaved saved = layer_norm_rows(sp, x.shape(), N, C, weight, bias, eps);
+  // Two nodes, as the composed ops would record: sum = residual + dropout(x), then its norm.
+  Tensor sum_node = record(sum, "DropoutAddBackward0", {x, residual}, [mask](const Tensor& g) {
+    // d/dx = mask (0 or 1/(1-p)), d/dresidual = 1
+    return std::vector<Tensor>{mask.defined() ? mul(g, mask) : g, g};
+  });
+  return {sum_node, record_layer_norm(saved, sum_node, weight, bias, N, C)};
 }
 
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx) {

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 #include <vector>
+#include "autograd/gelu_math.hpp"
 #include "autograd/simd.hpp"
 #include "autograd/xsimd.hpp"
 
@@ -138,11 +139,22 @@ void pack_b(const float* B, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, fl
   }
 }
 
+batch activate(GemmActivation::Kind kind, batch x) {
+  return kind == GemmActivation::Kind::GeluErf ? gelu_math::gelu_erf(x) : gelu_math::gelu_tanh(x);
+}
+
+// d[0:n] = act(c[0:n]): the epilogue of the edge tiles and of the paths without micro-kernels.
+void activate_row(const GemmActivation& act, const float* c, float* d, int64_t n) {
+  simd::map_range(c, d, n, [&](batch x) { return activate(act.kind, x); });
+}
+
 // C[0:MR, 0:NR] (+)= Apanel · Bpanel over kc, plus bias[0:NR] on every row when bias is given.
+// With `d` (the last K slice of a product with an activation), act(C) goes to d as well.
 // Full tiles write C directly; edge tiles go through a stack buffer and copy back only the valid
 // rows and columns.
 void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t ldc, int64_t rows,
-                  int64_t cols, bool accumulate, const float* bias) {
+                  int64_t cols, bool accumulate, const float* bias,
+                  const GemmActivation* act = nullptr, float* d = nullptr) {
   batch c0[MR], c1[MR];
 #pragma GCC unroll 8
   for (int64_t r = 0; r < MR; ++r) c0[r] = c1[r] = batch(0.0f);
@@ -172,6 +184,10 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
       }
       c0[r].store_unaligned(cr);
       c1[r].store_unaligned(cr + W);
+      if (d) {
+        activate(act->kind, c0[r]).store_unaligned(d + r * act->ldo);
+        activate(act->kind, c1[r]).store_unaligned(d + r * act->ldo + W);
+      }
     }
     return;
   }
@@ -185,6 +201,8 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
       const float v = accumulate ? C[r * ldc + c] + tile[r * NR + c] : tile[r * NR + c];
       C[r * ldc + c] = bias ? v + bias[c] : v;
     }
+  if (d)
+    for (int64_t r = 0; r < rows; ++r) activate_row(*act, C + r * ldc, d + r * act->ldo, cols);
 }
 
 // Aligned scratch buffers, kept per thread and reused across calls.
@@ -199,7 +217,7 @@ float* scratch(std::vector<float, xsimd::aligned_allocator<float, 64>>& buf, siz
 // C row += a · B row per k.
 void few_rows(int64_t M, int64_t j0, int64_t j1, int64_t K, const float* A, int64_t rsa,
               const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate,
-              const float* bias) {
+              const float* bias, const GemmActivation* act) {
   if (rsb == 1) {
     for (int64_t j = j0; j < j1; ++j)
       for (int64_t i = 0; i < M; ++i) {
@@ -207,6 +225,9 @@ void few_rows(int64_t M, int64_t j0, int64_t j1, int64_t K, const float* A, int6
         const float v = accumulate ? C[i * ldc + j] + d : d;
         C[i * ldc + j] = bias ? v + bias[j] : v;
       }
+    if (act)
+      for (int64_t i = 0; i < M; ++i)
+        activate_row(*act, C + i * ldc + j0, act->out + i * act->ldo + j0, j1 - j0);
     return;
   }
   for (int64_t i = 0; i < M; ++i) {
@@ -226,6 +247,7 @@ void few_rows(int64_t M, int64_t j0, int64_t j1, int64_t K, const float* A, int6
       simd::map2_range(c, 1, B + k * rsb + j0, 1, c, j1 - j0,
                        [&](simd::batch cv, simd::batch bv) { return xsimd::fma(a, bv, cv); });
     }
+    if (act) activate_row(*act, c, act->out + i * act->ldo + j0, j1 - j0);
   }
 }
 
@@ -243,7 +265,7 @@ constexpr int64_t kShortMaxK = 4096;
 
 void gemm_short(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,
                 const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate,
-                const float* bias, int threads) {
+                const float* bias, const GemmActivation* act, int threads) {
   const int64_t m_round = (M + MR - 1) / MR * MR;
   const int64_t panels = (N + NR - 1) / NR;
   auto columns = [&](int64_t p_begin, int64_t p_end) {
@@ -260,10 +282,12 @@ void gemm_short(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, in
         for (int64_t p = p0; p < p1; ++p) {
           const int64_t j = p * NR, cols = std::min(NR, N - j);
           pack_b(B + pc * rsb + j * csb, rsb, csb, kc, cols, bp, 0, 1);
+          const bool last = pc + kc == K;  // the activation goes on the final sums
           for (int64_t ir = 0; ir < M; ir += MR)
             micro_kernel(kc, ap + pc * m_round + ir * kc, bp, C + ir * ldc + j, ldc,
                          std::min(MR, M - ir), cols, accumulate || pc > 0,
-                         pc == 0 && bias ? bias + j : nullptr);
+                         pc == 0 && bias ? bias + j : nullptr, act,
+                         act && last ? act->out + ir * act->ldo + j : nullptr);
         }
       }
     }
@@ -301,7 +325,7 @@ PackedB pack_b_blocks(int64_t K, int64_t N, const float* B, int64_t rsb, int64_t
 
 void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa, const float* B,
           int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate, const float* packed_b,
-          const float* bias) {
+          const float* bias, const GemmActivation* act) {
   if (M == 0 || N == 0) return;
   if (K == 0) {
     for (int64_t i = 0; i < M; ++i) {
@@ -309,6 +333,7 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
       if (!accumulate) std::fill(c, c + N, 0.0f);
       if (bias)
         for (int64_t j = 0; j < N; ++j) c[j] += bias[j];
+      if (act) activate_row(*act, c, act->out + i * act->ldo, N);
     }
     return;
   }
@@ -322,14 +347,14 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
     parallel_for(
         N, grain,
         [&](int64_t j0, int64_t j1) {
-          few_rows(M, j0, j1, K, A, rsa, B, rsb, csb, C, ldc, accumulate, bias);
+          few_rows(M, j0, j1, K, A, rsa, B, rsb, csb, C, ldc, accumulate, bias, act);
         },
         W);
     return;
   }
   const int threads = flops < kParallelFlops || in_parallel() ? 1 : get_num_threads();
   if (M <= MC_MAX && K <= kShortMaxK && !packed_b)
-    return gemm_short(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate, bias, threads);
+    return gemm_short(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate, bias, act, threads);
   // Enough M blocks to give every thread work, but no bigger than MC_MAX.
   const int64_t per_thread = (M + threads - 1) / threads;
   const int64_t mc_block =
@@ -347,6 +372,7 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
       const int64_t kc = std::min(KC, K - pc);
       const bool acc = accumulate || pc > 0;
       const float* slice_bias = pc == 0 && bias ? bias + jc : nullptr;  // added once, first slice
+      const bool last = pc + kc == K;  // the activation goes on the final sums
       const float* Bp = B + pc * rsb + jc * csb;
       const float* bp = packed_b ? next_packed : b_scratch;
       if (packed_b) next_packed += kc * panels * NR;
@@ -367,7 +393,8 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
           const int64_t cols = std::min(NR, nc - jr);
           for (int64_t ir = 0; ir < mc; ir += MR)
             micro_kernel(kc, ap + ir * kc, bp + p * NR * kc, C + (ic + ir) * ldc + jc + jr, ldc,
-                         std::min(MR, mc - ir), cols, acc, slice_bias ? slice_bias + jr : nullptr);
+                         std::min(MR, mc - ir), cols, acc, slice_bias ? slice_bias + jr : nullptr,
+                         act, act && last ? act->out + (ic + ir) * act->ldo + jc + jr : nullptr);
         }
       };
       if (threads == 1) {

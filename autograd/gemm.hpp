@@ -12,6 +12,16 @@
 
 namespace anatomy {
 
+// An activation applied to C's final values as the GEMM writes them (linear_gelu, as PyTorch's
+// _addmm_activation): C keeps the pre-activation, which the backward needs, and `out` receives
+// act(C) while the tile is still in registers, instead of a second pass that reads C back.
+struct GemmActivation {
+  enum class Kind { GeluErf, GeluTanh };
+  Kind kind = Kind::GeluErf;
+  float* out = nullptr;  // [M, N], leading dimension ldo; must not overlap C
+  int64_t ldo = 0;
+};
+
 // `packed_b`, when given, is B already packed by pack_b_blocks (a weight reused by many products):
 // B itself is then read only by products of under four rows, which never pack it.
 // `bias`, when given, is N values added to every row of the result as it is written (linear's
@@ -19,7 +29,8 @@ namespace anatomy {
 // bits are those of C = bias, then C += A·B.
 void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa, const float* B,
           int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate,
-          const float* packed_b = nullptr, const float* bias = nullptr);
+          const float* packed_b = nullptr, const float* bias = nullptr,
+          const GemmActivation* activation = nullptr);
 
 // B[K, N] (read through strides) in the micro-panels of every block, in the order gemm reads them,
 // 64-byte aligned as the micro-kernel loads them.

@@ -4,6 +4,7 @@
 
 #include "autograd/engine.hpp"
 #include "autograd/frozen_weights.hpp"
+#include "autograd/gelu_math.hpp"
 #include "autograd/gemm.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/simd.hpp"
@@ -155,19 +156,29 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   return matmul(a, b);
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  check_float("linear", x);
-  check_float("linear", weight);
+namespace {
+
+// linear's argument checks, shared by linear_gelu (each message names the op).
+void check_linear(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_float(op, x);
+  check_float(op, weight);
   if (weight.dim() != 2)
-    throw Error(fmt::format("linear: weight must be 2-D [out_features, in_features] (got {})",
+    throw Error(fmt::format("{}: weight must be 2-D [out_features, in_features] (got {})", op,
                             weight.shape().str()));
-  if (x.dim() == 0) throw Error("linear: input must have at least 1 dimension");
+  if (x.dim() == 0) throw Error(fmt::format("{}: input must have at least 1 dimension", op));
   const int64_t K = weight.size(1), N = weight.size(0);
   if (x.size(-1) != K)
-    throw Error(fmt::format("linear: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+    throw Error(fmt::format("{}: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})", op,
                             x.numel() / std::max<int64_t>(x.size(-1), 1), x.size(-1), K, N));
   if (bias.defined() && (bias.dim() != 1 || bias.size(0) != N))
-    throw Error(fmt::format("linear: bias must have shape [{}] (got {})", N, bias.shape().str()));
+    throw Error(fmt::format("{}: bias must have shape [{}] (got {})", op, N, bias.shape().str()));
+}
+
+// h = x Wᵀ + b into a new tensor of x's shape with N last; with `act`, act(h) goes to act->out
+// in the same pass.
+Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                      const GemmActivation* act = nullptr) {
+  const int64_t K = weight.size(1), N = weight.size(0);
   Tensor x2 =
       collapsible(x, x.dim() - 2 < 0 ? 0 : x.dim() - 2) ? x.detach() : x.contiguous().detach();
   const int64_t rows = x.numel() / std::max<int64_t>(K, 1);
@@ -178,18 +189,92 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
   const int64_t rsx = x2.dim() >= 2 ? x2.stride(-2) : 0;
   gemm(rows, N, K, x2.data(), rsx, x2.stride(-1), weight.data(), weight.stride(1), weight.stride(0),
-       out.data(), N, false, frozen_packed_weight(weight, rows),
-       bc.defined() ? bc.data() : nullptr);
+       out.data(), N, false, frozen_packed_weight(weight, rows), bc.defined() ? bc.data() : nullptr,
+       act);
+  return out;
+}
+
+// dx = g W, dW = gᵀ x for y = x Wᵀ (+ b), g of shape [rows, N].
+std::vector<Tensor> linear_backward(const Tensor& g2, const Tensor& x, const Tensor& weight,
+                                    int64_t rows, int64_t K) {
+  Tensor gx, gw;
+  if (x.requires_grad()) gx = mm(g2, weight.detach()).reshape(x.shape());
+  if (weight.requires_grad()) gw = mm(g2.t(), x.detach().reshape({rows, K}));
+  return {gx, gw};
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_linear("linear", x, weight, bias);
+  const int64_t K = weight.size(1), N = weight.size(0);
+  const int64_t rows = x.numel() / std::max<int64_t>(K, 1);
+  Tensor out = linear_forward(x, weight, bias);
   return record(out, "AddmmBackward0", {x, weight, bias},
                 [x, weight, bias, rows, K, N](const Tensor& g) {
                   Tensor g2 = g.reshape({rows, N});
-                  Tensor gx, gw, gb;
-                  if (x.requires_grad())
-                    gx = mm(g2, weight.detach()).reshape(x.shape());  // dx = g W
-                  if (weight.requires_grad())                         // dW = gᵀ x
-                    gw = mm(g2.t(), x.detach().reshape({rows, K}));
-                  if (bias.defined() && bias.requires_grad()) gb = sum(g2, {0});  // db = Σ_rows g
-                  return std::vector<Tensor>{gx, gw, gb};
+                  std::vector<Tensor> grads = linear_backward(g2, x, weight, rows, K);
+                  if (bias.defined() && bias.requires_grad())
+                    grads.push_back(sum(g2, {0}));  // db = Σ_rows g
+                  else
+                    grads.push_back(Tensor());
+                  return grads;
+                });
+}
+
+Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                   const std::string& approximate) {
+  check_linear("linear_gelu", x, weight, bias);
+  if (approximate != "none" && approximate != "tanh")
+    throw Error(fmt::format(
+        "linear_gelu: approximate argument must be either none or tanh (got '{}')", approximate));
+  const bool erf = approximate == "none";
+  const int64_t K = weight.size(1), N = weight.size(0);
+  const int64_t rows = x.numel() / std::max<int64_t>(K, 1);
+  Shape out_shape = x.shape();
+  out_shape.back() = N;
+  Tensor out = empty(out_shape);
+  GemmActivation act{.kind = erf ? GemmActivation::Kind::GeluErf : GemmActivation::Kind::GeluTanh,
+                     .out = out.data(),
+                     .ldo = N};
+  // h, the pre-activation, is kept for the backward (gelu's backward needs its input).
+  Tensor h = linear_forward(x, weight, bias, &act);
+  return record(out, "AddmmActivationBackward0", {x, weight, bias},
+                [x, weight, bias, h, rows, K, N, erf](const Tensor& g) {
+                  // dh = g ⊙ gelu'(h), and db = Σ_rows dh in the same pass: each chunk of rows sums
+                  // its own, and the chunks' sums are added in chunk order (deterministic per
+                  // thread count).
+                  Tensor gc = g.contiguous();
+                  Tensor dh = empty({rows, N});
+                  const bool want_db = bias.defined() && bias.requires_grad();
+                  const int64_t grain =
+                      std::max<int64_t>(1, simd::kGrain / std::max<int64_t>(N, 1));
+                  const int64_t chunks = parallel_chunks(rows, grain);
+                  std::vector<float> part(want_db ? chunks * N : 0, 0.0f);
+                  parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+                    for (int64_t c = c0; c < c1; ++c)
+                      for (int64_t n = rows * c / chunks; n < rows * (c + 1) / chunks; ++n) {
+                        float* d = dh.data() + n * N;
+                        simd::map2_range(gc.data() + n * N, 1, h.data() + n * N, 1, d, N,
+                                         [&](simd::batch gy, simd::batch hv) {
+                                           return gy * (erf ? gelu_math::gelu_erf_grad(hv)
+                                                            : gelu_math::gelu_tanh_grad(hv));
+                                         });
+                        if (want_db)
+                          simd::map2_range(part.data() + c * N, 1, d, 1, part.data() + c * N, N,
+                                           [](simd::batch acc, simd::batch v) { return acc + v; });
+                      }
+                  });
+                  std::vector<Tensor> grads = linear_backward(dh, x, weight, rows, K);
+                  Tensor gb;
+                  if (want_db) {
+                    gb = zeros({N});
+                    for (int64_t c = 0; c < chunks; ++c)
+                      simd::map2_range(gb.data(), 1, part.data() + c * N, 1, gb.data(), N,
+                                       [](simd::batch acc, simd::batch v) { return acc + v; });
+                  }
+                  grads.push_back(gb);
+                  return grads;
                 });
 }
 

@@ -91,6 +91,11 @@ Tensor mm(const Tensor& a, const Tensor& b);
 Tensor bmm(const Tensor& a, const Tensor& b);
 // x Wᵀ + b, with W of shape [out_features, in_features]; bias may be undefined.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+// gelu(linear(x, weight, bias), approximate) in one pass over the output: the GEMM applies GELU
+// to each tile as it writes it (PyTorch's _addmm_activation), and the backward computes GELU's
+// derivative and the bias gradient together. The feed-forward layer's first half.
+Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                   const std::string& approximate = "none");
 
 // --- view.cpp: results share storage with the input ---
 Tensor view(const Tensor& a, Shape shape);
@@ -124,6 +129,18 @@ Tensor log_softmax(const Tensor& a, int64_t dim);
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), float eps = 1e-5f);
 Tensor dropout(const Tensor& x, float p = 0.5f, bool training = true);
+// A Transformer layer's residual connection and the norm after it, in two passes instead of
+// three, with no buffer for the dropped-out x: sum = residual + dropout(x, p, training) (the same
+// random draws as dropout()), and normed = layer_norm(sum, ...). Pre-LN layers use both (sum is the
+// next residual, normed the next sublayer's input), post-LN layers only normed. Gradients are those
+// of the composed ops.
+struct DropoutAddLayerNorm {
+  Tensor sum, normed;
+};
+DropoutAddLayerNorm dropout_add_layer_norm(const Tensor& x, const Tensor& residual, float p,
+                                           bool training, const Shape& normalized_shape,
+                                           const Tensor& weight = Tensor(),
+                                           const Tensor& bias = Tensor(), float eps = 1e-5f);
 // Rows of `weight` picked by int64 `indices`; no gradient flows to row padding_idx.
 Tensor embedding(const Tensor& indices, const Tensor& weight,
                  std::optional<int64_t> padding_idx = std::nullopt);

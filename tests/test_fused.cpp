@@ -81,6 +81,28 @@ TEST_CASE("layer_norm's weight and bias gradients over many rows on 2 threads") 
   set_num_threads(before);
 }
 
+// Mutation seed 18: with a grain of one row, a small layer norm was cut into a chunk per row or
+// two on 2 threads, and its bias gradient summed in another order. Under kGrain values a norm is
+// one chunk: the row-order sum, whatever the thread count. The gradient below makes the order
+// visible: 1e8 + 1 - 1e8 + 1 + ... is 1 from the left and 0 in pairs.
+TEST_CASE("layer_norm of a small input sums its bias gradient in row order on any thread count") {
+  const int before = get_num_threads();
+  std::vector<float> g;
+  for (int n = 0; n < 16; ++n)
+    for (int c = 0; c < 4; ++c) g.push_back(n % 2 == 1 ? 1.0f : n % 4 == 0 ? 1e8f : -1e8f);
+  float row_order = 0.0f;
+  for (int n = 0; n < 16; ++n) row_order += g[n * 4];
+  REQUIRE(row_order == 1.0f);  // summed two rows at a time first, the same values give 0
+  for (int threads : {1, 2}) {
+    CAPTURE(threads);
+    set_num_threads(threads);
+    Tensor b = zeros({4}).requires_grad_();
+    layer_norm(randn({16, 4}), {4}, Tensor(), b).backward(from_vector(g, {16, 4}));
+    CHECK(b.grad().to_vector() == std::vector<float>(4, row_order));
+  }
+  set_num_threads(before);
+}
+
 TEST_CASE("cross_entropy == -mean(log_softmax gathered at the targets), with smoothing") {
   manual_seed(3);
   const Tensor target = tensor({2, 0, 4, 1});
@@ -136,6 +158,105 @@ TEST_CASE("gelu == x * Φ(x), tanh form == its formula") {
                return v * 0.5f * (tanh(inner) + 1.0f);
              },
              {randn({3, 7}).requires_grad_()});
+}
+
+TEST_CASE("linear_gelu == gelu(linear(x, W, b)), both forms, with and without a bias") {
+  manual_seed(11);
+  for (const std::string form : {"none", "tanh"}) {
+    CAPTURE(form);
+    check_same([&](const Inputs& x) { return linear_gelu(x[0], x[1], x[2], form); },
+               [&](const Inputs& x) { return gelu(linear(x[0], x[1], x[2]), form); },
+               {randn({2, 9, 24}).requires_grad_(), randn({40, 24}).requires_grad_(),
+                randn({40}).requires_grad_()});
+    // A transposed weight view and no bias; more rows than one M block, K over one K slice.
+    check_same([&](const Inputs& x) { return linear_gelu(x[0], x[1].t(), Tensor(), form); },
+               [&](const Inputs& x) { return gelu(linear(x[0], x[1].t()), form); },
+               {randn({150, 300}).requires_grad_(), randn({300, 20}).requires_grad_()}, 1e-4);
+  }
+}
+
+// The bias gradient is summed per chunk of rows, the chunks added in order: on 2 threads with
+// many chunks it must still be Σ_rows of g ⊙ gelu'(h), and the same on every run.
+TEST_CASE("linear_gelu's bias gradient over many rows on 2 threads") {
+  manual_seed(12);
+  const int before = get_num_threads();
+  set_num_threads(2);
+  Tensor x = randn({5000, 8}), w = randn({16, 8}), b = randn({16}).requires_grad_(),
+         g = randn({5000, 16});
+  (linear_gelu(x, w, b) * g).sum().backward();
+  Tensor first = b.grad().clone();
+  b.zero_grad();
+  (linear_gelu(x, w, b) * g).sum().backward();
+  CHECK(first.to_vector() == b.grad().to_vector());
+  Tensor b2 = b.detach().clone().requires_grad_();
+  (gelu(linear(x, w, b2)) * g).sum().backward();
+  CHECK_CLOSE(first, b2.grad(), 1e-3, 1e-4);
+  set_num_threads(before);
+}
+
+TEST_CASE("linear_gelu records AddmmActivationBackward0 and refuses bad input by name") {
+  Tensor x = randn({3, 4}).requires_grad_(), w = randn({5, 4});
+  CHECK(linear_gelu(x, w).grad_fn()->name == "AddmmActivationBackward0");
+  testing::check_error([&] { linear_gelu(x, w, Tensor(), "exact"); },
+                       {"linear_gelu", "none or tanh", "'exact'"});
+  testing::check_error([&] { linear_gelu(x, randn({5, 3})); }, {"linear_gelu", "3x4 and 3x5"});
+  testing::check_error([&] { linear_gelu(x, w, randn({4})); },
+                       {"linear_gelu", "bias must have shape [5]", "[4]"});
+}
+
+// The fused residual step against dropout, add and layer_norm composed, from the same generator
+// state: the same mask (so the same values), and the gradients of both outputs, in training
+// (p = 0.3) and in eval (no mask), with and without the norm's affine parameters.
+TEST_CASE("dropout_add_layer_norm == layer_norm(residual + dropout(x)), both outputs") {
+  for (bool training : {true, false})
+    for (bool affine : {true, false}) {
+      CAPTURE(training);
+      CAPTURE(affine);
+      manual_seed(13);
+      Tensor x = randn({3, 5, 16}).requires_grad_(), r = randn({3, 5, 16}).requires_grad_();
+      Tensor w = affine ? randn({16}).requires_grad_() : Tensor();
+      Tensor b = affine ? randn({16}).requires_grad_() : Tensor();
+      Tensor gs = randn({3, 5, 16}), gn = randn({3, 5, 16});
+      auto leaf = [](const Tensor& t) {
+        return t.defined() ? t.detach().clone().requires_grad_() : Tensor();
+      };
+      Tensor x2 = leaf(x), r2 = leaf(r), w2 = leaf(w), b2 = leaf(b);
+      manual_seed(99);
+      auto fused = dropout_add_layer_norm(x, r, 0.3f, training, {16}, w, b, 1e-5f);
+      manual_seed(99);
+      Tensor sum = r2 + dropout(x2, 0.3f, training);
+      Tensor normed = layer_norm(sum, {16}, w2, b2, 1e-5f);
+      // Close, not equal: r + x m may be one fused multiply-add. A different mask would be off
+      // by a whole kept value.
+      CHECK_CLOSE(fused.sum, sum, 1e-6, 1e-6);
+      CHECK_CLOSE(fused.normed, normed, 1e-5, 1e-5);
+      (fused.sum * gs + fused.normed * gn).sum().backward();
+      (sum * gs + normed * gn).sum().backward();
+      CHECK_CLOSE(x.grad(), x2.grad(), 1e-5, 1e-4);
+      CHECK_CLOSE(r.grad(), r2.grad(), 1e-5, 1e-4);
+      if (affine) {
+        CHECK_CLOSE(w.grad(), w2.grad(), 1e-5, 1e-4);
+        CHECK_CLOSE(b.grad(), b2.grad(), 1e-5, 1e-4);
+      }
+      // In training some elements are dropped (x's gradient 0 there) and the rest scaled.
+      if (training) {
+        const auto gx = x.grad().to_vector();
+        CHECK(std::count(gx.begin(), gx.end(), 0.0f) > 5);
+      }
+    }
+}
+
+TEST_CASE("dropout_add_layer_norm refuses bad input by name") {
+  Tensor x = randn({2, 4}), r = randn({2, 4});
+  testing::check_error(
+      [&] {
+        dropout_add_layer_norm(x, randn({2, 3}), 0.1f, true, {4});
+      },
+      {"dropout_add_layer_norm", "same shape", "[2, 4]", "[2, 3]"});
+  testing::check_error([&] { dropout_add_layer_norm(x, r, 1.5f, true, {4}); },
+                       {"dropout_add_layer_norm", "between 0 and 1", "1.5"});
+  testing::check_error([&] { dropout_add_layer_norm(x, r, 0.1f, true, {3}); },
+                       {"dropout_add_layer_norm", "normalized_shape=[3]"});
 }
 
 TEST_CASE("softmax is stable for large inputs, and logsumexp too") {

@@ -271,3 +271,52 @@ TEST_CASE("gemm with a bias: the bits of C = bias then C += A B") {
         }
   set_num_threads(before);
 }
+
+// The GELU epilogue (linear_gelu): C holds the very bits of the plain product with its bias, and
+// `out` (with a leading dimension of its own) holds gelu(C) as the gelu op computes it, on every
+// path: a few rows, one M block, several M blocks, K over one slice (the activation must go on the
+// last slice's sums, not the first's), B packed ahead, K = 0; on 1 and 2 threads.
+TEST_CASE("gemm with a GELU epilogue: C is the pre-activation, out is gelu(C)") {
+  manual_seed(6);
+  const int before = get_num_threads();
+  struct Case {
+    int64_t M, N, K;
+  };
+  for (const Case c :
+       {Case{2, 70, 19}, Case{64, 96, 40}, Case{37, 2100, 300}, Case{300, 70, 520}, Case{5, 33, 0}})
+    for (bool tanh_form : {false, true})
+      for (int threads : {1, 2})
+        for (bool packed_ahead : {false, true}) {
+          const int64_t M = c.M, N = c.N, K = c.K, ldo = N + 3;
+          CAPTURE(M);
+          CAPTURE(N);
+          CAPTURE(K);
+          CAPTURE(tanh_form);
+          CAPTURE(threads);
+          CAPTURE(packed_ahead);
+          set_num_threads(threads);
+          auto A = randn({M * K}).to_vector();
+          auto B = randn({K * N}).to_vector();  // Bᵀ row-major, as linear's weight
+          auto bias = randn({N}).to_vector();
+          std::vector<float> plain(M * N), C(M * N, -7.0f), out(M * ldo, -7.0f);
+          gemm(M, N, K, A.data(), K, 1, B.data(), 1, K, plain.data(), N, false, nullptr,
+               bias.data());
+          const PackedB packed = pack_b_blocks(K, N, B.data(), 1, K);
+          GemmActivation act{
+              .kind = tanh_form ? GemmActivation::Kind::GeluTanh : GemmActivation::Kind::GeluErf,
+              .out = out.data(),
+              .ldo = ldo};
+          gemm(M, N, K, A.data(), K, 1, B.data(), 1, K, C.data(), N, false,
+               packed_ahead && K > 0 ? packed.data() : nullptr, bias.data(), &act);
+          CHECK(C == plain);
+          const auto want = gelu(from_vector(plain, {M, N}), tanh_form ? "tanh" : "none");
+          std::vector<float> got(M * N), pad;
+          for (int64_t i = 0; i < M; ++i) {
+            std::copy_n(&out[i * ldo], N, &got[i * N]);
+            pad.insert(pad.end(), &out[i * ldo + N], &out[i * ldo + ldo]);
+          }
+          CHECK_CLOSE(from_vector(got, {M, N}), want, 1e-6, 1e-6);
+          CHECK(std::all_of(pad.begin(), pad.end(), [](float v) { return v == -7.0f; }));
+        }
+  set_num_threads(before);
+}

@@ -269,6 +269,16 @@ const std::vector<Case> kCases = {
        return Inputs{leaf({2, 3, 4}), leaf({5, 4}), leaf({5})};
      },
      [](const Inputs& x) { return linear(x[0], x[1], x[2]); }},
+    {"linear_gelu",
+     [] {
+       return Inputs{leaf({2, 3, 4}), leaf({5, 4}), leaf({5})};
+     },
+     [](const Inputs& x) { return linear_gelu(x[0], x[1], x[2]); }},
+    {"linear_gelu tanh, transposed weight",
+     [] {
+       return Inputs{sliced(3, 4), transposed(5, 4)};
+     },
+     [](const Inputs& x) { return linear_gelu(x[0], x[1], Tensor(), "tanh"); }},
     {"linear sliced input",
      [] {
        return Inputs{sliced(3, 4), transposed(5, 4)};

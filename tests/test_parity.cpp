@@ -98,6 +98,10 @@ const std::vector<Case> kCases = {
     {"linear", [](const Inputs& x) { return linear(x[0], x[1], x[2]); }, 1e-4, 1e-4},
     {"linear_no_bias", [](const Inputs& x) { return linear(x[0], x[1]); }},
     {"linear_transposed_input", [](const Inputs& x) { return linear(x[0].t(), x[1], x[2]); }},
+    {"linear_gelu", [](const Inputs& x) { return linear_gelu(x[0], x[1], x[2]); }},
+    {"linear_gelu_long", [](const Inputs& x) { return linear_gelu(x[0], x[1], x[2]); }, 1e-4, 1e-4},
+    {"linear_gelu_tanh_no_bias",
+     [](const Inputs& x) { return linear_gelu(x[0], x[1], Tensor(), "tanh"); }},
     {"transpose", [](const Inputs& x) { return x[0].transpose(1, 2); }},
     {"permute",
      [](const Inputs& x) {

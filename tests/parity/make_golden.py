@@ -137,6 +137,12 @@ CASES = {
         lambda q, k, v: F.softmax((q @ k.transpose(1, 2) / math.sqrt(64)).masked_fill(causal == 0, float("-inf")), -1) @ v),
     # a gain but no shift: nn.LayerNorm(bias=False), nanoGPT's layers
     "layer_norm_no_bias": ([randn(2, 5, 16), randn(16)], lambda x, w: F.layer_norm(x, (16,), w, None, 1e-5)),
+    # the fused linear + GELU (ours: linear_gelu) is F.gelu(F.linear(...)): a sentence's rows; more
+    # rows than one M block and K over one K slice (the activation goes on the last slice's sums);
+    # the tanh form without a bias
+    "linear_gelu": ([randn(2, 5, 24), randn(40, 24), randn(40)], lambda x, w, b: F.gelu(F.linear(x, w, b))),
+    "linear_gelu_long": ([randn(2, 70, 300), randn(50, 300), randn(50)], lambda x, w, b: F.gelu(F.linear(x, w, b))),
+    "linear_gelu_tanh_no_bias": ([randn(7, 24), randn(40, 24)], lambda x, w: F.gelu(F.linear(x, w), approximate="tanh")),
 }
 
 if __name__ == "__main__":
