@@ -1,5 +1,7 @@
 #include "models/feed_forward.hpp"
 
+#include <typeinfo>
+
 namespace anatomy::models {
 
 FeedForward::FeedForward(const TransformerConfig& c) {
@@ -17,6 +19,14 @@ FeedForward::FeedForward(const TransformerConfig& c) {
 }
 
 Tensor FeedForward::forward(const Tensor& x) {
+  // The book's Linear then GELU run as one fused op (linear_gelu: GELU applied as the GEMM writes
+  // each tile, its derivative and the bias gradient in one pass); the same function as the two
+  // modules in a row. A student's own activation or first layer (another class, a subclass)
+  // goes through its modules as written.
+  const auto* act = dynamic_cast<const nn::GELU*>(gelu.get());
+  if (act && typeid(*gelu) == typeid(nn::GELU) && typeid(*linear_1) == typeid(nn::Linear))
+    return dropout->forward(
+        linear_2->forward(linear_gelu(x, linear_1->weight, linear_1->bias, act->approximate)));
   return dropout->forward(linear_2->forward(gelu->forward(linear_1->forward(x))));
 }
 

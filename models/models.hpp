@@ -7,6 +7,7 @@
 // e.g. attention weights are [B, H, Tq, Tk] and the logits of a language model [B, T, V].
 #pragma once
 
+#include "models/add_and_norm.hpp"
 #include "models/alibi.hpp"
 #include "models/attention.hpp"
 #include "models/attention_head.hpp"

@@ -1,5 +1,6 @@
 #include "models/transformer_decoder_layer.hpp"
 
+#include "models/add_and_norm.hpp"
 #include "models/registry.hpp"
 
 namespace anatomy::models {
@@ -44,21 +45,25 @@ Tensor TransformerDecoderLayer::forward(const Tensor& x, const Tensor& memory,
                                         KVCache* self_cache, KVCache* cross_cache) {
   // The norm before (pre-LN) or after (post-LN) the feed-forward block.
   const auto& ff_norm = cross_attention ? layer_norm_3 : layer_norm_2;
-  Tensor y = x;
   if (pre_layer_norm) {
-    Tensor h = layer_norm_1->forward(y);
-    y = y + dropout->forward(attend(*self_attention, h, h, self_mask, self_cache, false));
-    if (cross_attention) {
-      h = layer_norm_2->forward(y);
-      y = y + dropout->forward(attend(*cross_attention, h, memory, memory_mask, cross_cache, true));
-    }
-    return y + feed_forward->forward(ff_norm->forward(y));
+    // Each residual step gives the new y and the norm of y that the next sublayer reads.
+    Tensor h = layer_norm_1->forward(x);
+    AddAndNorm r = add_and_norm(x, attend(*self_attention, h, h, self_mask, self_cache, false),
+                                *dropout, cross_attention ? *layer_norm_2 : *ff_norm);
+    if (cross_attention)
+      r = add_and_norm(r.sum,
+                       attend(*cross_attention, r.normed, memory, memory_mask, cross_cache, true),
+                       *dropout, *ff_norm);
+    return r.sum + feed_forward->forward(r.normed);
   }
-  y = layer_norm_1->forward(
-      y + dropout->forward(attend(*self_attention, y, y, self_mask, self_cache, false)));
+  // y = norm(y + dropout(attention(y))) after each attention
+  Tensor y = add_and_norm(x, attend(*self_attention, x, x, self_mask, self_cache, false), *dropout,
+                          *layer_norm_1)
+                 .normed;
   if (cross_attention)
-    y = layer_norm_2->forward(
-        y + dropout->forward(attend(*cross_attention, y, memory, memory_mask, cross_cache, true)));
+    y = add_and_norm(y, attend(*cross_attention, y, memory, memory_mask, cross_cache, true),
+                     *dropout, *layer_norm_2)
+            .normed;
   return ff_norm->forward(y + feed_forward->forward(y));
 }
 

@@ -1,5 +1,6 @@
 #include "models/transformer_encoder_layer.hpp"
 
+#include "models/add_and_norm.hpp"
 #include "models/registry.hpp"
 
 namespace anatomy::models {
@@ -27,10 +28,12 @@ TransformerEncoderLayer::TransformerEncoderLayer(EncoderLayerParts p)
 Tensor TransformerEncoderLayer::forward(const Tensor& x, const Tensor& mask) {
   if (pre_layer_norm) {
     Tensor h = layer_norm_1->forward(x);
-    Tensor y = x + dropout->forward(attention->forward(h, h, mask));
-    return y + feed_forward->forward(layer_norm_2->forward(y));
+    // y = x + dropout(attention(h)), and layer_norm_2(y) for the feed-forward
+    auto [y, h2] = add_and_norm(x, attention->forward(h, h, mask), *dropout, *layer_norm_2);
+    return y + feed_forward->forward(h2);
   }
-  Tensor y = layer_norm_1->forward(x + dropout->forward(attention->forward(x, x, mask)));
+  // y = layer_norm_1(x + dropout(attention(x)))
+  Tensor y = add_and_norm(x, attention->forward(x, x, mask), *dropout, *layer_norm_1).normed;
   return layer_norm_2->forward(y + feed_forward->forward(y));
 }
 
