@@ -14,6 +14,7 @@ namespace anatomy::models {
 
 class Embeddings : public nn::Module {
  public:
+  // vocab_size: the rows of the token table; 0 or less takes the config's vocab_size.
   explicit Embeddings(const TransformerConfig& config, int64_t vocab_size = -1);
   // int64 ids [B, T] -> [B, T, E]; positions start at `start` (incremental decoding);
   // token_type_ids [B, T] (undefined: all 0) need a token_type_embeddings table.

@@ -194,3 +194,16 @@ TEST_CASE("scalar arithmetic records PyTorch's node names") {
   CHECK(pow(x, 2.0f).grad_fn()->name == "PowBackward0");
   CHECK(pow(x, x).grad_fn()->name == "PowBackward1");
 }
+
+// Mutation seed 18: keeping an element only when its draw is above p (not at p) dropped one
+// grid point too many. Draws are multiples of 2^-24, so `keep when u >= p` keeps exactly 1 - p of
+// them for a p on that grid; here p is the very draw the element gets.
+TEST_CASE("dropout keeps an element whose draw equals p, and drops one just under p") {
+  manual_seed(21);
+  const float u = default_generator().uniform();
+  REQUIRE(u > 0.0f);
+  manual_seed(21);
+  CHECK(dropout(ones({1}), u, true).item() == doctest::Approx(1.0f / (1.0f - u)).epsilon(1e-6));
+  manual_seed(21);
+  CHECK(dropout(ones({1}), std::nextafter(u, 1.0f), true).item() == 0.0f);
+}

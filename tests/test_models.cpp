@@ -1202,3 +1202,22 @@ TEST_CASE("Seq2SeqTransformer names both batch sizes when they differ") {
       },
       {"source batch 2 and target batch 3 differ"});
 }
+
+// Mutation seed 18: Embeddings(config, 0) took a table of 0 rows, and causal_mask(Tq, 0) a square
+// mask, and no test told.
+TEST_CASE("Embeddings: a vocabulary of its own, or the config's for 0 or less") {
+  const auto c = small();
+  CHECK(Embeddings(c, 7).token_embeddings->weight.shape() == Shape{7, c.hidden_size});
+  for (int64_t none : {int64_t{0}, int64_t{-1}}) {
+    CAPTURE(none);
+    CHECK(Embeddings(c, none).token_embeddings->weight.shape() ==
+          Shape{c.vocab_size, c.hidden_size});
+  }
+}
+
+TEST_CASE("causal_mask: the queries are the last Tq of Tk keys, and no keys give an empty mask") {
+  CHECK(causal_mask(3).to_vector() == std::vector<float>{1, 0, 0, 1, 1, 0, 1, 1, 1});
+  // Two new queries after two cached keys: each sees the cache and itself.
+  CHECK(causal_mask(2, 4).to_vector() == std::vector<float>{1, 1, 1, 0, 1, 1, 1, 1});
+  CHECK(causal_mask(3, 0).shape() == Shape{3, 0});
+}
