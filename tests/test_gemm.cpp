@@ -312,8 +312,8 @@ TEST_CASE("gemm with a GELU epilogue: C is the pre-activation, out is gelu(C)") 
           const auto want = gelu(from_vector(plain, {M, N}), tanh_form ? "tanh" : "none");
           std::vector<float> got(M * N), pad;
           for (int64_t i = 0; i < M; ++i) {
-            std::copy_n(&out[i * ldo], N, &got[i * N]);
-            pad.insert(pad.end(), &out[i * ldo + N], &out[i * ldo + ldo]);
+            std::copy_n(out.data() + i * ldo, N, got.data() + i * N);
+            pad.insert(pad.end(), out.data() + i * ldo + N, out.data() + (i + 1) * ldo);
           }
           CHECK_CLOSE(from_vector(got, {M, N}), want, 1e-6, 1e-6);
           CHECK(std::all_of(pad.begin(), pad.end(), [](float v) { return v == -7.0f; }));
