@@ -206,4 +206,12 @@ TEST_CASE("dropout keeps an element whose draw equals p, and drops one just unde
   CHECK(dropout(ones({1}), u, true).item() == doctest::Approx(1.0f / (1.0f - u)).epsilon(1e-6));
   manual_seed(21);
   CHECK(dropout(ones({1}), std::nextafter(u, 1.0f), true).item() == 0.0f);
+  // The fused residual step draws and keeps the same way.
+  manual_seed(21);
+  const auto kept = dropout_add_layer_norm(ones({1, 2}), zeros({1, 2}), u, true, {2});
+  CHECK(kept.sum.to_vector()[0] == doctest::Approx(1.0f / (1.0f - u)).epsilon(1e-6));
+  manual_seed(21);
+  const auto dropped =
+      dropout_add_layer_norm(ones({1, 2}), zeros({1, 2}), std::nextafter(u, 1.0f), true, {2});
+  CHECK(dropped.sum.to_vector()[0] == 0.0f);
 }
