@@ -23,8 +23,9 @@ Tensor FeedForward::forward(const Tensor& x) {
   // each tile, its derivative and the bias gradient in one pass); the same function as the two
   // modules in a row. A student's own activation or first layer (another class, a subclass)
   // goes through its modules as written.
-  const auto* act = dynamic_cast<const nn::GELU*>(gelu.get());
-  if (act && typeid(*gelu) == typeid(nn::GELU) && typeid(*linear_1) == typeid(nn::Linear))
+  const nn::Module &act_module = *gelu, &first = *linear_1;
+  const auto* act = dynamic_cast<const nn::GELU*>(&act_module);
+  if (act && typeid(act_module) == typeid(nn::GELU) && typeid(first) == typeid(nn::Linear))
     return dropout->forward(
         linear_2->forward(linear_gelu(x, linear_1->weight, linear_1->bias, act->approximate)));
   return dropout->forward(linear_2->forward(gelu->forward(linear_1->forward(x))));

@@ -250,3 +250,23 @@ TEST_CASE("a query whose every key is hidden passes zero gradient, not NaN") {
   CHECK(amax(abs(q.grad().select(1, 0))).item() > 0.0f);   // the others do
   CHECK(amax(abs(out.weights.select(1, 1))).item() == 0.0f);
 }
+
+// FeedForward fuses nn::Linear then nn::GELU into linear_gelu, and the residual steps fuse
+// nn::Dropout, add and nn::LayerNorm: a part of any other class, a subclass included, must still
+// run its own forward.
+TEST_CASE("fused paths step aside for a student's part: a GELU subclass in FeedForward") {
+  struct Doubling : nn::GELU {
+    Tensor forward(const Tensor& x) override { return x * 2.0f; }
+  };
+  TransformerConfig c = small();
+  manual_seed(3);
+  FeedForward ff(c);
+  ff.eval();
+  Tensor x = randn({2, 3, c.hidden_size});
+  ff.gelu = std::make_shared<Doubling>();
+  CHECK_CLOSE(ff.forward(x), ff.linear_2->forward(ff.linear_1->forward(x) * 2.0f), 1e-6, 1e-6);
+  // The library's own GELU, tanh form, is fused, and computes the same function.
+  ff.gelu = std::make_shared<nn::GELU>("tanh");
+  CHECK_CLOSE(ff.forward(x), ff.linear_2->forward(gelu(ff.linear_1->forward(x), "tanh")), 1e-6,
+              1e-6);
+}
