@@ -1154,6 +1154,26 @@ TEST_CASE("load_bert_folder: a save_pretrained folder into the book's encoder, o
   }
   CHECK(find_in_hugging_face_cache("bert-large-cased") == "");
   unsetenv("HF_HUB_CACHE");
+  // Without HF_HUB_CACHE: $HF_HOME/hub, else $HOME/.cache/huggingface/hub, an empty variable
+  // counting as unset, as huggingface_hub reads them (mutation seed 19: an empty HF_HOME was
+  // taken as a folder, and an unset one read through a null pointer).
+  const char* home = std::getenv("HOME");
+  const std::string saved_home = home ? home : "";
+  setenv("HF_HOME", tmp.c_str(), 1);
+  CHECK(find_in_hugging_face_cache() == snapshot.string());
+  fs::create_directories(tmp / "home" / ".cache" / "huggingface");
+  fs::create_directory_symlink(tmp / "hub", tmp / "home" / ".cache" / "huggingface" / "hub");
+  setenv("HOME", (tmp / "home").c_str(), 1);
+  const fs::path via_home = tmp / "home" / ".cache" / "huggingface" / "hub" /
+                            "models--bert-base-uncased" / "snapshots" / "abc123";
+  setenv("HF_HOME", "", 1);
+  CHECK(find_in_hugging_face_cache() == via_home.string());
+  unsetenv("HF_HOME");
+  CHECK(find_in_hugging_face_cache() == via_home.string());
+  if (home)
+    setenv("HOME", saved_home.c_str(), 1);
+  else
+    unsetenv("HOME");
   fs::remove_all(tmp);
 }
 

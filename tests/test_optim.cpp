@@ -163,6 +163,20 @@ TEST_CASE("AdamW's decoupled weight decay: p times (1 - lr * wd), whatever wd") 
   }
 }
 
+// nanoGPT's rule: vectors (biases, norm gains) are not decayed, matrices are. A vector first in
+// the list, a matrix between two vectors (mutation seed 19: the loop skipped the first).
+TEST_CASE("no_decay_for_vectors: every vector keeps its value, every matrix decays") {
+  Tensor b1 = tensor({2.0f, -4.0f}).requires_grad_(), w = ones({2, 2}).requires_grad_(),
+         b2 = tensor({3.0f}).requires_grad_();
+  nn::AdamW opt({b1, w, b2}, {.lr = 0.1, .weight_decay = 0.5});
+  opt.no_decay_for_vectors();
+  for (Tensor* p : {&b1, &w, &b2}) p->set_grad(zeros(p->shape()));
+  opt.step();  // a zero gradient: only the decay can move a parameter
+  CHECK(b1.to_vector() == std::vector<float>{2.0f, -4.0f});
+  CHECK(b2.to_vector() == std::vector<float>{3.0f});
+  CHECK(w.to_vector() == std::vector<float>(4, static_cast<float>(1.0 - 0.1 * 0.5)));
+}
+
 // Adam and AdamW update every parameter in one loop over their concatenated elements, cut into
 // chunks that start anywhere inside a parameter. Each element's update depends only on its own
 // p, g, m, v, so stepping the parameters together must give the same bits as stepping each one

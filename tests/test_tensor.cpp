@@ -268,8 +268,13 @@ TEST_CASE("the book's indexing: x[:, 0, :] and slices") {
 // torch.arange refuses a range whose direction disagrees with the step's sign, however small
 // (torch 1.13: all of these raise); the same range and step agreeing gives the values.
 TEST_CASE("arange: a step against the direction of the range is refused, as torch") {
-  for (const auto& range : std::vector<std::array<double, 3>>{
-           {0, -1, 2}, {0, 1, -2}, {0, -0.5, 1}, {0, -1e-200, 1e-200}, {0, 1e-200, -1e-200}}) {
+  for (const auto& range : std::vector<std::array<double, 3>>{{0, -1, 2},
+                                                              {0, 1, -2},
+                                                              {0, -0.5, 1},
+                                                              {0, -1e-200, 1e-200},
+                                                              {0, 1e-200, -1e-200},
+                                                              {3, 1, 1},
+                                                              {-3, -1, -1}}) {
     const double start = range[0], end = range[1], step = range[2];  // (clang: no bindings here)
     CAPTURE(end);
     CAPTURE(step);
@@ -278,6 +283,8 @@ TEST_CASE("arange: a step against the direction of the range is refused, as torc
   }
   CHECK(arange(0, -1, -0.5, kFloat32).to_vector() == std::vector<float>{0, -0.5f});
   CHECK(arange(5, 5, 1, kInt64).numel() == 0);
+  // The direction is end - start (mutation seed 19: end + start passed every range from 0).
+  CHECK(arange(-5, -2, 1, kInt64).to_int_vector() == std::vector<int64_t>{-5, -4, -3});
 }
 
 // fill_ on a view whose elements are not adjacent (a column: stride 3) writes exactly them.
