@@ -143,6 +143,17 @@ TEST_CASE("resume: N steps, save, M steps == N + M steps uninterrupted, bit for 
   } o;
   nn::SGD os(o.parameters(), {});
   check_error([&] { nn::load_checkpoint(path, o, os, nullptr); }, {"does not fit", "fc1.weight"});
+  // The same parameters and one more tensor the checkpoint lacks (a buffer: the optimizer's
+  // state still fits): the model part alone must be refused, by name, and nothing applied
+  // (mutation seed 20: a non-strict check let the missing key through to the load).
+  struct Wider : Net {
+    Wider() { register_buffer("running_mean", zeros({3})); }
+  } wider;
+  nn::AdamW ow(wider.parameters(), {.lr = 1e-2});
+  const auto before = wider.state_dict().at("fc1.weight").to_vector();
+  check_error([&] { nn::load_checkpoint(path, wider, ow, nullptr); },
+              {"load_checkpoint", "does not fit", "running_mean"});
+  CHECK(wider.state_dict().at("fc1.weight").to_vector() == before);
 
   // A training state without its step, or with a generator state of the wrong type, is named.
   auto broken = load_safetensors(path).tensors;

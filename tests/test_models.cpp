@@ -574,9 +574,14 @@ TEST_CASE("beam search finds the best-scoring sequence, with GNMT's length penal
   };
   // Then again with token 0 made likely: a search that never extends a beam with token 0 (the
   // padding id in the translation vocabularies, yet a token like any other to the search) fails.
-  for (const bool favour_zero : {false, true})
+  // Last with the end token made likely, so that the best hypotheses have ended: their length
+  // counts the end token (mutation seed 20: a finished hypothesis not marked ended lost it).
+  for (const int64_t favour : {int64_t{-1}, int64_t{0}, eos})
     for (const float alpha : {0.0f, 0.6f, 2.0f}) {
-      if (favour_zero && alpha == 0.0f) s2s.generator->bias.data_ptr<float>()[0] += 15.0f;
+      const bool favour_zero = favour == 0;
+      float* bias = s2s.generator->bias.data_ptr<float>();
+      if (favour_zero && alpha == 0.0f) bias[0] += 15.0f;
+      if (favour == eos && alpha == 0.0f) bias[0] -= 15.0f, bias[eos] += 8.0f;
       // Every candidate: up to max_length - 1 tokens then [EOS], or max_length tokens unfinished.
       double best = -1e30;
       std::vector<int64_t> best_tokens;
@@ -596,8 +601,9 @@ TEST_CASE("beam search finds the best-scoring sequence, with GNMT's length penal
       };
       visit({});
       CAPTURE(alpha);
-      CAPTURE(favour_zero);
+      CAPTURE(favour);
       if (favour_zero) CHECK(std::count(best_tokens.begin(), best_tokens.end(), 0) > 0);
+      if (favour == eos) CHECK(static_cast<int64_t>(best_tokens.size()) < max_length);
       // A beam wide enough to keep everything is exhaustive search.
       const auto wide = beam_search(s2s, src, bos, eos, max_length, 400, alpha);
       CHECK(wide.tokens == best_tokens);
@@ -1088,6 +1094,12 @@ TEST_CASE("a BERT checkpoint: prefix, TensorFlow's gamma/beta, and names that do
   narrow["encoder.layer.1.attention.self.key.weight"] = zeros({32, 16});
   check_error([&] { from_bert_checkpoint(narrow, config); },
               {"'encoder.layer.1.attention.self.key.weight' has shape [32, 16]", "[32, 32]"});
+  // Too many rows, the right columns: each clause of the shape check on its own (mutation seed
+  // 20: checking the columns twice took the first 32 of 48 rows without a word).
+  auto tall = hf;
+  tall["encoder.layer.0.attention.self.query.weight"] = zeros({48, 32});
+  check_error([&] { from_bert_checkpoint(tall, config); },
+              {"'encoder.layer.0.attention.self.query.weight' has shape [48, 32]", "[32, 32]"});
   auto no_pooler = config;
   no_pooler.add_pooling_layer = false;
   check_error([&] { from_bert_checkpoint(hf, no_pooler); },
@@ -1240,4 +1252,41 @@ TEST_CASE("causal_mask: the queries are the last Tq of Tk keys, and no keys give
   // Two new queries after two cached keys: each sees the cache and itself.
   CHECK(causal_mask(2, 4).to_vector() == std::vector<float>{1, 1, 1, 0, 1, 1, 1, 1});
   CHECK(causal_mask(3, 0).shape() == Shape{3, 0});
+}
+
+// Without the weights, attention takes the fused path only when query, key and value share their
+// batch dims; keys broadcast over the query's batch go the composed way, and both give what the
+// weights path gives (mutation seed 20: the test flipped, the broadcast case reached the fused
+// kernel, which refuses it).
+TEST_CASE("scaled_dot_product_attention without weights: shared and broadcast batch dims") {
+  manual_seed(20);
+  Tensor q = randn({2, 3, 4, 8}), k = randn({2, 3, 5, 8}), v = randn({2, 3, 5, 8});
+  Tensor k1 = randn({1, 3, 5, 8}), v1 = randn({1, 3, 5, 8});
+  const auto with = [](const Tensor& a, const Tensor& b, const Tensor& c) {
+    return scaled_dot_product_attention(a, b, c).output;
+  };
+  const auto without = [](const Tensor& a, const Tensor& b, const Tensor& c) {
+    return scaled_dot_product_attention(a, b, c, {.need_weights = false}).output;
+  };
+  CHECK_CLOSE(without(q, k, v), with(q, k, v), 1e-5, 1e-5);
+  CHECK_CLOSE(without(q, k1, v1), with(q, k1, v1), 1e-5, 1e-5);
+  CHECK(without(q, k1, v1).shape() == Shape{2, 3, 4, 8});
+}
+
+// Candidates with equal scores are ranked by the smaller token, then the earlier beam, so the
+// search is deterministic: with every log-probability equal (a generator of zeros) each step
+// extends by token 0 first (mutation seed 20: a tie test comparing a score with a token left the
+// order to the sort).
+TEST_CASE("beam search breaks exact ties by the smaller token, then the earlier beam") {
+  auto c = small();
+  c.target_vocab_size = 6;
+  manual_seed(12);
+  Seq2SeqTransformer s2s(c);
+  s2s.eval();
+  NoGradGuard no_grad;
+  s2s.generator->weight.fill_(0.0f);
+  s2s.generator->bias.fill_(0.0f);
+  const auto out = beam_search(s2s, tensor({{5, 6, 7}}), 1, 2, 3, 2, 0.0f);
+  CHECK(out.tokens == std::vector<int64_t>{0, 0, 0});
+  CHECK(out.score == doctest::Approx(3 * -std::log(6.0)).epsilon(1e-5));
 }
