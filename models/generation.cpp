@@ -305,7 +305,10 @@ Generated generate(TransformerForCausalLM& model, const std::vector<int64_t>& pr
       std::vector<float> p = softmax(last / o.temperature, -1).to_vector();
       std::vector<int64_t> order(p.size());
       std::iota(order.begin(), order.end(), 0);
-      std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return p[a] > p[b]; });
+      // Most likely first; equal probabilities keep the smaller token first (as beam search's
+      // ties), so that top-k keeps the same tokens on every run and every library.
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int64_t a, int64_t b) { return p[a] > p[b]; });
       // Keep the top-k, then the smallest prefix whose mass reaches top_p.
       size_t keep = o.top_k > 0 ? std::min<size_t>(order.size(), o.top_k) : order.size();
       double mass = 0;

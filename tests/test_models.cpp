@@ -477,6 +477,34 @@ TEST_CASE("top-k and top-p draw from exactly the kept tokens, in proportion") {
   auto one = draw({.temperature = temperature, .top_p = static_cast<float>(p[order[0]] * 0.5)}, 50);
   CHECK(one.size() == 1);
   CHECK(one.count(order[0]) == 1);
+  // A prefix whose mass equals top_p exactly reaches it: the first token alone (mutation seed 21:
+  // `mass > top_p` kept a second token). 400 draws: the second token has about 1 - p0 of them.
+  REQUIRE(p[order[1]] > 0.05f);
+  auto exact = draw({.temperature = temperature, .top_p = p[order[0]]}, 400);
+  CHECK(exact.size() == 1);
+  CHECK(exact.count(order[0]) == 1);
+}
+
+// With every logit equal (an output layer of zeros) the order of the tokens decides: ties keep the
+// smaller token first, so top-k 1 is token 0 and top-k 2 draws only tokens 0 and 1 (mutation seed
+// 21: a comparator that was not strict left ties in whatever order the sort made).
+TEST_CASE("sampling: equally likely tokens are ranked by token id") {
+  auto c = small();
+  c.final_layer_norm = true;
+  manual_seed(8);
+  TransformerForCausalLM lm(c);
+  lm.eval();
+  NoGradGuard no_grad;
+  lm.lm_head->weight.fill_(0.0f);
+  if (lm.lm_head->bias.defined()) lm.lm_head->bias.fill_(0.0f);
+  manual_seed(1);
+  CHECK(generate(lm, {2, 5}, 3, {.temperature = 1.0f, .top_k = 1}).tokens ==
+        std::vector<int64_t>{0, 0, 0});
+  std::set<int64_t> seen;
+  for (int i = 0; i < 40; ++i)
+    for (int64_t t : generate(lm, {2, 5}, 1, {.temperature = 1.0f, .top_k = 2}).tokens)
+      seen.insert(t);
+  CHECK(seen == std::set<int64_t>{0, 1});
 }
 
 TEST_CASE("sampling with top-k 1 is greedy, token 0 included") {

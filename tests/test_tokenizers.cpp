@@ -158,11 +158,27 @@ TEST_CASE("char, word and BPE tokenizers: training, round trips, save and load")
   CHECK(chars.vocab().token(3) == "[EOS]");
   CHECK(chars.decode(chars.encode("Hallo, Welt!")) == "Hallo, Welt!");
   CHECK(chars.encode("Ü") == std::vector<int64_t>{chars.vocab().id("[UNK]")});
+  // decode skips every special token but [UNK], wherever it stands (mutation seed 21: [PAD] and
+  // [BOS] were no longer skipped).
+  {
+    const auto& v = chars.vocab();
+    std::vector<int64_t> ids{v.id("[BOS]"), v.id("[PAD]")};
+    for (int64_t id : chars.encode("Tom")) ids.push_back(id);
+    ids.insert(ids.end(), {v.id("[PAD]"), v.id("[EOS]"), v.id("[PAD]")});
+    CHECK(chars.decode(ids) == "Tom");
+  }
 
   auto words = WordTokenizer::train(corpus, 1, 0, false);
   CHECK(words.tokenize("Hallo, Welt!") == std::vector<std::string>{"▁Hallo", ",", "▁Welt", "!"});
   CHECK(words.decode(words.encode("Es geht mir gut.")) == "Es geht mir gut.");
   CHECK(words.decode(words.encode("Hallo Mars")) == "Hallo [UNK]");
+  {
+    const auto& v = words.vocab();
+    std::vector<int64_t> ids{v.id("[BOS]")};
+    for (int64_t id : words.encode("Hallo Tom")) ids.push_back(id);
+    ids.insert(ids.end(), {v.id("[EOS]"), v.id("[PAD]")});
+    CHECK(words.decode(ids) == "Hallo Tom");
+  }
   auto capped = WordTokenizer::train(corpus, 2, 0, false);  // words seen twice or more
   CHECK(capped.vocab().contains("▁geht"));
   CHECK_FALSE(capped.vocab().contains("▁Welt"));
