@@ -9,6 +9,7 @@
 #include <set>
 
 #include "helpers.hpp"
+#include "tokenizers/tokenizers.hpp"
 
 using namespace anatomy;
 
@@ -396,4 +397,23 @@ TEST_CASE("command-line options: each numeric bound accepts its limits and refus
   const auto none = run("");
   CHECK(none.code != 0);
   CHECK_MESSAGE(none.output.find("A subcommand is required") != std::string::npos, none.output);
+}
+
+// A file saved on Windows ends its lines in CRLF: the commands that read lines (tokenize,
+// translate, bleu) drop the CR, so the text is the same as with LF (mutation seed 21: the CR was
+// kept, and a character tokenizer read it as one more, unknown, character).
+TEST_CASE("tokenize reads CRLF lines as the same lines as LF") {
+  const auto dir = std::filesystem::temp_directory_path() / "anatomy_cli_crlf";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  text::CharTokenizer::train({"abc"}).save((dir / "tok").string());
+  std::ofstream(dir / "crlf.txt", std::ios::binary) << "abc\r\ncab\r\n\r\n";
+  std::ofstream(dir / "lf.txt", std::ios::binary) << "abc\ncab\n\n";
+  const std::string cmd = "tokenize --tokenizer " + (dir / "tok").string() + " < ";
+  const auto crlf = run(cmd + (dir / "crlf.txt").string());
+  const auto lf = run(cmd + (dir / "lf.txt").string());
+  CHECK_MESSAGE(crlf.code == 0, crlf.output);
+  CHECK(crlf.output == lf.output);
+  CHECK(lf.output.find("[UNK]") == std::string::npos);
+  std::filesystem::remove_all(dir);
 }

@@ -72,16 +72,22 @@ TEST_CASE("JSON nested 100,000 levels deep is refused, not a stack overflow") {
   std::ofstream(dir + "/array_tok.vocab.txt") << "[PAD]\n[UNK]\n";
   check_error([&] { text::load_tokenizer(dir + "/array_tok"); },
               {"array_tok.json", "must hold a JSON object", "array"});
-  // Each flag must be a boolean, and kind a string (the fuzzer found raw type errors here).
-  for (const std::string field :
-       {R"("kind": "word", "lowercase": "yes")", R"("kind": "bert", "do_lower_case": 1)",
-        R"("kind": "word", "vocab_escaped": "no")", R"("kind": 3)"}) {
+  // Each flag must be a boolean, and kind a string (the fuzzer found raw type errors here); the
+  // message shows the value that came, whole (mutation seed 21: its first character was cut).
+  const std::vector<std::pair<std::string, std::string>> fields{
+      {R"("kind": "word", "lowercase": "yes")", R"((got "yes"))"},
+      {R"("kind": "bert", "do_lower_case": 1)", "(got 1)"},
+      {R"("kind": "word", "vocab_escaped": "no")", R"((got "no"))"},
+      {R"("kind": 3)", "(got 3)"}};
+  for (const auto& entry : fields) {
+    const std::string& field = entry.first;  // (clang: no structured binding in CAPTURE)
+    const std::string& got = entry.second;
     CAPTURE(field);
     std::ofstream(dir + "/flag_tok.json") << "{" << field << "}";
     std::ofstream(dir + "/flag_tok.vocab.txt") << "[PAD]\n[UNK]\n";
     const bool kind = field == R"("kind": 3)";
     check_error([&] { text::load_tokenizer(dir + "/flag_tok"); },
-                {"flag_tok.json", kind ? "'kind' must be a string" : "must be true or false"});
+                {"flag_tok.json", kind ? "'kind' must be a string" : "must be true or false", got});
   }
   // Through the program: a run folder whose run.json is deep or not an object.
   std::filesystem::create_directories(dir + "/run");
