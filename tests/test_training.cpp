@@ -305,6 +305,12 @@ TEST_CASE("bleu and tokenize commands") {
   auto upper = run("tokenize --vocab " + vocab +
                    " --pair \"Time flies like an arrow\" \"Fruit flies like a banana\"");
   CHECK(upper.output == p.output);
+  // Two pairs: a line each, in order (mutation seed 21: a step of 3 through the texts).
+  auto two = run("tokenize --vocab " + vocab +
+                 " --pair \"time flies like an arrow\" \"fruit flies like a banana\" a \"b c\"");
+  CHECK_MESSAGE(two.code == 0, two.output);
+  CHECK(two.output ==
+        p.output + "[CLS] a [SEP] b c [SEP]\t101 1037 102 1038 1039 102\t0 0 0 1 1 1\n");
   auto cut = run("tokenize --vocab " + vocab + " --max-length 5 \"Time flies like an arrow\"");
   CHECK(cut.output == "[CLS] time flies like [SEP]\t101 2051 10029 2066 102\t0 0 0 0 0\n");
   auto pj = run("tokenize --vocab " + vocab + " --pair --format json --max-length 10 a \"b c\"");
