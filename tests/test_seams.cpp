@@ -120,6 +120,10 @@ TEST_CASE("config: one declaration per field drives json, set() and checks") {
   CHECK(c.hidden_dropout_prob == 0.25);
   CHECK_FALSE(c.pre_layer_norm);
   CHECK(c.hidden_act == "relu");
+  c.validate();  // relu is one of the three activations (mutation seed 22: only it was refused)
+  c.set("hidden_act=swish");
+  check_error([&] { c.validate(); }, {"hidden_act", "must be gelu, gelu_new or relu", "swish"});
+  c.set("hidden_act=relu");
   check_error([&] { c.set("hiden_size=3"); }, {"unknown config field", "hiden_size"});
   check_error([&] { c.set("hidden_size=big"); }, {"hidden_size", "must be an integer", "big"});
   check_error([&] { c.set("pre_layer_norm=1"); }, {"pre_layer_norm", "true or false"});
