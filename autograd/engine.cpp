@@ -127,7 +127,23 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
           node->name));
     Tensor g = node->grad_buffer;
     node->grad_buffer = Tensor();
+    node->grad_buffer_owned = false;
     if (!g.defined()) continue;  // no gradient reached this node
+    if (node->input_part && node->edges.size() == 1 && node->edges[0].node &&
+        !is_anomaly_enabled()) {
+      Node* producer = node->edges[0].node.get();
+      if (!producer->grad_buffer.defined())
+        producer->grad_buffer = zeros(node->edges[0].shape);
+      else if (!producer->grad_buffer_owned)  // it may be another node's gradient as well
+        producer->grad_buffer = producer->grad_buffer.clone();
+      producer->grad_buffer_owned = true;
+      node->input_part(producer->grad_buffer).add_(g);
+      if (!retain_graph) {
+        node->backward = nullptr;
+        node->released = true;
+      }
+      continue;
+    }
     std::vector<Tensor> grads = node->backward(g);
     if (grads.size() != node->edges.size())
       throw Error(fmt::format("backward: {} returned {} gradients for {} inputs", node->name,
@@ -151,6 +167,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
         Node* producer = e.node.get();
         producer->grad_buffer =
             producer->grad_buffer.defined() ? add(producer->grad_buffer, gi) : gi;
+        producer->grad_buffer_owned = false;
       }
     }
     if (!retain_graph) {

@@ -34,7 +34,14 @@ struct Node {
   BackwardFn backward;      // with what it saved; freed after backward() unless retain_graph
   Shape output_shape;
   bool released = false;
-  Tensor grad_buffer;  // dL/d(output), summed over all uses during one backward()
+  Tensor grad_buffer;              // dL/d(output), summed over all uses during one backward()
+  bool grad_buffer_owned = false;  // the engine made grad_buffer itself: it may add into it
+  // For a view that picks part of its one input (select, slice): that part of a tensor shaped
+  // like the input. The engine then adds the gradient into that part of the producer's buffer
+  // instead of calling `backward`, which would build a zero tensor of the input's size for
+  // every view: q, k and v picked from one projection cost one zero tensor, not three and two
+  // additions (what `backward` computes is the same).
+  std::function<Tensor(const Tensor&)> input_part;
   // Frees the graph behind this node iteratively: a chain of 100,000 ops would otherwise be
   // destroyed one nested destructor per node and overflow the stack (as PyTorch's delete queue).
   ~Node();

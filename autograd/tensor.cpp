@@ -273,7 +273,7 @@ Tensor& Tensor::add_(const Tensor& other, float alpha) {
     return *this;
   }
   NoGradGuard guard;
-  return copy_(add(*this, mul(other, alpha)));
+  return copy_(alpha == 1.0f ? add(*this, other) : add(*this, mul(other, alpha)));
 }
 
 Tensor& Tensor::mul_(float value) {

@@ -52,6 +52,18 @@ Tensor scatter_into_zeros(const Tensor& g, const Shape& shape, Pick pick) {
   return out;
 }
 
+// Records a view that picks part of `a` (select, slice): its backward writes the gradient into
+// that part of zeros shaped like `a`, and the engine may add it into its producer's gradient
+// directly (Node::input_part).
+template <typename Pick>
+Tensor record_part(Tensor out, std::string name, const Tensor& a, Pick pick) {
+  out = record(out, std::move(name), {a}, [from = a.shape(), pick](const Tensor& g) {
+    return std::vector<Tensor>{scatter_into_zeros(g, from, pick)};
+  });
+  if (out.grad_fn()) out.grad_fn()->input_part = pick;
+  return out;
+}
+
 }  // namespace
 
 Tensor view(const Tensor& a, Shape shape) {
@@ -208,10 +220,8 @@ Tensor select(const Tensor& a, int64_t dim, int64_t index) {
   shape.erase(shape.begin() + dim);
   strides.erase(strides.begin() + dim);
   Tensor out = make_view(a, shape, strides, offset);
-  return record(out, "SelectBackward0", {a}, [from = a.shape(), dim, index](const Tensor& g) {
-    return std::vector<Tensor>{
-        scatter_into_zeros(g, from, [&](const Tensor& z) { return select(z, dim, index); })};
-  });
+  return record_part(out, "SelectBackward0", a,
+                     [dim, index](const Tensor& z) { return select(z, dim, index); });
 }
 
 Tensor slice(const Tensor& a, int64_t dim, std::optional<int64_t> start_opt,
@@ -233,11 +243,9 @@ Tensor slice(const Tensor& a, int64_t dim, std::optional<int64_t> start_opt,
   shape[dim] = (end - start + step - 1) / step;
   strides[dim] *= step;
   Tensor out = make_view(a, shape, strides, offset);
-  return record(out, "SliceBackward0", {a},
-                [from = a.shape(), dim, start, end, step](const Tensor& g) {
-                  return std::vector<Tensor>{scatter_into_zeros(
-                      g, from, [&](const Tensor& z) { return slice(z, dim, start, end, step); })};
-                });
+  return record_part(out, "SliceBackward0", a, [dim, start, end, step](const Tensor& z) {
+    return slice(z, dim, start, end, step);
+  });
 }
 
 Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {

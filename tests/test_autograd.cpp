@@ -82,6 +82,26 @@ TEST_CASE("a tensor used twice gets both contributions") {
   CHECK(a.grad().item() == 39.0f);
 }
 
+TEST_CASE(
+    "parts picked by select and narrow add into their input's gradient, not into a gradient "
+    "another input shares") {
+  // AddBackward0 hands one gradient tensor to both t and w. The parts of t then add their
+  // gradients into t's: were that done in place on the shared tensor, w (and y) would get them too.
+  // Both orders of the two sums, so that the parts come before and after the shared gradient.
+  for (bool parts_first : {true, false}) {
+    CAPTURE(parts_first);
+    Tensor x = arange(6.0, Dtype::Float32).reshape({2, 3}).requires_grad_();
+    Tensor y = ones({2, 3}).requires_grad_();
+    Tensor t = x * 2.0f, w = y * 3.0f;
+    Tensor shared = (t + w).sum();
+    Tensor parts = (t.select(0, 0) * 5.0f).sum() + (t.narrow(1, 1, 2) * 7.0f).sum();
+    (parts_first ? parts + shared : shared + parts).backward();
+    CHECK(y.grad().to_vector() == std::vector<float>(6, 3.0f));
+    // dt = 1 + 5 on row 0 + 7 on columns 1 and 2; dx = 2 dt
+    CHECK(x.grad().to_vector() == std::vector<float>{12, 26, 26, 2, 16, 16});
+  }
+}
+
 TEST_CASE("the graph is freed after backward unless retain_graph") {
   Tensor x = tensor({1.0f, 2.0f}).requires_grad_();
   Tensor y = (x * x).sum();

@@ -337,6 +337,25 @@ const std::vector<Case> kCases = {
        return Inputs{leaf({4, 3})};
      },
      [](const Inputs& x) { return x[0].narrow(0, 1, 2) * 2.0f; }},
+    // Views of a non-leaf: the engine adds their gradients into the producer's buffer
+    // (Node::input_part) instead of running their backward.
+    {"select of a non-leaf, twice",
+     [] {
+       return Inputs{leaf({2, 3, 4})};
+     },
+     [](const Inputs& x) {
+       const Tensor t = x[0] * x[0];
+       return t.select(1, 0) * t.select(1, 2) + t.select(1, 0);
+     }},
+    {"strided slice and narrow of a non-leaf",
+     [] {
+       return Inputs{leaf({2, 3, 4})};
+     },
+     [](const Inputs& x) {
+       const Tensor t = x[0] * x[0];
+       return t.slice(1, 0, 3, 2) * t.narrow(2, 1, 3).narrow(1, 1, 2).slice(2, 0, 1) +
+              t.slice(1, 1, 3);
+     }},
     {"split",
      [] {
        return Inputs{leaf({5, 2})};
