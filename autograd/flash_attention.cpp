@@ -9,12 +9,18 @@
 // each row jumps the generator to its place in that stream, so forward and backward (and any
 // thread count) agree with the composed version.
 //
+// A mask that hides every key past some point for a whole block of rows (the causal mask hides
+// the upper triangle) lets that block skip those keys: their weights are exactly 0, so leaving
+// them out of the products and the softmax changes no value. Such masks get blocks of
+// kMaskedRowBlock rows, so that a causal block of 64 rows reads 40 keys on average, not 64.
+//
 // Dimension letters: G the batch dims flattened (B·H), Tq queries, Tk keys, D the size of a
 // query and key, Dv the size of a value.
 #include <fmt/format.h>
 
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 
 #include "autograd/engine.hpp"
 #include "autograd/gemm.hpp"
@@ -27,6 +33,7 @@ namespace anatomy {
 namespace {
 
 constexpr int64_t kRowBlock = 64;
+constexpr int64_t kMaskedRowBlock = 16;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // One operand as G matrices: where each starts, and its row and column strides. `full` is the
@@ -72,25 +79,68 @@ struct Problem {
   float dropout_p;
   bool dropout;
   Generator start;  // the generator before this op's draws
+  int64_t row_block = kRowBlock, blocks = 0;
+  std::vector<int64_t> key_end;  // per (g, block): keys past this one are hidden from all its rows
+
+  int64_t keys(int64_t g, int64_t block) const {
+    return key_end.empty() ? Tk : key_end[static_cast<size_t>(g * blocks + block)];
+  }
 };
 
-// Scores of rows [i0, i0 + rows) of matrix g, scaled, biased and masked, into s (rows x Tk).
-void scores(const Problem& p, int64_t g, int64_t i0, int64_t rows, float* s) {
+// Splits the rows into blocks and finds, per block, how many leading keys any of its rows sees.
+// Matrices that share one mask (every head of a sequence) are scanned once. Small blocks pay only
+// when they skip keys; without a mask, or when a tenth or less would be skipped, blocks stay big.
+void plan_blocks(Problem& p) {
+  p.blocks = (p.Tq + kRowBlock - 1) / kRowBlock;
+  if (!p.mask.data || p.Tq <= kMaskedRowBlock) return;
+  const int64_t blocks = (p.Tq + kMaskedRowBlock - 1) / kMaskedRowBlock;
+  std::vector<int64_t> ends(static_cast<size_t>(p.G * blocks));
+  std::unordered_map<int64_t, int64_t> scanned;  // mask offset -> the first g with it
+  int64_t visible = 0;
+  for (int64_t g = 0; g < p.G; ++g) {
+    const auto [first, fresh] = scanned.emplace(p.mask.offset[static_cast<size_t>(g)], g);
+    for (int64_t b = 0; b < blocks; ++b) {
+      int64_t end = 0;
+      if (!fresh) {
+        end = ends[static_cast<size_t>(first->second * blocks + b)];
+      } else {
+        for (int64_t i = b * kMaskedRowBlock; i < std::min(p.Tq, (b + 1) * kMaskedRowBlock); ++i) {
+          const float* m = p.mask.data + first->first + i * p.mask.rs;
+          for (int64_t j = p.Tk - 1; j >= end; --j)
+            if (m[j * p.mask.cs] != 0.0f) {
+              end = j + 1;
+              break;
+            }
+        }
+      }
+      ends[static_cast<size_t>(g * blocks + b)] = end;
+      visible += end;
+    }
+  }
+  if (10 * visible >= 9 * p.G * blocks * p.Tk) return;
+  p.row_block = kMaskedRowBlock;
+  p.blocks = blocks;
+  p.key_end = std::move(ends);
+}
+
+// Scores of rows [i0, i0 + rows) of matrix g against its first `keys` keys, scaled, biased and
+// masked, into s (rows x keys).
+void scores(const Problem& p, int64_t g, int64_t i0, int64_t rows, int64_t keys, float* s) {
   const size_t gi = static_cast<size_t>(g);
-  // (rows, D) x (D, Tk): Kᵀ is K read with its strides swapped.
-  gemm(rows, p.Tk, p.D, p.q.data + p.q.offset[gi] + i0 * p.q.rs, p.q.rs, p.q.cs,
-       p.k.data + p.k.offset[gi], p.k.cs, p.k.rs, s, p.Tk, false);
+  // (rows, D) x (D, keys): Kᵀ is K read with its strides swapped.
+  gemm(rows, keys, p.D, p.q.data + p.q.offset[gi] + i0 * p.q.rs, p.q.rs, p.q.cs,
+       p.k.data + p.k.offset[gi], p.k.cs, p.k.rs, s, keys, false);
   for (int64_t r = 0; r < rows; ++r) {
-    float* row = s + r * p.Tk;
+    float* row = s + r * keys;
     const int64_t i = i0 + r;
-    for (int64_t j = 0; j < p.Tk; ++j) row[j] /= p.sqrt_d;
+    for (int64_t j = 0; j < keys; ++j) row[j] /= p.sqrt_d;
     if (p.bias.data) {
       const float* b = p.bias.data + p.bias.offset[gi] + i * p.bias.rs;
-      for (int64_t j = 0; j < p.Tk; ++j) row[j] += b[j * p.bias.cs];
+      for (int64_t j = 0; j < keys; ++j) row[j] += b[j * p.bias.cs];
     }
     if (p.mask.data) {
       const float* m = p.mask.data + p.mask.offset[gi] + i * p.mask.rs;
-      for (int64_t j = 0; j < p.Tk; ++j)
+      for (int64_t j = 0; j < keys; ++j)
         if (m[j * p.mask.cs] == 0.0f) row[j] = kNegInf;
     }
   }
@@ -166,6 +216,7 @@ Tensor flash_attention(const Tensor& query, const Tensor& key, const Tensor& val
   p.start = default_generator();
   if (p.dropout)  // the draws of dropout() over the whole [G, Tq, Tk] weights
     default_generator().advance(static_cast<uint64_t>(p.G * p.Tq * p.Tk));
+  plan_blocks(p);
 
   Shape out_shape = lead;
   out_shape.insert(out_shape.end(), {p.Tq, p.Dv});
@@ -173,37 +224,36 @@ Tensor flash_attention(const Tensor& query, const Tensor& key, const Tensor& val
   Tensor lse = empty({p.G * p.Tq});  // log Σ exp(scores) per row; -inf for a row with no key
   float* po = out.data();
   float* pl = lse.data();
-  const int64_t blocks = (p.Tq + kRowBlock - 1) / kRowBlock;
-  parallel_for(p.G * blocks, 1, [&](int64_t t0, int64_t t1) {
-    float* s = scratch(0, static_cast<size_t>(kRowBlock * p.Tk)).data();
+  parallel_for(p.G * p.blocks, 1, [&](int64_t t0, int64_t t1) {
+    float* s = scratch(0, static_cast<size_t>(p.row_block * p.Tk)).data();
     float* m = scratch(1, static_cast<size_t>(p.Tk)).data();
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t g = t / blocks, i0 = t % blocks * kRowBlock;
-      const int64_t rows = std::min(kRowBlock, p.Tq - i0);
-      scores(p, g, i0, rows, s);
+      const int64_t g = t / p.blocks, i0 = t % p.blocks * p.row_block;
+      const int64_t rows = std::min(p.row_block, p.Tq - i0), keys = p.keys(g, t % p.blocks);
+      scores(p, g, i0, rows, keys, s);
       for (int64_t r = 0; r < rows; ++r) {
-        float* w = s + r * p.Tk;
-        const float top = simd::max(w, p.Tk);
+        float* w = s + r * keys;
+        const float top = keys > 0 ? simd::max(w, keys) : kNegInf;
         float* l = pl + g * p.Tq + i0 + r;
         if (top == kNegInf) {  // every key hidden: no weight anywhere, not NaN
-          std::fill(w, w + p.Tk, 0.0f);
+          std::fill(w, w + keys, 0.0f);
           *l = kNegInf;
         } else {
           const simd::batch mb(top);
-          simd::map_range(w, w, p.Tk, [&](simd::batch x) { return xsimd::exp(x - mb); });
-          const float total = simd::sum(w, p.Tk);
+          simd::map_range(w, w, keys, [&](simd::batch x) { return xsimd::exp(x - mb); });
+          const float total = simd::sum(w, keys);
           const simd::batch inv(1.0f / total);
-          simd::map_range(w, w, p.Tk, [&](simd::batch x) { return x * inv; });
+          simd::map_range(w, w, keys, [&](simd::batch x) { return x * inv; });
           *l = top + std::log(total);
         }
         if (p.dropout) {
           dropout_row(p, g, i0 + r, m);
-          for (int64_t j = 0; j < p.Tk; ++j) w[j] *= m[j];
+          for (int64_t j = 0; j < keys; ++j) w[j] *= m[j];
         }
       }
-      // (rows, Tk) x (Tk, Dv) -> (rows, Dv)
+      // (rows, keys) x (keys, Dv) -> (rows, Dv)
       const size_t gi = static_cast<size_t>(g);
-      gemm(rows, p.Dv, p.Tk, s, p.Tk, 1, p.v.data + p.v.offset[gi], p.v.rs, p.v.cs,
+      gemm(rows, p.Dv, keys, s, keys, 1, p.v.data + p.v.offset[gi], p.v.rs, p.v.cs,
            po + (g * p.Tq + i0) * p.Dv, p.Dv, false);
     }
   });
@@ -224,62 +274,66 @@ Tensor flash_attention(const Tensor& query, const Tensor& key, const Tensor& val
         float* pdb = bias_grad ? dbias.data() : nullptr;
         // One head per task: its dK and dV sum over all its query rows.
         parallel_for(p.G, 1, [&](int64_t g0, int64_t g1) {
-          float* s = scratch(0, static_cast<size_t>(kRowBlock * p.Tk)).data();
-          float* da = scratch(1, static_cast<size_t>(kRowBlock * p.Tk)).data();
-          float* m = scratch(2, static_cast<size_t>(kRowBlock * p.Tk)).data();
+          float* s = scratch(0, static_cast<size_t>(p.row_block * p.Tk)).data();
+          float* da = scratch(1, static_cast<size_t>(p.row_block * p.Tk)).data();
+          float* m = scratch(2, static_cast<size_t>(p.row_block * p.Tk)).data();
           for (int64_t g = g0; g < g1; ++g) {
             const size_t gi = static_cast<size_t>(g);
             float* dk_g = pdk + g * p.Tk * p.D;
             float* dv_g = pdv + g * p.Tk * p.Dv;
-            for (int64_t i0 = 0; i0 < p.Tq; i0 += kRowBlock) {
-              const int64_t rows = std::min(kRowBlock, p.Tq - i0);
+            // Every block adds into dK and dV, each into its first `keys` rows only.
+            std::fill(dk_g, dk_g + p.Tk * p.D, 0.0f);
+            std::fill(dv_g, dv_g + p.Tk * p.Dv, 0.0f);
+            for (int64_t b = 0; b < p.blocks; ++b) {
+              const int64_t i0 = b * p.row_block, rows = std::min(p.row_block, p.Tq - i0);
+              const int64_t keys = p.keys(g, b);
               const float* dout_b = pg + (g * p.Tq + i0) * p.Dv;
-              scores(p, g, i0, rows, s);
+              scores(p, g, i0, rows, keys, s);
               for (int64_t r = 0; r < rows; ++r) {  // s becomes the weights w, a = w ⊙ m
-                float* w = s + r * p.Tk;
+                float* w = s + r * keys;
                 float* mr = m + r * p.Tk;
                 const float l = pl[g * p.Tq + i0 + r];
                 if (l == kNegInf) {
-                  std::fill(w, w + p.Tk, 0.0f);
+                  std::fill(w, w + keys, 0.0f);
                 } else {
                   const simd::batch lb(l);
-                  simd::map_range(w, w, p.Tk, [&](simd::batch x) { return xsimd::exp(x - lb); });
+                  simd::map_range(w, w, keys, [&](simd::batch x) { return xsimd::exp(x - lb); });
                 }
                 if (p.dropout)
                   dropout_row(p, g, i0 + r, mr);
                 else
-                  std::fill(mr, mr + p.Tk, 1.0f);
-                for (int64_t j = 0; j < p.Tk; ++j) da[r * p.Tk + j] = w[j] * mr[j];
+                  std::fill(mr, mr + keys, 1.0f);
+                for (int64_t j = 0; j < keys; ++j) da[r * keys + j] = w[j] * mr[j];
               }
-              // dV += aᵀ dO: (Tk, rows) x (rows, Dv)
-              gemm(p.Tk, p.Dv, rows, da, 1, p.Tk, dout_b, p.Dv, 1, dv_g, p.Dv, i0 > 0);
-              // dA = dO Vᵀ: (rows, Dv) x (Dv, Tk)
-              gemm(rows, p.Tk, p.Dv, dout_b, p.Dv, 1, p.v.data + p.v.offset[gi], p.v.cs, p.v.rs, da,
-                   p.Tk, false);
+              // dV += aᵀ dO: (keys, rows) x (rows, Dv)
+              gemm(keys, p.Dv, rows, da, 1, keys, dout_b, p.Dv, 1, dv_g, p.Dv, true);
+              // dA = dO Vᵀ: (rows, Dv) x (Dv, keys)
+              gemm(rows, keys, p.Dv, dout_b, p.Dv, 1, p.v.data + p.v.offset[gi], p.v.cs, p.v.rs, da,
+                   keys, false);
               for (int64_t r = 0; r < rows; ++r) {
-                float* w = s + r * p.Tk;
-                float* d = da + r * p.Tk;
+                float* w = s + r * keys;
+                float* d = da + r * keys;
                 const float* mr = m + r * p.Tk;
                 // dW = dA ⊙ m; dS = w ⊙ (dW - Σ w dW), the softmax's Jacobian-vector product
                 float dot = 0.0f;
-                for (int64_t j = 0; j < p.Tk; ++j) {
+                for (int64_t j = 0; j < keys; ++j) {
                   d[j] *= mr[j];
                   dot += w[j] * d[j];
                 }
-                for (int64_t j = 0; j < p.Tk; ++j) d[j] = w[j] * (d[j] - dot);
-                if (pdb) std::copy_n(d, p.Tk, pdb + (g * p.Tq + i0 + r) * p.Tk);  // d bias = dS
-                for (int64_t j = 0; j < p.Tk; ++j) d[j] /= p.sqrt_d;  // through s = q·k / √D
+                for (int64_t j = 0; j < keys; ++j) d[j] = w[j] * (d[j] - dot);
+                if (pdb) {  // d bias = dS, 0 for the skipped keys
+                  float* db = pdb + (g * p.Tq + i0 + r) * p.Tk;
+                  std::copy_n(d, keys, db);
+                  std::fill(db + keys, db + p.Tk, 0.0f);
+                }
+                for (int64_t j = 0; j < keys; ++j) d[j] /= p.sqrt_d;  // through s = q·k / √D
               }
-              // dQ = dS K: (rows, Tk) x (Tk, D)
-              gemm(rows, p.D, p.Tk, da, p.Tk, 1, p.k.data + p.k.offset[gi], p.k.rs, p.k.cs,
+              // dQ = dS K: (rows, keys) x (keys, D)
+              gemm(rows, p.D, keys, da, keys, 1, p.k.data + p.k.offset[gi], p.k.rs, p.k.cs,
                    pdq + (g * p.Tq + i0) * p.D, p.D, false);
-              // dK += dSᵀ Q: (Tk, rows) x (rows, D)
-              gemm(p.Tk, p.D, rows, da, 1, p.Tk, p.q.data + p.q.offset[gi] + i0 * p.q.rs, p.q.rs,
-                   p.q.cs, dk_g, p.D, i0 > 0);
-            }
-            if (p.Tq == 0) {
-              std::fill(dk_g, dk_g + p.Tk * p.D, 0.0f);
-              std::fill(dv_g, dv_g + p.Tk * p.Dv, 0.0f);
+              // dK += dSᵀ Q: (keys, rows) x (rows, D)
+              gemm(keys, p.D, rows, da, 1, keys, p.q.data + p.q.offset[gi] + i0 * p.q.rs, p.q.rs,
+                   p.q.cs, dk_g, p.D, true);
             }
           }
         });

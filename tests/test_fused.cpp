@@ -369,6 +369,38 @@ TEST_CASE("flash_attention's dropout is dropout() on the weights, drawn from the
   set_num_threads(before);
 }
 
+// A causal mask hides every key past a block's last row from the whole block, and the kernel
+// skips those keys (blocks of 16 rows then). T = 40 spans three blocks; the second mask also
+// hides every key from the first 18 rows, so that one block sees no key at all. The bias needs a
+// gradient: the skipped keys' must be 0.
+TEST_CASE("flash_attention skips the keys a mask hides from a whole block, with the same results") {
+  manual_seed(15);
+  const int64_t B = 2, H = 2, T = 40, D = 8, Dv = 6;
+  Tensor late = causal(T);
+  late.narrow(0, 0, 18).fill_(0.0f);
+  for (const Tensor& mask : {causal(T), late}) {
+    check_same(
+        [&](const Inputs& x) {
+          return flash_attention(x[0], x[1], x[2], {x[3], mask});
+        },
+        [&](const Inputs& x) { return composed_attention(x[0], x[1], x[2], x[3], mask); },
+        {randn({B, H, T, D}).requires_grad_(), randn({B, H, T, D}).requires_grad_(),
+         randn({B, H, T, Dv}).requires_grad_(), randn({1, H, T, T}).requires_grad_()});
+  }
+  // Dropout draws the whole rows' numbers, the skipped keys' included.
+  const Tensor q0 = randn({B, H, T, D}), k0 = randn({B, H, T, D}), v0 = randn({B, H, T, Dv});
+  Tensor qa = q0.clone().requires_grad_(), qb = q0.clone().requires_grad_();
+  manual_seed(16);
+  Tensor fused =
+      flash_attention(qa, k0, v0, {.mask = causal(T), .dropout_p = 0.3f, .training = true});
+  manual_seed(16);
+  Tensor composed = composed_attention(qb, k0, v0, Tensor(), causal(T), 0.3f);
+  CHECK_CLOSE(fused, composed, 1e-5, 1e-4);
+  fused.sum().backward();
+  composed.sum().backward();
+  CHECK_CLOSE(qa.grad(), qb.grad(), 1e-5, 1e-4);
+}
+
 TEST_CASE("flash_attention: results do not depend on the thread count") {
   const int before = get_num_threads();
   std::vector<std::vector<float>> got;
