@@ -234,10 +234,8 @@ Tensor record_layer_norm(const LayerNormSaved& s, const Tensor& x, const Tensor&
         });
         auto total = [&](const std::vector<float>& parts, const Tensor& like) {
           if (!like.defined()) return Tensor();
-          Tensor t = zeros(like.shape());
-          for (int64_t c = 0; c < chunks; ++c)
-            simd::map2(t.data(), 1, parts.data() + c * C, 1, t.data(), C,
-                       [](batch acc, batch a) { return acc + a; });
+          Tensor t = empty(like.shape());
+          simd::sum_rows(parts.data(), chunks, C, t.data());
           return t;
         };
         return std::vector<Tensor>{gx, total(part_w, weight), total(part_b, bias)};

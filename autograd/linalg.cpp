@@ -268,10 +268,8 @@ Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias,
                   std::vector<Tensor> grads = linear_backward(dh, x, weight, rows, K);
                   Tensor gb;
                   if (want_db) {
-                    gb = zeros({N});
-                    for (int64_t c = 0; c < chunks; ++c)
-                      simd::map2_range(gb.data(), 1, part.data() + c * N, 1, gb.data(), N,
-                                       [](simd::batch acc, simd::batch v) { return acc + v; });
+                    gb = empty({N});
+                    simd::sum_rows(part.data(), chunks, N, gb.data());
                   }
                   grads.push_back(gb);
                   return grads;

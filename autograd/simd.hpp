@@ -120,6 +120,15 @@ inline float sum(const float* x, int64_t n) {
   return s;
 }
 
+// y[0..n) = the sum of `count` rows of n values stored one after another, added in row order:
+// how the per-chunk partial sums of a parallel reduction over rows (a bias's gradient) are
+// combined, the same way for a given thread count.
+inline void sum_rows(const float* rows, int64_t count, int64_t n, float* y) {
+  std::fill(y, y + n, 0.0f);
+  for (int64_t r = 0; r < count; ++r)
+    map2_range(y, 1, rows + r * n, 1, y, n, [](batch acc, batch v) { return acc + v; });
+}
+
 // Σ exp(x[i] - m), the denominator of a softmax whose row maximum is m. The tail batch is padded
 // with -inf, whose exp is 0.
 inline float sum_exp(const float* x, int64_t n, float m) {
