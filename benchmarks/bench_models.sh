@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# W1 and W2, ours and PyTorch's, side by side in one run; PyTorch at 1 and 2 threads (its
+# W1, W2 and W4, ours and PyTorch's, side by side in one run; PyTorch at 1 and 2 threads (its
 # fastest is the one compared). Then the peak memory (max RSS) of a W1-only process of each.
 # Prints Markdown tables of the ratios.
 set -euo pipefail
@@ -11,7 +11,7 @@ t2=$(/usr/bin/python3 "$here/models_benchmark.py" 2)
 get() { echo "$1" | grep "^$2" | sed 's/.*: //'; }
 echo "| workload | anatomy (2 threads) ms | PyTorch 1 thread ms | PyTorch 2 threads ms | PyTorch best / anatomy |"
 echo "|---|---|---|---|---|"
-for w in W1 W2; do
+for w in W1 W2 W4; do
   a=$(get "$ours" "$w"); p1=$(get "$t1" "$w"); p2=$(get "$t2" "$w")
   ratio=$(python3 -c "print(f'{min($p1, $p2) / $a:.2f}x')")
   name=$(echo "$ours" | grep "^$w" | sed 's/ (ms).*//')

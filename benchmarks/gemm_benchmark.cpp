@@ -29,7 +29,7 @@ std::vector<Case> cases() {
     out.push_back({fmt::format("square {}", n), n, n, n, false, false});
   const int64_t shapes[][3] = {{768, 128, 128},  {768, 128, 512},  {768, 512, 128},
                                {768, 128, 1000}, {128, 768, 2304}, {128, 768, 3072},
-                               {128, 3072, 768}};
+                               {128, 3072, 768}, {768, 128, 384},  {768, 128, 69}};
   for (const auto& s : shapes) {
     const int64_t M = s[0], K = s[1], N = s[2];
     out.push_back({fmt::format("{}x{}x{} NT", M, K, N), M, K, N, false, true});

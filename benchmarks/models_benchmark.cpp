@@ -4,6 +4,9 @@
 //       FFN 512, 2 + 2 layers, vocab 1000, AdamW
 //   W2  inference with a BERT-base-sized encoder: 12 layers, hidden 768, 12 heads, FFN 3072,
 //       batch 1, 128 tokens, no grad
+//   W4  a training step of the Tiny Shakespeare recipe (anatomy train --task lm): a GPT of 4
+//       layers, 4 heads, hidden 128, no biases, tied embeddings, 65 characters, batch 12 of 64,
+//       AdamW and gradient clipping
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -53,6 +56,29 @@ int main(int argc, char** argv) {
       opt.step();
     });
     fmt::print("W1 seq2seq training step (ms): {:.2f}\n", step);
+  }
+  if (only.empty() || only == "W4") {
+    TransformerConfig w4 = TransformerConfig::preset("nanogpt");
+    w4.vocab_size = 65;
+    w4.max_position_embeddings = 64;
+    w4.hidden_dropout_prob = w4.attention_probs_dropout_prob = 0.0;
+    w4.embedding_layer_norm = false;
+    w4.final_layer_norm = true;
+    w4.bias = false;
+    w4.tie_word_embeddings = true;
+    TransformerForCausalLM gpt(w4);
+    gpt.train();
+    nn::AdamW opt(gpt.parameters(), {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.1});
+    Tensor x = randint(0, 65, {12, 64}), y = randint(0, 65, {12, 64});
+    const double step = median_ms(3, 30, [&] {
+      Tensor logits = gpt.forward(x);
+      Tensor loss = cross_entropy(logits.reshape({-1, 65}), y.reshape({-1}));
+      opt.zero_grad();
+      loss.backward();
+      nn::clip_grad_norm_(gpt.parameters(), 1.0);
+      opt.step();
+    });
+    fmt::print("W4 Tiny Shakespeare training step (ms): {:.2f}\n", step);
   }
   if (!only.empty() && only != "W2") return 0;
 

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""The PyTorch side of W1 and W2 (see models_benchmark.cpp). Both use torch's own fused
+"""The PyTorch side of W1, W2 and W4 (see models_benchmark.cpp). W1 and W2 use torch's own fused
 modules (nn.Transformer, nn.TransformerEncoder), PyTorch's fastest way to build these models;
-the embeddings are the book's. Usage: models_benchmark.py THREADS"""
+the embeddings are the book's. W4 is shakespeare_reference.py's model and step.
+Usage: models_benchmark.py THREADS [W1|W2|W4]"""
 import pathlib
 import statistics
 import sys
@@ -11,7 +12,9 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests" / "parity"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import book_transformer as bt  # noqa: E402
+import shakespeare_reference as shakespeare  # noqa: E402
 
 
 def median_ms(warmup, runs, f):
@@ -50,11 +53,13 @@ class TorchSeq2Seq(nn.Module):
 
 def main():
     threads = int(sys.argv[1]) if len(sys.argv) > 1 else 2
-    only = sys.argv[2] if len(sys.argv) > 2 else ""  # W1 or W2: that workload alone
+    only = sys.argv[2] if len(sys.argv) > 2 else ""  # W1, W2 or W4: that workload alone
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     if only in ("", "W1"):
         w1()
+    if only in ("", "W4"):
+        w4()
     if only in ("", "W2"):
         w2()
 
@@ -72,6 +77,24 @@ def w1():
         opt.step()
 
     print(f"W1 seq2seq training step (ms): {median_ms(3, 20, step):.2f}")
+
+
+def w4():
+    model = shakespeare.GPT(65, 128, 4, 4, 64, False).train()
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=1e-3, betas=(0.9, 0.99))
+    x, y = torch.randint(0, 65, (12, 64)), torch.randint(0, 65, (12, 64))
+
+    def step():
+        loss = nn.functional.cross_entropy(model(x).view(-1, 65), y.view(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+
+    print(f"W4 Tiny Shakespeare training step (ms): {median_ms(3, 30, step):.2f}")
 
 
 def w2():
