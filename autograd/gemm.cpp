@@ -148,6 +148,19 @@ void activate_row(const GemmActivation& act, const float* c, float* d, int64_t n
   simd::map_range(c, d, n, [&](batch x) { return activate(act.kind, x); });
 }
 
+// Asks for the cache lines of the MR x NR tile of C at C, to be written: the micro-kernel
+// writes (and, accumulating, reads) its tile only after its loop over K, and a C of several MiB
+// (a weight gradient over 128 tokens) is in no cache by then, so the stores would wait for
+// memory. Asked before the loop, the lines arrive while it runs: 2304 x 128 x 768 TN went from
+// 82-87 to 101-102 GFLOP/s on one thread. A row of the tile covers two lines, or three when it
+// does not start a line; c == NR reaches the third, and asks for the line after the row when
+// the row starts a line (harmless: a prefetch never faults).
+inline void prefetch_tile(const float* C, int64_t ldc) {
+#pragma GCC unroll 8
+  for (int64_t r = 0; r < MR; ++r)
+    for (int64_t c = 0; c <= NR; c += W) __builtin_prefetch(C + r * ldc + c, 1);
+}
+
 // C[0:MR, 0:NR] (+)= Apanel · Bpanel over kc, plus bias[0:NR] on every row when bias is given.
 // With `d` (the last K slice of a product with an activation), act(C) goes to d as well.
 // Full tiles write C directly; edge tiles go through a stack buffer and copy back only the valid
@@ -158,6 +171,7 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
   batch c0[MR], c1[MR];
 #pragma GCC unroll 8
   for (int64_t r = 0; r < MR; ++r) c0[r] = c1[r] = batch(0.0f);
+  if (rows == MR && cols == NR) prefetch_tile(C, ldc);
   for (int64_t k = 0; k < kc; ++k) {
     const batch b0 = batch::load_aligned(b);
     const batch b1 = batch::load_aligned(b + W);
