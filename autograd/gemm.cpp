@@ -104,16 +104,17 @@ void pack_b(const float* B, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, fl
       constexpr int64_t KB = 16;
       for (int64_t k0 = 0; k0 < kc; k0 += KB) {
         const int64_t kb = std::min(KB, kc - k0);
+        int64_t c = 0;
 #ifdef __AVX2__
-        // Whole 8 x 8 blocks: eight rows of 8 consecutive k, transposed in registers.
-        if (cols == NR && kb % 8 == 0) {
-          for (int64_t k8 = k0; k8 < k0 + kb; k8 += 8)
-            for (int64_t c = 0; c < NR; c += 8)
+        // Whole 8 x 8 blocks: eight rows of 8 consecutive k, transposed in registers. An edge
+        // panel too, up to its last multiple of 8 columns (attention's keys of a causal block
+        // come 16 at a time).
+        if (kb % 8 == 0)
+          for (; c + 8 <= cols; c += 8)
+            for (int64_t k8 = k0; k8 < k0 + kb; k8 += 8)
               transpose8x8(B + (j + c) * csb + k8, csb, d + k8 * NR + c, NR);
-          continue;
-        }
 #endif
-        for (int64_t c = 0; c < NR; ++c) {
+        for (; c < NR; ++c) {
           float* dc = d + k0 * NR + c;
           if (c < cols) {
             const float* src = B + (j + c) * csb + k0;
@@ -127,8 +128,9 @@ void pack_b(const float* B, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, fl
     }
     for (int64_t k = 0; k < kc; ++k) {
       const float* src = B + k * rsb + j * csb;
-      if (cols == NR && csb == 1) {
-        std::memcpy(d, src, sizeof(float) * NR);
+      if (csb == 1) {
+        std::memcpy(d, src, sizeof(float) * cols);
+        std::fill(d + cols, d + NR, 0.0f);
       } else {
         int64_t c = 0;
         for (; c < cols; ++c) d[c] = src[c * csb];

@@ -1,5 +1,6 @@
-// The GEMM against a naive triple loop: odd sizes (edge tiles), strided operands, accumulate,
-// threads, and run-to-run determinism.
+// The GEMM against a naive triple loop: odd sizes (edge tiles, edge panels of 8, 16 and 24
+// columns packed by 8 x 8 transposes), strided operands, accumulate, threads, and run-to-run
+// determinism.
 #include "helpers.hpp"
 
 using namespace anatomy;
@@ -31,7 +32,9 @@ TEST_CASE("gemm matches a naive loop on awkward shapes and strides") {
                                                       {129, 40, 260},
                                                       {130, 70, 300},
                                                       {300, 513, 257},
-                                                      {5, 768, 64}}) {
+                                                      {5, 768, 64},
+                                                      {16, 48, 32},
+                                                      {9, 24, 16}}) {
     const int64_t M = mnk[0], N = mnk[1],
                   K = mnk[2];  // (clang 14: CAPTURE of a structured binding)
     for (bool ta : {false, true})
