@@ -104,17 +104,20 @@ void pack_b(const float* B, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, fl
       constexpr int64_t KB = 16;
       for (int64_t k0 = 0; k0 < kc; k0 += KB) {
         const int64_t kb = std::min(KB, kc - k0);
-        int64_t c = 0;
+        int64_t done = 0;  // columns packed by the transposes
 #ifdef __AVX2__
         // Whole 8 x 8 blocks: eight rows of 8 consecutive k, transposed in registers. An edge
         // panel too, up to its last multiple of 8 columns (attention's keys of a causal block
-        // come 16 at a time).
-        if (kb % 8 == 0)
-          for (; c + 8 <= cols; c += 8)
-            for (int64_t k8 = k0; k8 < k0 + kb; k8 += 8)
+        // come 16 at a time). k outside, columns inside: each k's row of the panel is written
+        // whole before the next (the other order made BERT-base inference 5% slower).
+        if (kb % 8 == 0) {
+          done = cols / 8 * 8;
+          for (int64_t k8 = k0; k8 < k0 + kb; k8 += 8)
+            for (int64_t c = 0; c < done; c += 8)
               transpose8x8(B + (j + c) * csb + k8, csb, d + k8 * NR + c, NR);
+        }
 #endif
-        for (; c < NR; ++c) {
+        for (int64_t c = done; c < NR; ++c) {
           float* dc = d + k0 * NR + c;
           if (c < cols) {
             const float* src = B + (j + c) * csb + k0;
@@ -128,7 +131,9 @@ void pack_b(const float* B, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, fl
     }
     for (int64_t k = 0; k < kc; ++k) {
       const float* src = B + k * rsb + j * csb;
-      if (csb == 1) {
+      if (cols == NR && csb == 1) {
+        std::memcpy(d, src, sizeof(float) * NR);  // a constant size: two vector moves
+      } else if (csb == 1) {
         std::memcpy(d, src, sizeof(float) * cols);
         std::fill(d + cols, d + NR, 0.0f);
       } else {
