@@ -129,8 +129,9 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     node->grad_buffer = Tensor();
     node->grad_buffer_owned = false;
     if (!g.defined()) continue;  // no gradient reached this node
-    if (node->input_part && node->edges.size() == 1 && node->edges[0].node &&
-        !is_anomaly_enabled()) {
+    // A view of a computed tensor (Node::input_part). DetectAnomaly loses nothing: the
+    // gradients summed into g were each checked when computed.
+    if (node->input_part && node->edges[0].node) {
       Node* producer = node->edges[0].node.get();
       if (!producer->grad_buffer.defined())
         producer->grad_buffer = zeros(node->edges[0].shape);
