@@ -171,27 +171,34 @@ inline void prefetch_tile(const float* C, int64_t ldc) {
 // C[0:MR, 0:NR] (+)= Apanel · Bpanel over kc, plus bias[0:NR] on every row when bias is given.
 // With `d` (the last K slice of a product with an activation), act(C) goes to d as well.
 // Full tiles write C directly; edge tiles go through a stack buffer and copy back only the valid
-// rows and columns.
+// rows and columns. kNarrow: a tile of at most W columns (the last panel of an output layer of
+// 69 characters has 5), which needs only the first vector of each row: half the work.
+template <bool kNarrow>
 void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t ldc, int64_t rows,
-                  int64_t cols, bool accumulate, const float* bias,
-                  const GemmActivation* act = nullptr, float* d = nullptr) {
+                  int64_t cols, bool accumulate, const float* bias, const GemmActivation* act,
+                  float* d) {
   batch c0[MR], c1[MR];
 #pragma GCC unroll 8
   for (int64_t r = 0; r < MR; ++r) c0[r] = c1[r] = batch(0.0f);
   if (rows == MR && cols == NR) prefetch_tile(C, ldc);
   for (int64_t k = 0; k < kc; ++k) {
     const batch b0 = batch::load_aligned(b);
-    const batch b1 = batch::load_aligned(b + W);
+    if constexpr (kNarrow) {
 #pragma GCC unroll 8
-    for (int64_t r = 0; r < MR; ++r) {
-      const batch ar(a[r]);
-      c0[r] = xsimd::fma(ar, b0, c0[r]);
-      c1[r] = xsimd::fma(ar, b1, c1[r]);
+      for (int64_t r = 0; r < MR; ++r) c0[r] = xsimd::fma(batch(a[r]), b0, c0[r]);
+    } else {
+      const batch b1 = batch::load_aligned(b + W);
+#pragma GCC unroll 8
+      for (int64_t r = 0; r < MR; ++r) {
+        const batch ar(a[r]);
+        c0[r] = xsimd::fma(ar, b0, c0[r]);
+        c1[r] = xsimd::fma(ar, b1, c1[r]);
+      }
     }
     a += MR;
     b += NR;
   }
-  if (rows == MR && cols == NR) {
+  if (!kNarrow && rows == MR && cols == NR) {
 #pragma GCC unroll 8
     for (int64_t r = 0; r < MR; ++r) {
       float* cr = C + r * ldc;
@@ -224,6 +231,16 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
     }
   if (d)
     for (int64_t r = 0; r < rows; ++r) activate_row(*act, C + r * ldc, d + r * act->ldo, cols);
+}
+
+// The micro-kernel for a tile of `cols` columns (see kNarrow).
+void micro_tile(int64_t kc, const float* a, const float* b, float* C, int64_t ldc, int64_t rows,
+                int64_t cols, bool accumulate, const float* bias, const GemmActivation* act,
+                float* d) {
+  if (cols <= W)
+    micro_kernel<true>(kc, a, b, C, ldc, rows, cols, accumulate, bias, act, d);
+  else
+    micro_kernel<false>(kc, a, b, C, ldc, rows, cols, accumulate, bias, act, d);
 }
 
 // Aligned scratch buffers, kept per thread and reused across calls.
@@ -305,10 +322,10 @@ void gemm_short(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, in
           pack_b(B + pc * rsb + j * csb, rsb, csb, kc, cols, bp, 0, 1);
           const bool last = pc + kc == K;  // the activation goes on the final sums
           for (int64_t ir = 0; ir < M; ir += MR)
-            micro_kernel(kc, ap + pc * m_round + ir * kc, bp, C + ir * ldc + j, ldc,
-                         std::min(MR, M - ir), cols, accumulate || pc > 0,
-                         pc == 0 && bias ? bias + j : nullptr, act,
-                         act && last ? act->out + ir * act->ldo + j : nullptr);
+            micro_tile(kc, ap + pc * m_round + ir * kc, bp, C + ir * ldc + j, ldc,
+                       std::min(MR, M - ir), cols, accumulate || pc > 0,
+                       pc == 0 && bias ? bias + j : nullptr, act,
+                       act && last ? act->out + ir * act->ldo + j : nullptr);
         }
       }
     }
@@ -413,9 +430,9 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
           const int64_t jr = p * NR;
           const int64_t cols = std::min(NR, nc - jr);
           for (int64_t ir = 0; ir < mc; ir += MR)
-            micro_kernel(kc, ap + ir * kc, bp + p * NR * kc, C + (ic + ir) * ldc + jc + jr, ldc,
-                         std::min(MR, mc - ir), cols, acc, slice_bias ? slice_bias + jr : nullptr,
-                         act, act && last ? act->out + (ic + ir) * act->ldo + jc + jr : nullptr);
+            micro_tile(kc, ap + ir * kc, bp + p * NR * kc, C + (ic + ir) * ldc + jc + jr, ldc,
+                       std::min(MR, mc - ir), cols, acc, slice_bias ? slice_bias + jr : nullptr,
+                       act, act && last ? act->out + (ic + ir) * act->ldo + jc + jr : nullptr);
         }
       };
       if (threads == 1) {
