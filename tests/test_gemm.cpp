@@ -233,17 +233,18 @@ TEST_CASE("gemm with K = 0 zeroes C's M x N block, or leaves it when accumulatin
 }
 
 // linear's bias goes in as the GEMM writes C. It must give the bits of C filled with the bias
-// and the product accumulated onto it (what linear did before): on full and edge tiles, across
-// N and K blocks (added once, not per K slice, and at the right column of each block), with B
-// packed ahead, in both few-row layouts, with K = 0, and on 1 and 2 threads.
+// and the product accumulated onto it (what linear did before): on full, edge and narrow (at most
+// 16 columns) tiles, across N and K blocks (added once, not per K slice, and at the right column
+// of each block), with B packed ahead, in both few-row layouts, with K = 0, and on 1 and 2
+// threads.
 TEST_CASE("gemm with a bias: the bits of C = bias then C += A B") {
   manual_seed(5);
   const int before = get_num_threads();
   struct Case {
     int64_t M, N, K;
   };
-  for (const Case c :
-       {Case{37, 2100, 300}, Case{64, 96, 40}, Case{1, 300, 50}, Case{3, 70, 19}, Case{5, 33, 0}})
+  for (const Case c : {Case{37, 2100, 300}, Case{64, 96, 40}, Case{37, 77, 40}, Case{1, 300, 50},
+                       Case{3, 70, 19}, Case{5, 33, 0}})
     for (bool tb : {false, true})
       for (int threads : {1, 2})
         for (bool packed_ahead : {false, true}) {

@@ -29,6 +29,17 @@ TransformerConfig small(bool fused = true) {
   return c;
 }
 
+// For the sampling tests that set its output weights: small() with a final layer norm, in eval
+// mode, initialized from seed 8.
+std::unique_ptr<TransformerForCausalLM> eval_lm() {
+  auto c = small();
+  c.final_layer_norm = true;
+  manual_seed(8);
+  auto lm = std::make_unique<TransformerForCausalLM>(c);
+  lm->eval();
+  return lm;
+}
+
 // For the beam search tests: sharper next-token distributions (the output layer's weights
 // scaled) and the end token's bias shifted, then log P(next | [BOS] + prefix) by the full
 // forward pass, no cache.
@@ -489,11 +500,8 @@ TEST_CASE("top-k and top-p draw from exactly the kept tokens, in proportion") {
 // smaller token first, so top-k 1 is token 0 and top-k 2 draws only tokens 0 and 1 (mutation seed
 // 21: a comparator that was not strict left ties in whatever order the sort made).
 TEST_CASE("sampling: equally likely tokens are ranked by token id") {
-  auto c = small();
-  c.final_layer_norm = true;
-  manual_seed(8);
-  TransformerForCausalLM lm(c);
-  lm.eval();
+  const auto model = eval_lm();
+  TransformerForCausalLM& lm = *model;
   NoGradGuard no_grad;
   lm.lm_head->weight.fill_(0.0f);
   if (lm.lm_head->bias.defined()) lm.lm_head->bias.fill_(0.0f);
@@ -508,11 +516,8 @@ TEST_CASE("sampling: equally likely tokens are ranked by token id") {
 }
 
 TEST_CASE("sampling with top-k 1 is greedy, token 0 included") {
-  auto c = small();
-  c.final_layer_norm = true;
-  manual_seed(8);
-  TransformerForCausalLM lm(c);
-  lm.eval();
+  const auto model = eval_lm();
+  TransformerForCausalLM& lm = *model;
   NoGradGuard no_grad;
   // Token 0 made the most likely next token everywhere: the final norm outputs nearly the same
   // vector u at every position (gain 0.01, bias u), and token 0's output row is u.
@@ -520,7 +525,7 @@ TEST_CASE("sampling with top-k 1 is greedy, token 0 included") {
   float* gain = params.at("decoder.layer_norm.weight").data_ptr<float>();
   float* bias = params.at("decoder.layer_norm.bias").data_ptr<float>();
   float* row0 = lm.lm_head->weight.data_ptr<float>();
-  for (int64_t i = 0; i < c.hidden_size; ++i) {
+  for (int64_t i = 0; i < lm.lm_head->weight.size(1); ++i) {
     gain[i] = 0.01f;
     bias[i] = row0[i] = (i % 2 ? 1.0f : -1.0f);
   }
