@@ -40,6 +40,17 @@ std::unique_ptr<TransformerForCausalLM> eval_lm() {
   return lm;
 }
 
+// For the beam search tests: small() with 6 target tokens (few enough to score every output),
+// in eval mode, initialized from `seed`.
+std::unique_ptr<Seq2SeqTransformer> eval_s2s(uint64_t seed) {
+  auto c = small();
+  c.target_vocab_size = 6;
+  manual_seed(seed);
+  auto s2s = std::make_unique<Seq2SeqTransformer>(c);
+  s2s->eval();
+  return s2s;
+}
+
 // For the beam search tests: sharper next-token distributions (the output layer's weights
 // scaled) and the end token's bias shifted, then log P(next | [BOS] + prefix) by the full
 // forward pass, no cache.
@@ -579,11 +590,8 @@ TEST_CASE("load_weights: a file in either attention layout loads into either mod
 
 TEST_CASE("beam search finds the best-scoring sequence, with GNMT's length penalty") {
   // A model small enough to score every output: 6 target tokens, outputs of up to 3.
-  auto c = small();
-  c.target_vocab_size = 6;
-  manual_seed(10);
-  Seq2SeqTransformer s2s(c);
-  s2s.eval();
+  const auto model = eval_s2s(10);
+  Seq2SeqTransformer& s2s = *model;
   NoGradGuard no_grad;
   // Sharper outputs (the generator's weights times 6): at initialization every prefix predicts
   // nearly the same distribution, which would hide a search that scores a beam's extensions
@@ -1311,11 +1319,8 @@ TEST_CASE("scaled_dot_product_attention without weights: shared and broadcast ba
 // extends by token 0 first (mutation seed 20: a tie test comparing a score with a token left the
 // order to the sort).
 TEST_CASE("beam search breaks exact ties by the smaller token, then the earlier beam") {
-  auto c = small();
-  c.target_vocab_size = 6;
-  manual_seed(12);
-  Seq2SeqTransformer s2s(c);
-  s2s.eval();
+  const auto model = eval_s2s(12);
+  Seq2SeqTransformer& s2s = *model;
   NoGradGuard no_grad;
   s2s.generator->weight.fill_(0.0f);
   s2s.generator->bias.fill_(0.0f);
