@@ -137,8 +137,8 @@ def load_equivalent():
 
 def is_equivalent(known, f, original, mutated, operator):
     """Listed by the line it mutates, or, where a line has two sites of one operator, by the
-    line the mutant makes (which names the site)."""
-    return (f, original, operator) in known or (f, mutated, operator) in known
+    line the mutant makes (which names the site); operator `*` lists every mutant of the line."""
+    return any((f, line, op) in known for line in (original, mutated) for op in (operator, "*"))
 
 
 def run(cmd, cwd, timeout=None, env=None):
