@@ -320,6 +320,102 @@ void prefetch_b_panel(const float* B, int64_t rsb, int64_t csb, int64_t kc, int6
   }
 }
 
+// One tile of the product with B given as Bᵀ row-major (a linear layer's weight w [N, K]),
+// turned around: MR rows of w, read where they lie and broadcast, times NR tokens of the packed
+// Aᵀ panel `a` (for each k, NR values), so w is never packed. The tile holds Cᵀ; it sums each
+// KC slice in registers and adds it to the slices before as the packed path does (slice 0 to C
+// when accumulating, then the bias; each later slice to the running sum), so the bits are the
+// same. Then Cᵀ goes to C (and act(C) to d) by 8 x 8 transposes.
+void weight_tile(int64_t K, const float* a, const float* w, int64_t ldw, float* C, int64_t ldc,
+                 int64_t tokens, int64_t rows, bool accumulate, const float* bias,
+                 const GemmActivation* act, float* d) {
+  alignas(64) float total[MR * NR];
+  const float* wr[MR];  // rows past the last repeat it (their sums are not written)
+  for (int64_t r = 0; r < MR; ++r) wr[r] = w + std::min(r, rows - 1) * ldw;
+  if (accumulate)
+    for (int64_t r = 0; r < MR; ++r)
+      for (int64_t t = 0; t < NR; ++t)
+        total[r * NR + t] = r < rows && t < tokens ? C[t * ldc + r] : 0.0f;
+  for (int64_t pc = 0; pc < K; pc += KC) {
+    const int64_t kc = std::min(KC, K - pc);
+    batch c0[MR], c1[MR];
+#pragma GCC unroll 8
+    for (int64_t r = 0; r < MR; ++r) c0[r] = c1[r] = batch(0.0f);
+    const float* ap = a + pc * NR;
+    for (int64_t k = pc; k < pc + kc; ++k, ap += NR) {
+      const batch b0 = batch::load_aligned(ap), b1 = batch::load_aligned(ap + W);
+#pragma GCC unroll 8
+      for (int64_t r = 0; r < MR; ++r) {
+        const batch x(wr[r][k]);
+        c0[r] = xsimd::fma(x, b0, c0[r]);
+        c1[r] = xsimd::fma(x, b1, c1[r]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int64_t r = 0; r < MR; ++r) {
+      float* tr = total + r * NR;
+      if (pc > 0 || accumulate) {
+        c0[r] += batch::load_aligned(tr);
+        c1[r] += batch::load_aligned(tr + W);
+      }
+      if (pc == 0 && bias) {
+        const batch br(bias[std::min(r, rows - 1)]);
+        c0[r] += br;
+        c1[r] += br;
+      }
+      c0[r].store_aligned(tr);
+      c1[r].store_aligned(tr + W);
+    }
+  }
+  alignas(64) float activated[MR * NR];
+  if (d)
+    simd::map_range(total, activated, MR * NR, [&](batch x) { return activate(act->kind, x); });
+  int64_t done = 0;  // tokens written by the transposes
+#ifdef __AVX2__
+  if constexpr (MR == 8) {
+    if (rows == MR) {
+      for (; done + 8 <= tokens; done += 8) {
+        transpose8x8(total + done, NR, C + done * ldc, ldc);
+        if (d) transpose8x8(activated + done, NR, d + done * act->ldo, act->ldo);
+      }
+    }
+  }
+#endif
+  for (int64_t t = done; t < tokens; ++t)
+    for (int64_t r = 0; r < rows; ++r) {
+      C[t * ldc + r] = total[r * NR + t];
+      if (d) d[t * act->ldo + r] = activated[r * NR + t];
+    }
+}
+
+// gemm_short for Bᵀ row-major (see weight_tile): Aᵀ is packed once per thread, as NR-token
+// panels, and the threads split w's rows.
+void gemm_short_weights(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,
+                        const float* w, int64_t ldw, float* C, int64_t ldc, bool accumulate,
+                        const float* bias, const GemmActivation* act, int threads) {
+  const int64_t token_panels = (M + NR - 1) / NR;
+  const int64_t tiles = (N + MR - 1) / MR;
+  auto rows = [&](int64_t t_begin, int64_t t_end) {
+    if (t_begin == t_end) return;
+    static thread_local std::vector<float, xsimd::aligned_allocator<float, 64>> a_buf;
+    float* ap = scratch(a_buf, static_cast<size_t>(token_panels * NR * K));
+    pack_b(A, csa, rsa, K, M, ap, 0, token_panels);  // Aᵀ: K x M, in NR-column panels
+    for (int64_t t = t_begin; t < t_end; ++t) {
+      const int64_t j = t * MR;
+      for (int64_t ip = 0; ip < token_panels; ++ip) {
+        const int64_t i = ip * NR;
+        weight_tile(K, ap + ip * NR * K, w + j * ldw, ldw, C + i * ldc + j, ldc,
+                    std::min(NR, M - i), std::min(MR, N - j), accumulate, bias ? bias + j : nullptr,
+                    act, act ? act->out + i * act->ldo + j : nullptr);
+      }
+    }
+  };
+  if (threads == 1) return rows(0, tiles);
+  parallel_for(threads, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) rows(tiles * t / threads, tiles * (t + 1) / threads);
+  });
+}
+
 void gemm_short(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,
                 const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate,
                 const float* bias, const GemmActivation* act, int threads) {
@@ -420,8 +516,15 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
     return;
   }
   const int threads = flops < kParallelFlops || in_parallel() ? 1 : get_num_threads();
-  if (M <= MC_MAX && K <= kShortMaxK && !packed_b)
+  if (M <= MC_MAX && K <= kShortMaxK && !packed_b) {
+    // Bᵀ row-major (a linear layer's weight) is read in place when A's rows fill the NR-token
+    // panels to within an eighth: the panels compute their padding rows too.
+    const int64_t m_pad = (M + NR - 1) / NR * NR;
+    if (rsb == 1 && csb != 1 && 8 * (m_pad - M) < m_pad)
+      return gemm_short_weights(M, N, K, A, rsa, csa, B, csb, C, ldc, accumulate, bias, act,
+                                threads);
     return gemm_short(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate, bias, act, threads);
+  }
   // Enough M blocks to give every thread work, but no bigger than MC_MAX.
   const int64_t per_thread = (M + threads - 1) / threads;
   const int64_t mc_block =

@@ -1,6 +1,8 @@
 // The GEMM against a naive triple loop: odd sizes (edge tiles, edge panels of 8, 16 and 24
 // columns packed by 8 x 8 transposes), strided operands, accumulate, threads, and run-to-run
-// determinism.
+// determinism. Up to 128 rows with Bᵀ row-major (a linear layer's forward) take the path that
+// reads B in place (gemm_short_weights): 31, 60, 64, 120 and 128 rows reach it, with edge tokens
+// and edge weight rows.
 #include "helpers.hpp"
 
 using namespace anatomy;
@@ -34,7 +36,9 @@ TEST_CASE("gemm matches a naive loop on awkward shapes and strides") {
                                                       {300, 513, 257},
                                                       {5, 768, 64},
                                                       {16, 48, 32},
-                                                      {9, 24, 16}}) {
+                                                      {9, 24, 16},
+                                                      {31, 45, 300},
+                                                      {60, 9, 70}}) {
     const int64_t M = mnk[0], N = mnk[1],
                   K = mnk[2];  // (clang 14: CAPTURE of a structured binding)
     for (bool ta : {false, true})
@@ -65,22 +69,29 @@ TEST_CASE("gemm matches a naive loop on awkward shapes and strides") {
 TEST_CASE("gemm results do not depend on the thread count") {
   manual_seed(1);
   const int before = get_num_threads();
-  for (auto mnk : std::vector<std::array<int64_t, 3>>{
-           {257, 300, 513}, {128, 777, 600}, {100, 20, 4000}, {100, 40, 5000}}) {
-    const int64_t M = mnk[0], N = mnk[1], K = mnk[2];
+  // The fourth number: B stored transposed (then 120 rows split w's rows between threads).
+  for (auto mnkt : std::vector<std::array<int64_t, 4>>{{257, 300, 513, 0},
+                                                       {128, 777, 600, 0},
+                                                       {100, 20, 4000, 0},
+                                                       {100, 40, 5000, 0},
+                                                       {120, 333, 700, 1}}) {
+    const int64_t M = mnkt[0], N = mnkt[1], K = mnkt[2];
+    const bool tb = mnkt[3] == 1;
     CAPTURE(M);
     CAPTURE(N);
     CAPTURE(K);
+    CAPTURE(tb);
     REQUIRE(2.0 * M * N * K >= kParallelFlops);
     auto A = randn({M * K}).to_vector();
     auto B = randn({K * N}).to_vector();
+    const int64_t rsb = tb ? 1 : N, csb = tb ? K : 1;
     std::vector<float> C1(M * N), C2(M * N);
     set_num_threads(1);
-    gemm(M, N, K, A.data(), K, 1, B.data(), N, 1, C1.data(), N, false);
+    gemm(M, N, K, A.data(), K, 1, B.data(), rsb, csb, C1.data(), N, false);
     set_num_threads(2);
-    gemm(M, N, K, A.data(), K, 1, B.data(), N, 1, C2.data(), N, false);
+    gemm(M, N, K, A.data(), K, 1, B.data(), rsb, csb, C2.data(), N, false);
     CHECK(C1 == C2);
-    CHECK_CLOSE(from_vector(C2, {M, N}), from_vector(naive(M, N, K, A, K, 1, B, N, 1), {M, N}),
+    CHECK_CLOSE(from_vector(C2, {M, N}), from_vector(naive(M, N, K, A, K, 1, B, rsb, csb), {M, N}),
                 2e-3, 1e-4);
   }
   set_num_threads(before);
@@ -235,8 +246,8 @@ TEST_CASE("gemm with K = 0 zeroes C's M x N block, or leaves it when accumulatin
 // linear's bias goes in as the GEMM writes C. It must give the bits of C filled with the bias
 // and the product accumulated onto it (what linear did before): on full, edge and narrow (at most
 // 16 columns) tiles, across N and K blocks (added once, not per K slice, and at the right column
-// of each block), with B packed ahead, in both few-row layouts, with K = 0, and on 1 and 2
-// threads.
+// of each block), with B packed ahead, in both few-row layouts, with K = 0, on 1 and 2 threads,
+// and where Bᵀ is read in place (64 and 60 rows, whose bits must be those of B packed ahead).
 TEST_CASE("gemm with a bias: the bits of C = bias then C += A B") {
   manual_seed(5);
   const int before = get_num_threads();
@@ -244,7 +255,7 @@ TEST_CASE("gemm with a bias: the bits of C = bias then C += A B") {
     int64_t M, N, K;
   };
   for (const Case c : {Case{37, 2100, 300}, Case{64, 96, 40}, Case{37, 77, 40}, Case{1, 300, 50},
-                       Case{3, 70, 19}, Case{5, 33, 0}})
+                       Case{3, 70, 19}, Case{5, 33, 0}, Case{60, 77, 300}})
     for (bool tb : {false, true})
       for (int threads : {1, 2})
         for (bool packed_ahead : {false, true}) {
@@ -279,15 +290,16 @@ TEST_CASE("gemm with a bias: the bits of C = bias then C += A B") {
 // The GELU epilogue (linear_gelu): C holds the very bits of the plain product with its bias, and
 // `out` (with a leading dimension of its own) holds gelu(C) as the gelu op computes it, on every
 // path: a few rows, one M block, several M blocks, K over one slice (the activation must go on the
-// last slice's sums, not the first's), B packed ahead, K = 0; on 1 and 2 threads.
+// last slice's sums, not the first's), B packed ahead, Bᵀ read in place (64 and 31 rows), K = 0;
+// on 1 and 2 threads.
 TEST_CASE("gemm with a GELU epilogue: C is the pre-activation, out is gelu(C)") {
   manual_seed(6);
   const int before = get_num_threads();
   struct Case {
     int64_t M, N, K;
   };
-  for (const Case c :
-       {Case{2, 70, 19}, Case{64, 96, 40}, Case{37, 2100, 300}, Case{300, 70, 520}, Case{5, 33, 0}})
+  for (const Case c : {Case{2, 70, 19}, Case{64, 96, 40}, Case{37, 2100, 300}, Case{300, 70, 520},
+                       Case{5, 33, 0}, Case{31, 45, 300}})
     for (bool tanh_form : {false, true})
       for (int threads : {1, 2})
         for (bool packed_ahead : {false, true}) {
