@@ -63,6 +63,25 @@ TEST_CASE("gemm matches a naive loop on awkward shapes and strides") {
   }
 }
 
+// Operands with no unit stride (every other float of A's rows, every third of B's): the packing
+// must read them through both strides, not take the branch of a transposed B.
+TEST_CASE("gemm reads operands with no unit stride") {
+  manual_seed(7);
+  for (auto mnk : std::vector<std::array<int64_t, 3>>{{64, 40, 300}, {200, 70, 50}, {5, 33, 17}}) {
+    const int64_t M = mnk[0], N = mnk[1], K = mnk[2];
+    CAPTURE(M);
+    CAPTURE(N);
+    CAPTURE(K);
+    const int64_t rsa = 2 * K, csa = 2, rsb = 3 * N, csb = 3;
+    auto A = randn({M * rsa}).to_vector();
+    auto B = randn({K * rsb}).to_vector();
+    std::vector<float> C(M * N);
+    gemm(M, N, K, A.data(), rsa, csa, B.data(), rsb, csb, C.data(), N, false);
+    CHECK_CLOSE(from_vector(C, {M, N}),
+                from_vector(naive(M, N, K, A, rsa, csa, B, rsb, csb), {M, N}), 1e-3, 1e-4);
+  }
+}
+
 // Threads split M blocks (over MC_MAX rows or a K over kShortMaxK), or N's panels (up to MC_MAX
 // rows), also when there are fewer panels than threads; each element of C must sum in the
 // one-thread order.
