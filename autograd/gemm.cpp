@@ -7,6 +7,8 @@
 //      per k: broadcast MR values of A, load NR values of B.
 // Threads split the work into tasks of one M block and a share of its N micro-panels. Each element
 // of C is summed by one task in a fixed k order, so results do not depend on the thread count.
+// Up to 128 rows times Bᵀ row-major (a linear layer's forward), B is not packed at all: see
+// weight_tile and gemm_short_weights.
 #include "autograd/gemm.hpp"
 
 #ifdef __AVX2__
