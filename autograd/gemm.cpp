@@ -335,7 +335,7 @@ void weight_tile(int64_t K, const float* a, const float* w, int64_t ldw, float* 
   const float* wr[MR];  // rows past the last repeat it (their sums are not written)
   for (int64_t r = 0; r < MR; ++r) wr[r] = w + std::min(r, rows - 1) * ldw;
   if (accumulate)
-    for (int64_t r = 0; r < MR; ++r)
+    for (int64_t r = 0; r < MR; ++r)  // the sums start from Cᵀ
       for (int64_t t = 0; t < NR; ++t)
         total[r * NR + t] = r < rows && t < tokens ? C[t * ldc + r] : 0.0f;
   for (int64_t pc = 0; pc < K; pc += KC) {
