@@ -303,6 +303,16 @@ constexpr int64_t kShortBlockPanels = 8;
 // vocabulary-sized inner dimension) takes the general path, which packs one K slice at a time.
 constexpr int64_t kShortMaxK = 4096;
 
+// fn(begin, end) once per thread, on `threads` contiguous shares of [0, n) (empty when n <
+// threads): one call per thread, so that each packs its A once.
+template <typename F>
+void thread_shares(int64_t n, int threads, F&& fn) {
+  if (threads == 1) return fn(0, n);
+  parallel_for(threads, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) fn(n * t / threads, n * (t + 1) / threads);
+  });
+}
+
 // Asks for the cache lines that pack_b reads for the panel B[0:kc, 0:cols]. gemm_short packs
 // each panel right before its micro-kernels, and a large B (BERT-base's weights: 340 MB in one
 // forward) comes from memory, so the packing waited on every line. Asked one panel ahead, the
@@ -370,8 +380,7 @@ void weight_tile(int64_t K, const float* a, const float* w, int64_t ldw, float* 
     }
   }
   alignas(64) float activated[MR * NR];
-  if (d)
-    simd::map_range(total, activated, MR * NR, [&](batch x) { return activate(act->kind, x); });
+  if (d) activate_row(*act, total, activated, MR * NR);
   int64_t done = 0;  // tokens written by the transposes
 #ifdef __AVX2__
   if constexpr (MR == 8) {
@@ -412,10 +421,7 @@ void gemm_short_weights(int64_t M, int64_t N, int64_t K, const float* A, int64_t
       }
     }
   };
-  if (threads == 1) return rows(0, tiles);
-  parallel_for(threads, 1, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) rows(tiles * t / threads, tiles * (t + 1) / threads);
-  });
+  thread_shares(tiles, threads, rows);
 }
 
 void gemm_short(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,
@@ -457,10 +463,7 @@ void gemm_short(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, in
       }
     }
   };
-  if (threads == 1) return columns(0, panels);
-  parallel_for(threads, 1, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) columns(panels * t / threads, panels * (t + 1) / threads);
-  });
+  thread_shares(panels, threads, columns);
 }
 
 }  // namespace
