@@ -39,6 +39,7 @@ constexpr int64_t NC = 2048;
 
 #ifdef __AVX2__
 inline void transpose8x8(const float* src, int64_t lds, float* dst, int64_t ldd);
+inline void pack_6x8(const float* src, int64_t lds, float* dst);
 #endif
 
 // Packs A[i0:i0+mc, k0:k0+kc] as MR-row micro-panels: panel p holds, for each k, MR values.
@@ -58,7 +59,26 @@ void pack_a(const float* A, int64_t rsa, int64_t csa, int64_t mc, int64_t kc, fl
         continue;
       }
     }
+    // The same with AVX2's 6 rows: one strided scalar load and store per value was 7% of a
+    // two-thread W1 step on AMD Zen 3.
+    if constexpr (MR == 6) {
+      if (csa == 1 && rows == MR) {
+        int64_t k = 0;
+        for (; k + 8 <= kc; k += 8) pack_6x8(A + i * rsa + k, rsa, dst + k * MR);
+        for (; k < kc; ++k)
+          for (int64_t r = 0; r < MR; ++r) dst[k * MR + r] = A[(i + r) * rsa + k];
+        dst += kc * MR;
+        continue;
+      }
+    }
 #endif
+    // Aᵀ row-major (a weight gradient's dYᵀ): each k's MR values lie side by side. A copy of a
+    // constant size is a vector move or two; the loop below tests `rows` for every value.
+    if (rsa == 1 && rows == MR) {
+      for (int64_t k = 0; k < kc; ++k, dst += MR)
+        std::memcpy(dst, A + i + k * csa, sizeof(float) * MR);
+      continue;
+    }
     for (int64_t k = 0; k < kc; ++k) {
       const float* src = A + i * rsa + k * csa;
       int64_t r = 0;
@@ -70,24 +90,44 @@ void pack_a(const float* A, int64_t rsa, int64_t csa, int64_t mc, int64_t kc, fl
 }
 
 #ifdef __AVX2__
-// dst[r * ldd + c] = src[c * lds + r] for an 8 x 8 block (the usual unpack/shuffle/permute
-// sequence): 24 instructions where the scalar copy takes 64 loads and 64 stores.
-inline void transpose8x8(const float* src, int64_t lds, float* dst, int64_t ldd) {
-  __m256 r[8], t[8];
-  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
+// out[c] = (in[0][c], ..., in[7][c]): the usual unpack/shuffle/permute sequence, 24
+// instructions where a scalar transpose of 8 x 8 takes 64 loads and 64 stores.
+inline void transpose8(const __m256 in[8], __m256 out[8]) {
+  __m256 t[8], u[8];
   for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    t[i] = _mm256_unpacklo_ps(in[i], in[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(in[i], in[i + 1]);
   }
   for (int i = 0; i < 8; i += 4) {
-    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
   }
   for (int i = 0; i < 4; ++i) {
-    _mm256_storeu_ps(dst + i * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
-    _mm256_storeu_ps(dst + (i + 4) * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+    out[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    out[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+
+// dst[r * ldd + c] = src[c * lds + r] for an 8 x 8 block.
+inline void transpose8x8(const float* src, int64_t lds, float* dst, int64_t ldd) {
+  __m256 r[8], c[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
+  transpose8(r, c);
+  for (int i = 0; i < 8; ++i) _mm256_storeu_ps(dst + i * ldd, c[i]);
+}
+
+// dst[k * 6 + r] = src[r * lds + k] for 6 rows of 8 consecutive k: the 8 x 8 transpose with two
+// rows of zeros, each k's 6 values stored as 4 and 2.
+inline void pack_6x8(const float* src, int64_t lds, float* dst) {
+  __m256 r[8], c[8];
+  for (int i = 0; i < 6; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
+  r[6] = r[7] = _mm256_setzero_ps();
+  transpose8(r, c);
+  for (int k = 0; k < 8; ++k) {
+    _mm_storeu_ps(dst + k * 6, _mm256_castps256_ps128(c[k]));
+    _mm_storel_pi(reinterpret_cast<__m64*>(dst + k * 6 + 4), _mm256_extractf128_ps(c[k], 1));
   }
 }
 #endif
