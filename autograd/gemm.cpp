@@ -5,8 +5,9 @@
 //      micro-kernel reads them (this is also where strides, i.e. transposes, are absorbed);
 //   3. the micro-kernel: an MR x NR tile of C held in registers, updated by one rank-1 FMA
 //      per k: broadcast MR values of A, load NR values of B.
-// Threads split the work into tasks of one M block and a share of its N micro-panels. Each element
-// of C is summed by one task in a fixed k order, so results do not depend on the thread count.
+// Threads split C's rows, each running the one-thread algorithm on its share (gemm_rows); up to
+// 128 rows they split its columns (gemm_short). Each element of C is summed by one thread in a
+// fixed k order, so results do not depend on the thread count.
 // Up to 128 rows times Bᵀ row-major (a linear layer's forward), B is not packed at all: see
 // weight_tile and gemm_short_weights.
 #include "autograd/gemm.hpp"
@@ -616,9 +617,9 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
   // and each thread then reads only its own cache. With B packed once by all threads and read by
   // all, each K slice took two fork/joins and half of every B panel came from the other core's
   // cache: on two AMD Zen 3 cores, 1000 x 768 x 128 TN went from 129 to 159 GFLOP/s (best of 5).
-  // Smaller chunks, a few per thread, packed B once per chunk and lost as much (117). Which
-  // thread computes a row does not change its sums, so the bits do not depend on the thread
-  // count.
+  // Smaller chunks, a few per thread, each packing B again, ran it at 117 where the old split
+  // ran at 143. Which thread computes a row does not change its sums, so the bits do not depend
+  // on the thread count.
   thread_shares((M + MR - 1) / MR, threads, [&](int64_t p0, int64_t p1) {
     if (p0 == p1) return;  // fewer panels than threads
     const int64_t i0 = p0 * MR, rows = std::min(M, p1 * MR) - i0;

@@ -82,7 +82,7 @@ TEST_CASE("gemm reads operands with no unit stride") {
   }
 }
 
-// Threads split M blocks (over MC_MAX rows or a K over kShortMaxK), or N's panels (up to MC_MAX
+// Threads split C's rows (over MC_MAX rows or a K over kShortMaxK), or N's panels (up to MC_MAX
 // rows), also when there are fewer panels than threads; each element of C must sum in the
 // one-thread order.
 TEST_CASE("gemm results do not depend on the thread count") {
