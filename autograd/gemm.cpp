@@ -48,29 +48,21 @@ void pack_a(const float* A, int64_t rsa, int64_t csa, int64_t mc, int64_t kc, fl
   for (int64_t i = 0; i < mc; i += MR) {
     const int64_t rows = std::min(MR, mc - i);
 #ifdef __AVX2__
-    // A row-major (activations): each 8 x 8 block of 8 rows and 8 consecutive k is transposed in
-    // registers, instead of 8 strided loads per k.
-    if constexpr (MR == 8) {
-      if (csa == 1 && rows == MR) {
-        int64_t k = 0;
-        for (; k + 8 <= kc; k += 8) transpose8x8(A + i * rsa + k, rsa, dst + k * MR, MR);
-        for (; k < kc; ++k)
-          for (int64_t r = 0; r < MR; ++r) dst[k * MR + r] = A[(i + r) * rsa + k];
-        dst += kc * MR;
-        continue;
+    // A row-major (activations): MR rows of 8 consecutive k are transposed in registers, instead
+    // of MR strided loads per k (with AVX2's 6 rows those were 7% of a two-thread W1 step on AMD
+    // Zen 3).
+    if (csa == 1 && rows == MR) {
+      int64_t k = 0;
+      for (; k + 8 <= kc; k += 8) {
+        if constexpr (MR == 8)
+          transpose8x8(A + i * rsa + k, rsa, dst + k * MR, MR);
+        else
+          pack_6x8(A + i * rsa + k, rsa, dst + k * MR);
       }
-    }
-    // The same with AVX2's 6 rows: one strided scalar load and store per value was 7% of a
-    // two-thread W1 step on AMD Zen 3.
-    if constexpr (MR == 6) {
-      if (csa == 1 && rows == MR) {
-        int64_t k = 0;
-        for (; k + 8 <= kc; k += 8) pack_6x8(A + i * rsa + k, rsa, dst + k * MR);
-        for (; k < kc; ++k)
-          for (int64_t r = 0; r < MR; ++r) dst[k * MR + r] = A[(i + r) * rsa + k];
-        dst += kc * MR;
-        continue;
-      }
+      for (; k < kc; ++k)
+        for (int64_t r = 0; r < MR; ++r) dst[k * MR + r] = A[(i + r) * rsa + k];
+      dst += kc * MR;
+      continue;
     }
 #endif
     // Aᵀ row-major (a weight gradient's dYᵀ): each k's MR values lie side by side. A copy of a
