@@ -125,6 +125,24 @@ inline void pack_6x8(const float* src, int64_t lds, float* dst) {
 }
 #endif
 
+// Packs a row-major B[0:kc, 0:nc] as NR-column panels (kc x NR each, one after another), a row
+// at a time: each k reads nc consecutive floats.
+void pack_b_rows(const float* B, int64_t rsb, int64_t kc, int64_t nc, float* dst) {
+  const int64_t full = nc / NR, rest = nc - full * NR;
+  for (int64_t k = 0; k < kc; ++k) {
+    const float* src = B + k * rsb;
+    float* d = dst + k * NR;
+    for (int64_t p = 0; p < full; ++p)
+      for (int64_t c = 0; c < NR; c += W)
+        batch::load_unaligned(src + p * NR + c).store_aligned(d + p * kc * NR + c);
+    if (rest) {
+      float* e = d + full * kc * NR;
+      std::memcpy(e, src + full * NR, sizeof(float) * rest);
+      std::fill(e + rest, e + NR, 0.0f);
+    }
+  }
+}
+
 // Packs B[k0:k0+kc, j0:j0+nc] as NR-column micro-panels: panel p holds, for each k, NR values.
 void pack_b(const float* B, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, float* dst,
             int64_t panel_begin, int64_t panel_end) {
@@ -132,7 +150,11 @@ void pack_b(const float* B, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, fl
     const int64_t j = p * NR;
     const int64_t cols = std::min(NR, nc - j);
     float* d = dst + p * NR * kc;
-    if (rsb == 1 && csb != 1) {
+    if (csb == 1) {  // B row-major: this panel's cols floats of each row
+      pack_b_rows(B + j, rsb, kc, cols, d);
+      continue;
+    }
+    if (rsb == 1) {
       // Bᵀ stored row-major (linear's weight): a blocked transpose. Each step reads 16
       // consecutive k (one cache line) from each of the NR rows and fills 16 rows of the panel,
       // so both sides stay in L1.
@@ -164,18 +186,11 @@ void pack_b(const float* B, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, fl
       }
       continue;
     }
-    for (int64_t k = 0; k < kc; ++k) {
+    for (int64_t k = 0; k < kc; ++k) {  // B with no unit stride
       const float* src = B + k * rsb + j * csb;
-      if (cols == NR && csb == 1) {
-        std::memcpy(d, src, sizeof(float) * NR);  // a constant size: two vector moves
-      } else if (csb == 1) {
-        std::memcpy(d, src, sizeof(float) * cols);
-        std::fill(d + cols, d + NR, 0.0f);
-      } else {
-        int64_t c = 0;
-        for (; c < cols; ++c) d[c] = src[c * csb];
-        for (; c < NR; ++c) d[c] = 0.0f;
-      }
+      int64_t c = 0;
+      for (; c < cols; ++c) d[c] = src[c * csb];
+      for (; c < NR; ++c) d[c] = 0.0f;
       d += NR;
     }
   }
@@ -455,24 +470,6 @@ void gemm_short_weights(int64_t M, int64_t N, int64_t K, const float* A, int64_t
     }
   };
   thread_shares(tiles, threads, rows);
-}
-
-// Packs a row-major B[0:kc, 0:nc] as NR-column panels (kc x NR each, one after another), a row
-// at a time: each k reads nc consecutive floats.
-void pack_b_rows(const float* B, int64_t rsb, int64_t kc, int64_t nc, float* dst) {
-  const int64_t full = nc / NR, rest = nc - full * NR;
-  for (int64_t k = 0; k < kc; ++k) {
-    const float* src = B + k * rsb;
-    float* d = dst + k * NR;
-    for (int64_t p = 0; p < full; ++p)
-      for (int64_t c = 0; c < NR; c += W)
-        batch::load_unaligned(src + p * NR + c).store_aligned(d + p * kc * NR + c);
-    if (rest) {
-      float* e = d + full * kc * NR;
-      std::memcpy(e, src + full * NR, sizeof(float) * rest);
-      std::fill(e + rest, e + NR, 0.0f);
-    }
-  }
 }
 
 // Asks for the cache lines of `rows` rows of B (rsb floats apart, `cols` floats each), a share
