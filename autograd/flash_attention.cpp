@@ -54,11 +54,15 @@ Matrices matrices(const Tensor& t, const Shape& full) {
   m.rs = e.stride(-2);
   m.cs = e.stride(-1);
   m.offset.resize(static_cast<size_t>(G));
+  // The batch dims' sizes and strides, read once: a decoding step has G = rows x heads of
+  // one-query matrices, and this loop runs for each of them.
+  std::vector<int64_t> sizes, strides;
+  for (int64_t d = nd - 3; d >= 0; --d) sizes.push_back(e.size(d)), strides.push_back(e.stride(d));
   for (int64_t g = 0; g < G; ++g) {
     int64_t rem = g, off = 0;
-    for (int64_t d = nd - 3; d >= 0; --d) {
-      off += rem % e.size(d) * e.stride(d);
-      rem /= e.size(d);
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      off += rem % sizes[d] * strides[d];
+      rem /= sizes[d];
     }
     m.offset[static_cast<size_t>(g)] = off;
   }

@@ -299,6 +299,20 @@ float* scratch(std::vector<float, xsimd::aligned_allocator<float, 64>>& buf, siz
   return buf.data();
 }
 
+// c[0 : R·W) += Σ_k a[k] · b[k·rsb : k·rsb + R·W), each column's multiply-adds in k order,
+// with the R vectors of c held in registers over the whole loop.
+template <int R>
+void accumulate_columns(const float* a, int64_t K, const float* b, int64_t rsb, float* c) {
+  batch acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = batch::load_unaligned(c + r * W);
+  for (int64_t k = 0; k < K; ++k) {
+    const batch ak(a[k]);
+    for (int r = 0; r < R; ++r)
+      acc[r] = xsimd::fma(ak, batch::load_unaligned(b + k * rsb + r * W), acc[r]);
+  }
+  for (int r = 0; r < R; ++r) acc[r].store_unaligned(c + r * W);
+}
+
 // C[0:M, cols j0:j1] (+)= A · B for the few-row case, reading B where it lies. Two layouts
 // keep each inner loop contiguous: B's columns contiguous (Bᵀ row-major, e.g. attention's keys)
 // give one dot product per element of C; B's rows contiguous (e.g. the values) give one
@@ -307,12 +321,21 @@ void few_rows(int64_t M, int64_t j0, int64_t j1, int64_t K, const float* A, int6
               const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate,
               const float* bias, const GemmActivation* act) {
   if (rsb == 1) {
-    for (int64_t j = j0; j < j1; ++j)
-      for (int64_t i = 0; i < M; ++i) {
-        const float d = simd::dot(A + i * rsa, B + j * csb, K);
-        const float v = accumulate ? C[i * ldc + j] + d : d;
-        C[i * ldc + j] = bias ? v + bias[j] : v;
+    auto put = [&](int64_t i, int64_t j, float d) {
+      const float v = accumulate ? C[i * ldc + j] + d : d;
+      C[i * ldc + j] = bias ? v + bias[j] : v;
+    };
+    for (int64_t i = 0; i < M; ++i) {
+      // Four dot products at a time: four independent chains of multiply-adds where one
+      // waited on the last (each dot product's own sum is computed as simd::dot computes it).
+      int64_t j = j0;
+      for (; j + 4 <= j1; j += 4) {
+        float d[4];
+        simd::dot4(A + i * rsa, B + j * csb, csb, K, d);
+        for (int r = 0; r < 4; ++r) put(i, j + r, d[r]);
       }
+      for (; j < j1; ++j) put(i, j, simd::dot(A + i * rsa, B + j * csb, K));
+    }
     if (act)
       for (int64_t i = 0; i < M; ++i)
         activate_row(*act, C + i * ldc + j0, act->out + i * act->ldo + j0, j1 - j0);
@@ -330,10 +353,18 @@ void few_rows(int64_t M, int64_t j0, int64_t j1, int64_t K, const float* A, int6
       simd::map2_range(c, 1, bias + j0, 1, c, j1 - j0,
                        [](simd::batch cv, simd::batch bv) { return cv + bv; });
     }
-    for (int64_t k = 0; k < K; ++k) {
-      const simd::batch a(A[i * rsa + k]);
-      simd::map2_range(c, 1, B + k * rsb + j0, 1, c, j1 - j0,
-                       [&](simd::batch cv, simd::batch bv) { return xsimd::fma(a, bv, cv); });
+    // The columns in whole vectors keep their sums in registers across k: through memory,
+    // each multiply-add waited on the store of the one before (a decoding step's weighted
+    // values, 1 x 32 x keys, spent most of its time there).
+    const float* a = A + i * rsa;
+    const int64_t n = j1 - j0;
+    int64_t j = 0;
+    for (; j + 4 * W <= n; j += 4 * W) accumulate_columns<4>(a, K, B + j0 + j, rsb, c + j);
+    for (; j + W <= n; j += W) accumulate_columns<1>(a, K, B + j0 + j, rsb, c + j);
+    for (int64_t k = 0; j < n && k < K; ++k) {
+      const simd::batch ak(a[k]);
+      simd::map2_range(c + j, 1, B + k * rsb + j0 + j, 1, c + j, n - j,
+                       [&](simd::batch cv, simd::batch bv) { return xsimd::fma(ak, bv, cv); });
     }
     if (act) activate_row(*act, c, act->out + i * act->ldo + j0, j1 - j0);
   }

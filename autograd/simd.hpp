@@ -201,4 +201,20 @@ inline float dot(const float* x, const float* y, int64_t n) {
   return s;
 }
 
+// dot(x, y + r·sy, n) for r = 0..3 into d[r], each summed exactly as dot() sums it.
+inline void dot4(const float* x, const float* y, int64_t sy, int64_t n, float* d) {
+  batch acc[4] = {batch(0.0f), batch(0.0f), batch(0.0f), batch(0.0f)};
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    const batch xv = batch::load_unaligned(x + i);
+    for (int r = 0; r < 4; ++r)
+      acc[r] = xsimd::fma(xv, batch::load_unaligned(y + r * sy + i), acc[r]);
+  }
+  for (int r = 0; r < 4; ++r) {
+    float s = xsimd::hadd(acc[r]);
+    for (int64_t k = i; k < n; ++k) s += x[k] * y[r * sy + k];
+    d[r] = s;
+  }
+}
+
 }  // namespace anatomy::simd
