@@ -7,7 +7,8 @@ namespace anatomy::models {
 RelativePositions::RelativePositions(const TransformerConfig& config, bool key_query_)
     : max_positions(config.max_position_embeddings), key_query(key_query_) {
   // nn.Embedding's default init, N(0, 1); init_weights() makes it N(0, initializer_range).
-  weight = register_parameter("weight", randn({2 * max_positions - 1, config.head_dim()}));
+  weight = register_parameter("weight", empty({2 * max_positions - 1, config.head_dim()}));
+  nn::init::normal_(weight);
 }
 
 Tensor RelativePositions::distance_vectors(int64_t q_start, int64_t Tq, int64_t Tk) const {

@@ -10,9 +10,15 @@ namespace anatomy::nn::init {
 
 namespace {
 
+thread_local int skip_depth = 0;
+
 template <typename Draw>
 Tensor& fill_with(Tensor& t, Draw draw) {
   NoGradGuard no_grad;
+  if (skip_depth > 0) {
+    t.fill_(0.0f);
+    return t;
+  }
   Tensor values = empty(t.shape());
   float* p = values.data();
   for (int64_t i = 0; i < values.numel(); ++i) p[i] = draw();
@@ -21,6 +27,10 @@ Tensor& fill_with(Tensor& t, Draw draw) {
 }
 
 }  // namespace
+
+SkipInitGuard::SkipInitGuard() { ++skip_depth; }
+SkipInitGuard::~SkipInitGuard() { --skip_depth; }
+bool init_skipped() { return skip_depth > 0; }
 
 Tensor& uniform_(Tensor& t, float a, float b) {
   auto& g = default_generator();

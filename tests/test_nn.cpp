@@ -100,6 +100,42 @@ TEST_CASE("Embedding's padding_idx: within the table, negative from the end") {
   CHECK(last.weight.select(0, 8).abs().sum().item() > 0.0f);
 }
 
+// A model built only to load its weights draws nothing: under SkipInitGuard the random
+// initializers write zeros and leave the generator where it was; constants are still written,
+// the guards nest, and drawing resumes when the last one goes.
+TEST_CASE("SkipInitGuard: the random initializers draw nothing while it lives") {
+  manual_seed(7);
+  const float expected = randn({1}).item();  // the first draw after manual_seed(7)
+  manual_seed(7);
+  {
+    nn::init::SkipInitGuard outer;
+    nn::Linear lin(30, 20);
+    nn::Embedding emb(50, 8);
+    Tensor w = full({6, 5}, 3.0f);
+    {
+      nn::init::SkipInitGuard inner;
+      nn::init::xavier_uniform_(w);
+      CHECK(nn::init::init_skipped());
+    }
+    CHECK(nn::init::init_skipped());  // the outer guard still lives
+    nn::init::kaiming_normal_(w, 0.0f, "fan_out", "relu");
+    nn::init::trunc_normal_(w, 0.0f, 0.02f);
+    nn::LayerNorm ln(Shape{4});
+    CHECK(lin.weight.abs().sum().item() == 0.0f);
+    CHECK(lin.bias.abs().sum().item() == 0.0f);
+    CHECK(emb.weight.abs().sum().item() == 0.0f);
+    CHECK(w.abs().sum().item() == 0.0f);
+    CHECK(ln.weight.to_vector() == std::vector<float>(4, 1.0f));
+    // Arguments are still checked.
+    check_error([&] { nn::init::kaiming_uniform_(w, 0.0f, "fan_both"); },
+                {"init", "Mode fan_both not supported"});
+  }
+  CHECK_FALSE(nn::init::init_skipped());
+  CHECK(randn({1}).item() == expected);  // no draw was made under the guard
+  nn::Linear drawn(30, 20);
+  CHECK(drawn.weight.abs().sum().item() > 0.0f);
+}
+
 TEST_CASE("default initialization follows PyTorch's") {
   manual_seed(0);
   nn::Linear lin(400, 300);

@@ -12,7 +12,10 @@ TextClassifier TextClassifier::load(const std::string& dir) {
   run.read_run("classifier");
   TextClassifier c;
   c.tokenizer = text::load_tokenizer(run.file("tokenizer"));
-  c.model = std::make_shared<models::TransformerForSequenceClassification>(run.read_config());
+  {
+    nn::init::SkipInitGuard skip;  // every parameter is loaded below
+    c.model = std::make_shared<models::TransformerForSequenceClassification>(run.read_config());
+  }
   models::load_weights(*c.model, run.weights(), run.read_config());
   c.model->eval();
   return c;

@@ -11,7 +11,10 @@ TextGenerator TextGenerator::load(const std::string& dir) {
   run.read_run("lm");
   TextGenerator g;
   g.tokenizer = text::load_tokenizer(run.file("tokenizer"));
-  g.model = std::make_shared<models::TransformerForCausalLM>(run.read_config());
+  {
+    nn::init::SkipInitGuard skip;  // every parameter is loaded below
+    g.model = std::make_shared<models::TransformerForCausalLM>(run.read_config());
+  }
   models::load_weights(*g.model, run.weights(), run.read_config());
   g.model->eval();
   return g;

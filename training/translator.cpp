@@ -24,7 +24,10 @@ Translator Translator::load(const std::string& dir) {
         fmt::format("{}: the tokenizers ({} and {} tokens) do not match config.json ({} and {})",
                     dir, t.source->vocab().size(), t.target->vocab().size(), t.config.vocab_size,
                     t.config.target_vocab()));
-  t.model = std::make_shared<models::Seq2SeqTransformer>(t.config);
+  {
+    nn::init::SkipInitGuard skip;  // every parameter is loaded below
+    t.model = std::make_shared<models::Seq2SeqTransformer>(t.config);
+  }
   // Either attention layout: a folder written by PyTorch (anatomy export) holds the book's.
   models::load_weights(*t.model, run.weights(), t.config);
   t.model->eval();
