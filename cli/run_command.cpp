@@ -86,6 +86,8 @@ int run(const RunOptions& o) {
                               ids.size()));
     types = from_vector(t, {1, static_cast<int64_t>(t.size())});
   }
+  // Each model below is built only to load the file's weights (strictly): no random draws.
+  nn::init::SkipInitGuard skip;
   if (o.model == "encoder" || o.model == "classifier") {
     if (o.model == "encoder") {
       TransformerEncoder m(config);

@@ -253,7 +253,12 @@ BertFolder load_bert_folder(const std::string& dir) {
   out.vocab = (d / "vocab.txt").string();
   out.config = bert_architecture(config, state);
   out.names = from_bert_checkpoint(state, out.config);
-  out.model = std::make_shared<TransformerEncoder>(out.config);
+  {
+    // Every parameter is loaded below (strictly): BERT-base's 110M random draws would be thrown
+    // away.
+    nn::init::SkipInitGuard skip;
+    out.model = std::make_shared<TransformerEncoder>(out.config);
+  }
   // The book's per-head names; load_state joins them for the fused attention.
   load_state(*out.model, std::move(out.names.state), out.config);
   out.names.state.clear();  // the model holds the tensors now
