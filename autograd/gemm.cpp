@@ -327,11 +327,11 @@ void few_rows(int64_t M, int64_t j0, int64_t j1, int64_t K, const float* A, int6
     };
     for (int64_t i = 0; i < M; ++i) {
       // Four dot products at a time: four independent chains of multiply-adds where one
-      // waited on the last (each dot product's own sum is computed as simd::dot computes it).
+      // waited on the last (each summed as simd::dot sums it).
       int64_t j = j0;
       for (; j + 4 <= j1; j += 4) {
         float d[4];
-        simd::dot4(A + i * rsa, B + j * csb, csb, K, d);
+        simd::dots<4>(A + i * rsa, B + j * csb, csb, K, d);
         for (int r = 0; r < 4; ++r) put(i, j + r, d[r]);
       }
       for (; j < j1; ++j) put(i, j, simd::dot(A + i * rsa, B + j * csb, K));

@@ -190,31 +190,30 @@ inline float sum_sq_dev(const float* x, int64_t n, float c) {
   return s;
 }
 
-// Sum of x[i] * y[i].
-inline float dot(const float* x, const float* y, int64_t n) {
-  batch acc(0.0f);
-  int64_t i = 0;
-  for (; i + W <= n; i += W)
-    acc = xsimd::fma(batch::load_unaligned(x + i), batch::load_unaligned(y + i), acc);
-  float s = xsimd::hadd(acc);
-  for (; i < n; ++i) s += x[i] * y[i];
-  return s;
-}
-
-// dot(x, y + r·sy, n) for r = 0..3 into d[r], each summed exactly as dot() sums it.
-inline void dot4(const float* x, const float* y, int64_t sy, int64_t n, float* d) {
-  batch acc[4] = {batch(0.0f), batch(0.0f), batch(0.0f), batch(0.0f)};
+// Sums of x[i] * y[r·sy + i] for r < R into d[r]: R independent chains of multiply-adds (few_rows
+// takes four keys at a time), each summed the same way whatever R is.
+template <int R>
+inline void dots(const float* x, const float* y, int64_t sy, int64_t n, float* d) {
+  batch acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = batch(0.0f);
   int64_t i = 0;
   for (; i + W <= n; i += W) {
     const batch xv = batch::load_unaligned(x + i);
-    for (int r = 0; r < 4; ++r)
+    for (int r = 0; r < R; ++r)
       acc[r] = xsimd::fma(xv, batch::load_unaligned(y + r * sy + i), acc[r]);
   }
-  for (int r = 0; r < 4; ++r) {
+  for (int r = 0; r < R; ++r) {
     float s = xsimd::hadd(acc[r]);
     for (int64_t k = i; k < n; ++k) s += x[k] * y[r * sy + k];
     d[r] = s;
   }
+}
+
+// Sum of x[i] * y[i].
+inline float dot(const float* x, const float* y, int64_t n) {
+  float d;
+  dots<1>(x, y, 0, n, &d);
+  return d;
 }
 
 }  // namespace anatomy::simd
