@@ -12,9 +12,10 @@
 
 namespace anatomy {
 
-// An activation applied to C's final values as the GEMM writes them (linear_gelu, as PyTorch's
+// An activation applied to C's final values inside the GEMM (linear_gelu, as PyTorch's
 // _addmm_activation): C keeps the pre-activation, which the backward needs, and `out` receives
-// act(C) while the tile is still in registers, instead of a second pass that reads C back.
+// act(C) block by block, while each block of C is still in cache, instead of a second pass that
+// reads all of C back.
 struct GemmActivation {
   enum class Kind { GeluErf, GeluTanh };
   Kind kind = Kind::GeluErf;

@@ -92,7 +92,7 @@ Tensor bmm(const Tensor& a, const Tensor& b);
 // x Wᵀ + b, with W of shape [out_features, in_features]; bias may be undefined.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 // gelu(linear(x, weight, bias), approximate) in one pass over the output: the GEMM applies GELU
-// to each tile as it writes it (PyTorch's _addmm_activation), and the backward computes GELU's
+// to each block of C it finishes (PyTorch's _addmm_activation), and the backward computes GELU's
 // derivative and the bias gradient together. The feed-forward layer's first half.
 Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
                    const std::string& approximate = "none");
