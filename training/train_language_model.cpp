@@ -61,6 +61,7 @@ Tensor lm_loss(models::TransformerForCausalLM& model, const Tensor& x, const Ten
 double estimate_loss(models::TransformerForCausalLM& model, const std::vector<int64_t>& ids,
                      int64_t batch, int64_t T, int64_t iters) {
   NoGradGuard no_grad;
+  FrozenWeightsGuard frozen;  // the batches only read the weights: each is packed once
   model.eval();
   Generator g(1234);  // the same windows every time, and the training generator untouched
   double total = 0;

@@ -96,6 +96,7 @@ Tensor translation_loss(models::Seq2SeqTransformer& model, const data::Batch& b,
 
 Metrics validate(Translator& tr, const Encoded& valid, int64_t max_tokens) {
   NoGradGuard no_grad;
+  FrozenWeightsGuard frozen;  // the batches only read the weights: each is packed once
   tr.model->eval();
   double loss_sum = 0;
   int64_t tokens = 0;
