@@ -9,7 +9,8 @@
 // 128 rows they split its columns (gemm_short). Each element of C is summed by one thread in a
 // fixed k order, so results do not depend on the thread count.
 // Up to 128 rows times Bᵀ row-major (a linear layer's forward), B is not packed at all: see
-// weight_tile and gemm_short_weights.
+// weight_tile and gemm_short_weights. Over 128 rows, a row-major A is not packed either: the
+// micro-kernel broadcasts its values from A's rows (gemm_rows).
 #include "autograd/gemm.hpp"
 
 #ifdef __AVX2__
