@@ -281,10 +281,11 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
     }
 }
 
-// The micro-kernel for a tile of `cols` columns (see kNarrow); lda 0: A packed.
-void micro_tile(int64_t kc, const float* a, int64_t lda, const float* b, float* C, int64_t ldc,
-                int64_t rows, int64_t cols, bool accumulate, const float* bias) {
-  if (lda == 0) {
+// The micro-kernel for a tile of `cols` columns (see kNarrow), A packed or, with a_in_place,
+// read from its rows (lda floats apart; 0 repeats one row).
+void micro_tile(int64_t kc, const float* a, bool a_in_place, int64_t lda, const float* b, float* C,
+                int64_t ldc, int64_t rows, int64_t cols, bool accumulate, const float* bias) {
+  if (!a_in_place) {
     if (cols <= W)
       micro_kernel<true, false>(kc, a, 0, b, C, ldc, rows, cols, accumulate, bias);
     else
@@ -587,7 +588,7 @@ void gemm_short(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, in
           }
           for (int64_t ir = 0; ir < M; ir += MR) {
             ahead.step();
-            micro_tile(kc, ap + pc * m_round + ir * kc, 0, panel, C + ir * ldc + j, ldc,
+            micro_tile(kc, ap + pc * m_round + ir * kc, false, 0, panel, C + ir * ldc + j, ldc,
                        std::min(MR, M - ir), cols, accumulate || pc > 0,
                        pc == 0 && bias ? bias + j : nullptr);
           }
@@ -638,7 +639,7 @@ void gemm_rows(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int
           const int64_t jr = p * NR;
           const int64_t cols = std::min(NR, nc - jr);
           for (int64_t ir = 0; ir < mc; ir += MR)
-            micro_tile(kc, direct_a ? A + (ic + ir) * rsa + pc : ap + ir * kc, direct_a ? rsa : 0,
+            micro_tile(kc, direct_a ? A + (ic + ir) * rsa + pc : ap + ir * kc, direct_a, rsa,
                        bp + p * NR * kc, C + (ic + ir) * ldc + jc + jr, ldc, std::min(MR, mc - ir),
                        cols, acc, slice_bias ? slice_bias + jr : nullptr);
         }

@@ -82,6 +82,31 @@ TEST_CASE("gemm reads operands with no unit stride") {
   }
 }
 
+// Over 128 rows a row-major A is read where it lies, not packed: rows further apart than K (a
+// narrowed input), one row repeated (row stride 0: an expanded input), a last panel of fewer
+// rows than the micro-kernel's, K over one slice; B in both layouts.
+TEST_CASE("gemm reads a row-major A in place: padded rows, a repeated row, a short last panel") {
+  manual_seed(8);
+  for (auto mnk : std::vector<std::array<int64_t, 3>>{{301, 37, 300}, {133, 50, 20}, {100, 30, 9}})
+    for (const int64_t pad : {int64_t{5}, int64_t{-1}})  // -1: row stride 0
+      for (const bool tb : {false, true}) {
+        const int64_t M = mnk[0], N = mnk[1], K = mnk[2];
+        const int64_t rsa = pad < 0 ? 0 : K + pad;
+        const int64_t rsb = tb ? 1 : N, csb = tb ? K : 1;
+        CAPTURE(M);
+        CAPTURE(N);
+        CAPTURE(K);
+        CAPTURE(rsa);
+        CAPTURE(tb);
+        auto A = randn({std::max<int64_t>(1, (M - 1) * rsa + K)}).to_vector();
+        auto B = randn({K * N}).to_vector();
+        std::vector<float> C(M * N);
+        gemm(M, N, K, A.data(), rsa, 1, B.data(), rsb, csb, C.data(), N, false);
+        CHECK_CLOSE(from_vector(C, {M, N}),
+                    from_vector(naive(M, N, K, A, rsa, 1, B, rsb, csb), {M, N}), 1e-3, 1e-4);
+      }
+}
+
 // Threads split C's rows (over MC_MAX rows or a K over kShortMaxK), or N's panels (up to MC_MAX
 // rows), also when there are fewer panels than threads; each element of C must sum in the
 // one-thread order.
