@@ -60,6 +60,8 @@ int default_threads() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+using Clock = std::chrono::steady_clock;
+
 // How long an idle thread spins before it sleeps: long enough to catch the next loop of a
 // training step (they come microseconds apart), short enough not to steal a busy core for long.
 constexpr auto kSpin = std::chrono::microseconds(50);
@@ -91,12 +93,16 @@ class Pool {
     std::lock_guard lock(run_mutex_);
     stop_workers();
     threads_.store(n > 0 ? n : default_threads(), std::memory_order_relaxed);
+    alone_until_ = {};
+    backoff_ = first_backoff_;
   }
 
   void run(int64_t chunks, void (*call)(void*, int64_t), void* ctx) {
     // One loop at a time; a second thread that calls in meanwhile runs its loop alone.
     std::unique_lock lock(run_mutex_, std::try_to_lock);
     if (!lock.owns_lock()) return run_inline(chunks, call, ctx);
+    const auto start = Clock::now();
+    if (start < alone_until_) return run_inline(chunks, call, ctx);
     start_workers();
     const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
     Loop& loop = loops_[gen % 2];
@@ -111,9 +117,11 @@ class Pool {
     generation_.store(gen, std::memory_order_release);
     generation_.notify_all();
     work(gen);
+    const auto mine_done = Clock::now();
     uint32_t seen = done_.load(std::memory_order_acquire);
     const auto all = static_cast<uint32_t>(chunks);
     spin_then_wait([&] { return done_.load(std::memory_order_acquire) == all; }, done_, seen);
+    note_wait(mine_done - start, Clock::now() - mine_done);
     // A chunk that threw: every other chunk has finished, so the loop's data is no longer in
     // use; the caller gets the first exception, as from a plain loop.
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
@@ -126,7 +134,38 @@ class Pool {
     pause_every_.store(every);
   }
 
+  bool alone() {
+    std::lock_guard lock(run_mutex_);
+    return Clock::now() < alone_until_;
+  }
+
+  void set_first_backoff(Clock::duration d) {
+    std::lock_guard lock(run_mutex_);
+    first_backoff_ = backoff_ = d;
+    alone_until_ = {};
+  }
+
  private:
+  // After the caller ran out of chunks, it waited `waited` for the workers' last ones. A chunk
+  // takes no longer than the caller's own share (`busy`) plus a worker's wake-up, so a wait
+  // longer than that by a millisecond means a worker stopped mid-chunk: the machine is busy and
+  // the scheduler ran someone else on its core. Such a loop waits milliseconds (1.7-4.2 ms in a
+  // W1 run here) where loops take tens of microseconds; with other programs on both cores, W1
+  // took 1.47x its one-thread time on two threads. So the loops that follow run on the caller alone
+  // for a while, doubling each time the stall comes back soon after, up to a second, and back to
+  // the shortest once no stall has come for kCalm. Running alone runs the same chunks in order,
+  // so the results are the same bits.
+  void note_wait(Clock::duration busy, Clock::duration waited) {
+    const auto now = Clock::now();
+    if (waited <= busy + kStall) {
+      if (now - last_stall_ > kCalm) backoff_ = first_backoff_;
+      return;
+    }
+    alone_until_ = now + backoff_;
+    backoff_ = std::min<Clock::duration>(backoff_ * 2, kMaxBackoff);
+    last_stall_ = now;
+  }
+
   static uint64_t pack(uint32_t gen, uint32_t chunk) { return uint64_t{gen} << 32 | chunk; }
 
   // Claims and runs chunks of loop `gen` until none is left.
@@ -203,6 +242,12 @@ class Pool {
   std::atomic<uint32_t> done_{0};
   std::mutex error_mutex_;
   std::exception_ptr error_;
+  // note_wait's state, used by the thread that holds run_mutex_.
+  static constexpr Clock::duration kStall = std::chrono::milliseconds(1);
+  static constexpr Clock::duration kCalm = std::chrono::seconds(2);
+  static constexpr Clock::duration kMaxBackoff = std::chrono::seconds(1);
+  Clock::duration first_backoff_ = std::chrono::milliseconds(20), backoff_ = first_backoff_;
+  Clock::time_point alone_until_{}, last_stall_{};
 };
 
 }  // namespace
@@ -219,6 +264,10 @@ void run_chunks(int64_t chunks, void (*call)(void*, int64_t), void* ctx) {
 }
 void pause_publishing_for_testing(int every, int microseconds) {
   Pool::get().pause_publishing(every, microseconds);
+}
+bool running_alone() { return Pool::get().alone(); }
+void set_first_backoff_for_testing(int milliseconds) {
+  Pool::get().set_first_backoff(std::chrono::milliseconds(milliseconds));
 }
 }  // namespace detail
 

@@ -6,7 +6,9 @@
 // for a thread that was not running. Here a loop's chunks are claimed one at a time from a shared
 // counter: whichever thread is running takes the next one, and a worker that is asleep or
 // descheduled is simply not waited for. Workers spin briefly after a loop (the next one usually
-// comes within microseconds), then sleep.
+// comes within microseconds), then sleep. A worker that stops mid-chunk, though, is waited for:
+// when that happens (another program took its core), the loops that follow run on the calling
+// thread alone for a while, so that a busy machine costs about what one thread would, not more.
 //
 // Chunk boundaries depend only on the loop's size, its grain and the thread count, never on
 // which thread runs a chunk, so a kernel that writes per-chunk results and combines them in chunk
@@ -34,6 +36,11 @@ void run_chunks(int64_t chunks, void (*call)(void*, int64_t), void* ctx);
 // storing the loop and publishing it, the moment a worker still busy with the previous loop could
 // read half of it; the pause makes that moment long enough for a test to reach.
 void pause_publishing_for_testing(int every, int microseconds);
+// True while loops run on the calling thread alone because a worker stalled mid-loop (see the
+// pool's note_wait); set_num_threads ends that. Not from inside a chunk.
+bool running_alone();
+// For the tests: how long loops first run alone after a stall (20 ms unless set).
+void set_first_backoff_for_testing(int milliseconds);
 }  // namespace detail
 
 // How many chunks parallel_for(n, grain, ...) makes: at most get_num_threads() (times a few, so

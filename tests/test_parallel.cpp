@@ -205,3 +205,60 @@ TEST_CASE("back-to-back loops run every chunk exactly once, late workers include
   watchdog.join();
   CHECK(wrong == 0);
 }
+
+// A worker that stops in the middle of a chunk (the scheduler gave its core to another program)
+// holds up the whole loop. The pool notices the wait and runs the loops after it on the caller
+// alone, the same chunks in the same order; set_num_threads (or the back-off running out) puts the
+// workers back to work.
+TEST_CASE("a worker stalled mid-chunk makes the next loops run on the caller alone") {
+  Threads two(2);
+  detail::set_first_backoff_for_testing(60000);  // a minute: a slow test machine cannot outlast it
+  struct Restore {
+    ~Restore() { detail::set_first_backoff_for_testing(20); }
+  } restore;
+  const auto caller = std::this_thread::get_id();
+  // Chunks that sleep long enough for the worker to claim some, recording who ran each.
+  auto ids_of_sleepy_loop = [&] {
+    std::mutex m;
+    std::set<std::thread::id> ids;
+    parallel_for(8, 1, [&](int64_t, int64_t) {
+      {
+        std::lock_guard lock(m);
+        ids.insert(std::this_thread::get_id());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    });
+    return ids;
+  };
+  CHECK_FALSE(detail::running_alone());
+  CHECK(ids_of_sleepy_loop().size() == 2);
+  CHECK_FALSE(detail::running_alone());  // chunks of equal length: no stall
+
+  // The stall: the caller's chunk waits until the worker has started the other one, which then
+  // takes 50 ms, as a chunk would whose thread lost its core.
+  std::atomic<bool> worker_started{false};
+  parallel_for(2, 1, [&](int64_t, int64_t) {
+    if (std::this_thread::get_id() != caller) {
+      worker_started.store(true);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      return;
+    }
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!worker_started.load() && std::chrono::steady_clock::now() < limit)
+      std::this_thread::yield();
+  });
+  REQUIRE(worker_started.load());
+  CHECK(detail::running_alone());
+  const auto alone = ids_of_sleepy_loop();
+  CHECK(alone.size() == 1);
+  CHECK(alone.count(caller) == 1);
+  // The same chunks, run in order by one thread: a kernel's bits do not change.
+  manual_seed(9);
+  Tensor x = randn({300, 257});
+  const auto while_alone = softmax(x, -1).to_vector();
+
+  set_num_threads(2);
+  CHECK_FALSE(detail::running_alone());
+  CHECK(ids_of_sleepy_loop().size() == 2);
+  CHECK(softmax(x, -1).to_vector() == while_alone);
+}
