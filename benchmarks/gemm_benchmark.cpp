@@ -1,6 +1,6 @@
 // GFLOP/s of our GEMM and OpenBLAS's sgemm, side by side in one run, with 1 and 2 threads, on
 // square sizes and on the products the models make; then a table of the ratios (ours /
-// OpenBLAS). Machines are noisy, so only ratios measured in the same run are meaningful.
+// OpenBLAS). Machines are noisy, so the two libraries take turns within each case (see run).
 //
 // A model shape M x K x N is a linear layer of K inputs and N outputs on M tokens, in its three
 // products: forward Y = X·Wᵀ ("NT": the weight [N, K] read transposed), the input gradient
@@ -8,8 +8,13 @@
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <map>
+#include <thread>
 #include <vector>
 
 #include "autograd/gemm.hpp"
@@ -46,55 +51,73 @@ std::vector<float> random_matrix(int64_t n, uint64_t seed) {
   return m;
 }
 
-void set_flops(benchmark::State& state, const Case& c) {
-  state.counters["GFLOP/s"] = benchmark::Counter(
-      2e-9 * static_cast<double>(c.M * c.N * c.K) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate);
-}
-
-void run(benchmark::State& state, const Case& c, int threads, bool ours) {
-  auto a = random_matrix(c.M * c.K, 1), b = random_matrix(c.K * c.N, 2);
-  std::vector<float> out(static_cast<size_t>(c.M * c.N));
-  // Row-major storage: A is [M, K] or, transposed, [K, M]; B is [K, N] or [N, K].
+// One call of ours or OpenBLAS's on the case's matrices (row-major: A is [M, K] or, transposed,
+// [K, M]; B is [K, N] or [N, K]).
+void call(const Case& c, bool ours, const float* a, const float* b, float* out) {
   const int64_t rsa = c.trans_a ? 1 : c.K, csa = c.trans_a ? c.M : 1;
   const int64_t rsb = c.trans_b ? 1 : c.N, csb = c.trans_b ? c.K : 1;
-  if (ours)
-    anatomy::set_num_threads(threads);
-  else
-    openblas_set_num_threads(threads);
   const int M = static_cast<int>(c.M), N = static_cast<int>(c.N), K = static_cast<int>(c.K);
-  for (auto _ : state) {
-    if (ours)
-      anatomy::gemm(c.M, c.N, c.K, a.data(), rsa, csa, b.data(), rsb, csb, out.data(), c.N, false);
-    else
-      cblas_sgemm(CblasRowMajor, c.trans_a ? CblasTrans : CblasNoTrans,
-                  c.trans_b ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, a.data(), c.trans_a ? M : K,
-                  b.data(), c.trans_b ? K : N, 0.0f, out.data(), N);
-    benchmark::DoNotOptimize(out.data());
-  }
-  set_flops(state, c);
+  if (ours)
+    anatomy::gemm(c.M, c.N, c.K, a, rsa, csa, b, rsb, csb, out, c.N, false);
+  else
+    cblas_sgemm(CblasRowMajor, c.trans_a ? CblasTrans : CblasNoTrans,
+                c.trans_b ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, a, c.trans_a ? M : K, b,
+                c.trans_b ? K : N, 0.0f, out, N);
+  benchmark::DoNotOptimize(out);
 }
 
-// Interleaves ours and OpenBLAS per case so both see the same machine state.
+// Ours and OpenBLAS's in turns of about 10 ms each (ABBA: each library goes first as often), 40
+// turns in all, every call timed; each library's GFLOP/s is its median call. Run one library
+// for 0.3 s and then the other, as this benchmark did until session 23, and a noisy minute on a
+// 2-core virtual machine moved one side alone: the same product read 84 and then 125 GFLOP/s.
+// After each turn the threads of the library that ran are given 5 ms to go to sleep (ours spin
+// 50 us, OpenBLAS's 2^22 cycles: see main), so that they do not take the next turn's cores.
+void run(benchmark::State& state, const Case& c, int threads) {
+  const auto a = random_matrix(c.M * c.K, 1), b = random_matrix(c.K * c.N, 2);
+  std::vector<float> out(static_cast<size_t>(c.M * c.N));
+  anatomy::set_num_threads(threads);
+  openblas_set_num_threads(threads);
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> seconds[2];  // [0] ours, [1] OpenBLAS
+  for (auto _ : state) {
+    for (int turn = 0; turn < 40; ++turn) {
+      const bool ours = (turn / 2 + turn) % 2 == 0;
+      auto& times = seconds[ours ? 0 : 1];
+      const auto end = Clock::now() + std::chrono::milliseconds(10);
+      do {
+        const auto t0 = Clock::now();
+        call(c, ours, a.data(), b.data(), out.data());
+        times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      } while (Clock::now() < end);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // idle threads go to sleep
+    }
+  }
+  const double flop = 2.0 * static_cast<double>(c.M * c.N * c.K);
+  for (int i = 0; i < 2; ++i) {
+    auto& t = seconds[i];
+    std::nth_element(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(t.size() / 2), t.end());
+    state.counters[i == 0 ? "anatomy" : "openblas"] = 1e-9 * flop / t[t.size() / 2];
+  }
+}
+
 void register_all() {
   for (const auto& c : cases())
     for (int t : {1, 2})
-      for (bool ours : {true, false})
-        benchmark::RegisterBenchmark(
-            fmt::format("{}/{}/{}", ours ? "anatomy" : "openblas", c.name, t).c_str(),
-            [c, t, ours](benchmark::State& s) { run(s, c, t, ours); })
-            ->MinTime(0.3)
-            ->UseRealTime();
+      benchmark::RegisterBenchmark(fmt::format("{}/{}", c.name, t).c_str(),
+                                   [c, t](benchmark::State& s) { run(s, c, t); })
+          ->Iterations(1)
+          ->UseRealTime();
 }
 
-// Prints as usual and keeps each run's GFLOP/s for the summary.
+// Prints as usual and keeps each case's GFLOP/s for the summary.
 class Collect : public benchmark::ConsoleReporter {
  public:
-  std::map<std::string, double> gflops;
+  std::map<std::string, std::pair<double, double>> gflops;  // ours, OpenBLAS's
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const auto& r : runs) {
       std::string name = r.benchmark_name();
-      gflops[name.substr(0, name.find("/min_time"))] = r.counters.at("GFLOP/s");
+      gflops[name.substr(0, name.find("/iterations"))] = {r.counters.at("anatomy"),
+                                                          r.counters.at("openblas")};
     }
     ConsoleReporter::ReportRuns(runs);
   }
@@ -103,6 +126,17 @@ class Collect : public benchmark::ConsoleReporter {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // OpenBLAS's idle threads call sched_yield in a loop (by default for 2^28 cycles) before they
+  // sleep, and the scheduler ran them instead of our worker: our two-thread products ran at
+  // one-thread speed (512 x 768 x 128 TN: 60 GFLOP/s instead of 117), even with OpenBLAS's last
+  // call a second before. With 2^22 cycles (1-2 ms) its threads still spin between the calls of
+  // a turn, and sleep in the 5 ms after it. OpenBLAS reads the variable when it is loaded, hence
+  // the new start.
+  if (!std::getenv("OPENBLAS_THREAD_TIMEOUT")) {
+    setenv("OPENBLAS_THREAD_TIMEOUT", "22", 1);
+    execv("/proc/self/exe", argv);
+    fmt::print(stderr, "gemm_benchmark: could not restart with OPENBLAS_THREAD_TIMEOUT set\n");
+  }
   benchmark::Initialize(&argc, argv);
   register_all();
   Collect reporter;
@@ -112,9 +146,9 @@ int main(int argc, char** argv) {
       "|---|---|---|---|---|\n");
   for (const auto& c : cases())
     for (int t : {1, 2}) {
-      const double ours = reporter.gflops[fmt::format("anatomy/{}/{}", c.name, t)];
-      const double blas = reporter.gflops[fmt::format("openblas/{}/{}", c.name, t)];
-      if (ours == 0 && blas == 0) continue;  // filtered out by --benchmark_filter
+      const auto it = reporter.gflops.find(fmt::format("{}/{}", c.name, t));
+      if (it == reporter.gflops.end()) continue;  // filtered out by --benchmark_filter
+      const auto [ours, blas] = it->second;
       fmt::print("| {} | {} | {:.1f} | {:.1f} | {:.0f}% |\n", c.name, t, ours, blas,
                  blas > 0 ? 100.0 * ours / blas : 0.0);
     }
