@@ -219,11 +219,12 @@ inline void prefetch_tile(const float* C, int64_t ldc) {
 }
 
 // C[0:MR, 0:NR] (+)= A · Bpanel over kc, plus bias[0:NR] on every row when bias is given.
-// A is a packed micro-panel (for each k, MR values), or with kRowMajorA its rows where they lie,
-// lda floats apart. Full tiles write C directly; edge tiles go through a stack buffer and copy
-// back only the valid rows and columns. kNarrow: a tile of at most W columns (the last panel of
-// an output layer of 69 characters has 5), which needs only the first vector of each row: half
-// the work.
+// A is MR values side by side for each k, lda floats from one k to the next (a packed
+// micro-panel: lda = MR; Aᵀ row-major where it lies: lda = its row stride), or with kRowMajorA
+// A's rows where they lie, lda floats apart. Full tiles write C directly; edge tiles go through a
+// stack buffer and copy back only the valid rows and columns. kNarrow: a tile of at most W columns
+// (the last panel of an output layer of 69 characters has 5), which needs only the first vector of
+// each row: half the work.
 template <bool kNarrow, bool kRowMajorA>
 void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float* C, int64_t ldc,
                   int64_t rows, int64_t cols, bool accumulate, const float* bias) {
@@ -249,7 +250,7 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
         c1[r] = xsimd::fma(av, b1, c1[r]);
       }
     }
-    if constexpr (!kRowMajorA) a += MR;
+    if constexpr (!kRowMajorA) a += lda;
     b += NR;
   }
   if (!kNarrow && rows == MR && cols == NR) {
@@ -281,15 +282,21 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
     }
 }
 
-// The micro-kernel for a tile of `cols` columns (see kNarrow), A packed or, with a_in_place,
-// read from its rows (lda floats apart; 0 repeats one row).
-void micro_tile(int64_t kc, const float* a, bool a_in_place, int64_t lda, const float* b, float* C,
+// Where the micro-kernel reads A: a packed micro-panel; A's rows where they lie (lda floats
+// apart; 0 repeats one row); or Aᵀ's rows where they lie (a weight gradient's dYᵀ: each k's MR
+// values side by side, lda floats from one k to the next; whole panels only, since a short one
+// would read past the last row).
+enum class ALayout { kPacked, kRows, kColumns };
+
+// The micro-kernel for a tile of `cols` columns (see kNarrow), reading A as `layout` says.
+void micro_tile(int64_t kc, const float* a, ALayout layout, int64_t lda, const float* b, float* C,
                 int64_t ldc, int64_t rows, int64_t cols, bool accumulate, const float* bias) {
-  if (!a_in_place) {
+  if (layout != ALayout::kRows) {
+    const int64_t step = layout == ALayout::kPacked ? MR : lda;
     if (cols <= W)
-      micro_kernel<true, false>(kc, a, 0, b, C, ldc, rows, cols, accumulate, bias);
+      micro_kernel<true, false>(kc, a, step, b, C, ldc, rows, cols, accumulate, bias);
     else
-      micro_kernel<false, false>(kc, a, 0, b, C, ldc, rows, cols, accumulate, bias);
+      micro_kernel<false, false>(kc, a, step, b, C, ldc, rows, cols, accumulate, bias);
   } else {
     if (cols <= W)
       micro_kernel<true, true>(kc, a, lda, b, C, ldc, rows, cols, accumulate, bias);
@@ -553,8 +560,14 @@ void gemm_short(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, in
     static thread_local std::vector<float, xsimd::aligned_allocator<float, 64>> a_buf, b_buf;
     float* ap = scratch(a_buf, static_cast<size_t>(m_round * K));  // slice pc at pc * m_round
     float* bp = scratch(b_buf, static_cast<size_t>(KC * NR * (long_rows ? kShortBlockPanels : 1)));
-    for (int64_t pc = 0; pc < K; pc += KC)
-      pack_a(A + pc * csa, rsa, csa, M, std::min(KC, K - pc), ap + pc * m_round);
+    // Aᵀ row-major, each k's values at most MC_MAX floats after the last's, is read where it
+    // lies but for a short last panel: 128 x 768 x 128 TN went from 78 to 84 GFLOP/s on one thread
+    // (best of 3). Over 128 rows (gemm_rows) each k was a new page too, and 1000 x 768 x 128 TN
+    // lost 5%: there A is packed.
+    const int64_t in_place = rsa == 1 && csa <= MC_MAX ? M / MR * MR : 0;
+    for (int64_t pc = 0; pc < K && in_place < M; pc += KC)
+      pack_a(A + in_place * rsa + pc * csa, rsa, csa, M - in_place, std::min(KC, K - pc),
+             ap + pc * m_round);
     for (int64_t p0 = p_begin; p0 < p_end; p0 += kShortBlockPanels) {
       const int64_t p1 = std::min(p_end, p0 + kShortBlockPanels);
       for (int64_t pc = 0; pc < K; pc += KC) {
@@ -588,8 +601,10 @@ void gemm_short(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, in
           }
           for (int64_t ir = 0; ir < M; ir += MR) {
             ahead.step();
-            micro_tile(kc, ap + pc * m_round + ir * kc, false, 0, panel, C + ir * ldc + j, ldc,
-                       std::min(MR, M - ir), cols, accumulate || pc > 0,
+            const bool direct = ir < in_place;
+            micro_tile(kc, direct ? A + ir + pc * csa : ap + pc * m_round + (ir - in_place) * kc,
+                       direct ? ALayout::kColumns : ALayout::kPacked, csa, panel, C + ir * ldc + j,
+                       ldc, std::min(MR, M - ir), cols, accumulate || pc > 0,
                        pc == 0 && bias ? bias + j : nullptr);
           }
         }
@@ -639,9 +654,10 @@ void gemm_rows(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int
           const int64_t jr = p * NR;
           const int64_t cols = std::min(NR, nc - jr);
           for (int64_t ir = 0; ir < mc; ir += MR)
-            micro_tile(kc, direct_a ? A + (ic + ir) * rsa + pc : ap + ir * kc, direct_a, rsa,
-                       bp + p * NR * kc, C + (ic + ir) * ldc + jc + jr, ldc, std::min(MR, mc - ir),
-                       cols, acc, slice_bias ? slice_bias + jr : nullptr);
+            micro_tile(kc, direct_a ? A + (ic + ir) * rsa + pc : ap + ir * kc,
+                       direct_a ? ALayout::kRows : ALayout::kPacked, rsa, bp + p * NR * kc,
+                       C + (ic + ir) * ldc + jc + jr, ldc, std::min(MR, mc - ir), cols, acc,
+                       slice_bias ? slice_bias + jr : nullptr);
         }
         if (act && last)  // the block's rows hold their final sums
           activate_block(*act, C + ic * ldc + jc, ldc, act->out + ic * act->ldo + jc, mc, nc);

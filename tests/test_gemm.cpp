@@ -107,6 +107,33 @@ TEST_CASE("gemm reads a row-major A in place: padded rows, a repeated row, a sho
       }
 }
 
+// Up to 128 rows, Aᵀ row-major (a weight gradient's dYᵀ) is read where it lies but for a short
+// last panel, which is packed: rows of Aᵀ further apart than M, whole panels only or one short
+// panel after them, K over one slice, B in both layouts. A is sized exactly, so that a read past
+// its end fails under the sanitizers.
+TEST_CASE("gemm reads a transposed A in place: padded rows, a short last panel") {
+  manual_seed(11);
+  for (auto mnk : std::vector<std::array<int64_t, 3>>{
+           {128, 40, 300}, {60, 33, 520}, {100, 70, 9}, {31, 16, 257}, {6, 20, 30}})
+    for (const int64_t pad : {int64_t{0}, int64_t{3}})
+      for (const bool tb : {false, true}) {
+        const int64_t M = mnk[0], N = mnk[1], K = mnk[2];
+        const int64_t csa = M + pad;
+        const int64_t rsb = tb ? 1 : N, csb = tb ? K : 1;
+        CAPTURE(M);
+        CAPTURE(N);
+        CAPTURE(K);
+        CAPTURE(csa);
+        CAPTURE(tb);
+        auto A = randn({(K - 1) * csa + M}).to_vector();
+        auto B = randn({K * N}).to_vector();
+        std::vector<float> C(M * N);
+        gemm(M, N, K, A.data(), 1, csa, B.data(), rsb, csb, C.data(), N, false);
+        CHECK_CLOSE(from_vector(C, {M, N}),
+                    from_vector(naive(M, N, K, A, 1, csa, B, rsb, csb), {M, N}), 1e-3, 1e-4);
+      }
+}
+
 // Threads split C's rows (over MC_MAX rows or a K over kShortMaxK), or N's panels (up to MC_MAX
 // rows), also when there are fewer panels than threads; each element of C must sum in the
 // one-thread order.
