@@ -1,20 +1,33 @@
 #!/usr/bin/env bash
-# W1, W2 and W4, ours and PyTorch's, side by side in one run; PyTorch at 1 and 2 threads (its
-# fastest is the one compared). Then the peak memory (max RSS) of a W1-only process of each.
+# W1, W2 and W4, ours and PyTorch's, side by side in one run, three times; PyTorch at 1 and 2
+# threads (its fastest is the one compared). Then the peak memory (max RSS) of a W1-only process of each.
 # Prints Markdown tables of the ratios.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bin="${1:-$here/../build/bench/benchmarks/models_benchmark}"
-ours=$("$bin" 2)
-t1=$(/usr/bin/python3 "$here/models_benchmark.py" 1)
-t2=$(/usr/bin/python3 "$here/models_benchmark.py" 2)
-get() { echo "$1" | grep "^$2" | sed 's/.*: //'; }
-echo "| workload | anatomy (2 threads) ms | PyTorch 1 thread ms | PyTorch 2 threads ms | PyTorch best / anatomy |"
+# Three rounds of ours, PyTorch at 1 thread and PyTorch at 2, one after the other, so that all
+# three see the same stretches of a noisy machine; the table gives each one's median over the
+# rounds (one round each swung W1's ratio from 2.45x to 3.48x within an hour).
+all=()
+for _ in 1 2 3; do
+  all+=("$("$bin" 2)" "$(/usr/bin/python3 "$here/models_benchmark.py" 1)"
+    "$(/usr/bin/python3 "$here/models_benchmark.py" 2)")
+done
+# median WORKLOAD FIRST: the median of the workload's times in all[FIRST], all[FIRST + 3], ...
+median() {
+  local w=$1 i vals=()
+  for ((i = $2; i < ${#all[@]}; i += 3)); do
+    vals+=("$(echo "${all[$i]}" | grep "^$w" | sed 's/.*: //')")
+  done
+  python3 -c "import statistics, sys; print(f'{statistics.median(map(float, sys.argv[1:])):.2f}')" \
+    "${vals[@]}"
+}
+echo "| workload (median of 3 rounds) | anatomy (2 threads) ms | PyTorch 1 thread ms | PyTorch 2 threads ms | PyTorch best / anatomy |"
 echo "|---|---|---|---|---|"
 for w in W1 W2 W4; do
-  a=$(get "$ours" "$w"); p1=$(get "$t1" "$w"); p2=$(get "$t2" "$w")
+  a=$(median "$w" 0); p1=$(median "$w" 1); p2=$(median "$w" 2)
   ratio=$(python3 -c "print(f'{min($p1, $p2) / $a:.2f}x')")
-  name=$(echo "$ours" | grep "^$w" | sed 's/ (ms).*//')
+  name=$(echo "${all[0]}" | grep "^$w" | sed 's/ (ms).*//')
   echo "| $name | $a | $p1 | $p2 | $ratio |"
 done
 # Peak resident memory in MiB of a process that runs W1 alone (GNU time's %M is in KiB).
