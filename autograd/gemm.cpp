@@ -218,33 +218,35 @@ inline void prefetch_tile(const float* C, int64_t ldc) {
     for (int64_t c = 0; c <= NR; c += W) __builtin_prefetch(C + r * ldc + c, 1);
 }
 
-// C[0:MR, 0:NR] (+)= A · Bpanel over kc, plus bias[0:NR] on every row when bias is given.
-// A is MR values side by side for each k, lda floats from one k to the next (a packed
+// C[0:R, 0:NR] (+)= A · Bpanel over kc, plus bias[0:NR] on every row when bias is given.
+// A is R values side by side for each k, lda floats from one k to the next (a packed
 // micro-panel: lda = MR; Aᵀ row-major where it lies: lda = its row stride), or with kRowMajorA
-// A's rows where they lie, lda floats apart. Full tiles write C directly; edge tiles go through a
-// stack buffer and copy back only the valid rows and columns. kNarrow: a tile of at most W columns
-// (the last panel of an output layer of 69 characters has 5), which needs only the first vector of
-// each row: half the work.
-template <bool kNarrow, bool kRowMajorA>
+// A's rows where they lie, lda floats apart. R is MR but in a last panel of fewer rows, which
+// computes only those (128 rows are 21 panels of 6 and one of 2: as 6 rows, the last computed 4
+// rows of nothing). Full tiles write C directly; edge tiles go through a stack buffer and copy
+// back only the valid rows and columns. kNarrow: a tile of at most W columns (the last panel of
+// an output layer of 69 characters has 5), which needs only the first vector of each row: half
+// the work.
+template <int R, bool kNarrow, bool kRowMajorA>
 void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float* C, int64_t ldc,
-                  int64_t rows, int64_t cols, bool accumulate, const float* bias) {
-  batch c0[MR], c1[MR];
+                  int64_t cols, bool accumulate, const float* bias) {
+  batch c0[R], c1[R];
 #pragma GCC unroll 8
-  for (int64_t r = 0; r < MR; ++r) c0[r] = c1[r] = batch(0.0f);
-  if (rows == MR && cols == NR) prefetch_tile(C, ldc);
-  const float* ar[MR];  // kRowMajorA: A's rows where they lie; past the last, the last again
+  for (int r = 0; r < R; ++r) c0[r] = c1[r] = batch(0.0f);
+  if (R == MR && cols == NR) prefetch_tile(C, ldc);
+  const float* ar[R];  // kRowMajorA: A's rows where they lie
   if constexpr (kRowMajorA)
-    for (int64_t r = 0; r < MR; ++r) ar[r] = a + std::min(r, rows - 1) * lda;
+    for (int r = 0; r < R; ++r) ar[r] = a + r * lda;
   for (int64_t k = 0; k < kc; ++k) {
     const batch b0 = batch::load_aligned(b);
-    auto a_at = [&](int64_t r) { return kRowMajorA ? batch(ar[r][k]) : batch(a[r]); };
+    auto a_at = [&](int r) { return kRowMajorA ? batch(ar[r][k]) : batch(a[r]); };
     if constexpr (kNarrow) {
 #pragma GCC unroll 8
-      for (int64_t r = 0; r < MR; ++r) c0[r] = xsimd::fma(a_at(r), b0, c0[r]);
+      for (int r = 0; r < R; ++r) c0[r] = xsimd::fma(a_at(r), b0, c0[r]);
     } else {
       const batch b1 = batch::load_aligned(b + W);
 #pragma GCC unroll 8
-      for (int64_t r = 0; r < MR; ++r) {
+      for (int r = 0; r < R; ++r) {
         const batch av = a_at(r);
         c0[r] = xsimd::fma(av, b0, c0[r]);
         c1[r] = xsimd::fma(av, b1, c1[r]);
@@ -253,9 +255,9 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
     if constexpr (!kRowMajorA) a += lda;
     b += NR;
   }
-  if (!kNarrow && rows == MR && cols == NR) {
+  if (!kNarrow && cols == NR) {
 #pragma GCC unroll 8
-    for (int64_t r = 0; r < MR; ++r) {
+    for (int r = 0; r < R; ++r) {
       float* cr = C + r * ldc;
       if (accumulate) {
         c0[r] += batch::load_unaligned(cr);
@@ -270,12 +272,12 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
     }
     return;
   }
-  alignas(64) float tile[MR * NR];
-  for (int64_t r = 0; r < MR; ++r) {
+  alignas(64) float tile[R * NR];
+  for (int r = 0; r < R; ++r) {
     c0[r].store_aligned(tile + r * NR);
     c1[r].store_aligned(tile + r * NR + W);
   }
-  for (int64_t r = 0; r < rows; ++r)
+  for (int r = 0; r < R; ++r)
     for (int64_t c = 0; c < cols; ++c) {
       const float v = accumulate ? C[r * ldc + c] + tile[r * NR + c] : tile[r * NR + c];
       C[r * ldc + c] = bias ? v + bias[c] : v;
@@ -288,20 +290,26 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
 // would read past the last row).
 enum class ALayout { kPacked, kRows, kColumns };
 
-// The micro-kernel for a tile of `cols` columns (see kNarrow), reading A as `layout` says.
+// The micro-kernel for a tile of `rows` rows (R counts down to it) and `cols` columns (see
+// kNarrow), reading A as `layout` says.
+template <int R = static_cast<int>(MR)>
 void micro_tile(int64_t kc, const float* a, ALayout layout, int64_t lda, const float* b, float* C,
                 int64_t ldc, int64_t rows, int64_t cols, bool accumulate, const float* bias) {
+  if constexpr (R > 1) {
+    if (rows < R)
+      return micro_tile<R - 1>(kc, a, layout, lda, b, C, ldc, rows, cols, accumulate, bias);
+  }
   if (layout != ALayout::kRows) {
     const int64_t step = layout == ALayout::kPacked ? MR : lda;
     if (cols <= W)
-      micro_kernel<true, false>(kc, a, step, b, C, ldc, rows, cols, accumulate, bias);
+      micro_kernel<R, true, false>(kc, a, step, b, C, ldc, cols, accumulate, bias);
     else
-      micro_kernel<false, false>(kc, a, step, b, C, ldc, rows, cols, accumulate, bias);
+      micro_kernel<R, false, false>(kc, a, step, b, C, ldc, cols, accumulate, bias);
   } else {
     if (cols <= W)
-      micro_kernel<true, true>(kc, a, lda, b, C, ldc, rows, cols, accumulate, bias);
+      micro_kernel<R, true, true>(kc, a, lda, b, C, ldc, cols, accumulate, bias);
     else
-      micro_kernel<false, true>(kc, a, lda, b, C, ldc, rows, cols, accumulate, bias);
+      micro_kernel<R, false, true>(kc, a, lda, b, C, ldc, cols, accumulate, bias);
   }
 }
 
