@@ -232,7 +232,6 @@ TEST_CASE("a worker stalled mid-chunk makes the next loops run on the caller alo
   };
   CHECK_FALSE(detail::running_alone());
   CHECK(ids_of_sleepy_loop().size() == 2);
-  CHECK_FALSE(detail::running_alone());  // chunks of equal length: no stall
 
   // The stall: the caller's chunk waits until the worker has started the other one, which then
   // takes 50 ms, as a chunk would whose thread lost its core.
