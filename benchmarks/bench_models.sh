@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # W1, W2 and W4, ours and PyTorch's, side by side in one run, three times; PyTorch at 1 and 2
-# threads (its fastest is the one compared). Then the peak memory (max RSS) of a W1-only process of each.
-# Prints Markdown tables of the ratios.
+# threads (its fastest is the one compared). Then the peak memory (max RSS) of a W1-only process
+# of each. Prints Markdown tables of the ratios.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bin="${1:-$here/../build/bench/benchmarks/models_benchmark}"
