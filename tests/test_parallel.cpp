@@ -25,6 +25,21 @@ struct Threads {
   ~Threads() { set_num_threads(before); }
 };
 
+// The threads that ran a loop of 8 chunks, each sleeping 5 ms: long enough for every thread of
+// the pool to claim some.
+std::set<std::thread::id> ids_of_sleepy_loop() {
+  std::mutex m;
+  std::set<std::thread::id> ids;
+  parallel_for(8, 1, [&](int64_t, int64_t) {
+    {
+      std::lock_guard lock(m);
+      ids.insert(std::this_thread::get_id());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  });
+  return ids;
+}
+
 }  // namespace
 
 TEST_CASE("parallel_for visits every index once, in chunks that start on the alignment") {
@@ -66,15 +81,7 @@ TEST_CASE("parallel_for visits every index once, in chunks that start on the ali
 // claim some, so a pool with a worker too many would show a third thread id.
 TEST_CASE("parallel_for runs on as many threads as set, the caller among them") {
   Threads two(2);
-  std::mutex m;
-  std::set<std::thread::id> ids;
-  parallel_for(8, 1, [&](int64_t, int64_t) {
-    {
-      std::lock_guard lock(m);
-      ids.insert(std::this_thread::get_id());
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  });
+  const auto ids = ids_of_sleepy_loop();
   CHECK(ids.size() == 2);
   CHECK(ids.count(std::this_thread::get_id()) == 1);
 }
@@ -217,19 +224,6 @@ TEST_CASE("a worker stalled mid-chunk makes the next loops run on the caller alo
     ~Restore() { detail::set_first_backoff_for_testing(20); }
   } restore;
   const auto caller = std::this_thread::get_id();
-  // Chunks that sleep long enough for the worker to claim some, recording who ran each.
-  auto ids_of_sleepy_loop = [&] {
-    std::mutex m;
-    std::set<std::thread::id> ids;
-    parallel_for(8, 1, [&](int64_t, int64_t) {
-      {
-        std::lock_guard lock(m);
-        ids.insert(std::this_thread::get_id());
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    });
-    return ids;
-  };
   CHECK_FALSE(detail::running_alone());
   CHECK(ids_of_sleepy_loop().size() == 2);
 
