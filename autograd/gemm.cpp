@@ -285,9 +285,9 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
 }
 
 // Where the micro-kernel reads A: a packed micro-panel; A's rows where they lie (lda floats
-// apart; 0 repeats one row); or Aᵀ's rows where they lie (a weight gradient's dYᵀ: each k's MR
-// values side by side, lda floats from one k to the next; whole panels only, since a short one
-// would read past the last row).
+// apart; 0 repeats one row); or Aᵀ's rows where they lie (a weight gradient's dYᵀ: each k's
+// values side by side, lda floats from one k to the next). A short last panel reads only its
+// rows, since the micro-kernel computes `rows` rows.
 enum class ALayout { kPacked, kRows, kColumns };
 
 // The micro-kernel for a tile of `rows` rows (R counts down to it) and `cols` columns (see
@@ -563,19 +563,18 @@ void gemm_short(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, in
   // gradients) are then read in one run: gemm_short's own samples (its packing) went from 4.0%
   // to 2.9% of a W1 step's.
   const bool long_rows = csb == 1 && rsb >= kShortBlockPanels * NR;
+  const bool a_here = rsa == 1 && csa <= MC_MAX;  // Aᵀ read in place (see below)
   auto columns = [&](int64_t p_begin, int64_t p_end) {
     if (p_begin == p_end) return;  // fewer panels than threads
     static thread_local std::vector<float, xsimd::aligned_allocator<float, 64>> a_buf, b_buf;
-    float* ap = scratch(a_buf, static_cast<size_t>(m_round * K));  // slice pc at pc * m_round
     float* bp = scratch(b_buf, static_cast<size_t>(KC * NR * (long_rows ? kShortBlockPanels : 1)));
     // Aᵀ row-major, each k's values at most MC_MAX floats after the last's, is read where it
-    // lies but for a short last panel: 128 x 768 x 128 TN went from 78 to 84 GFLOP/s on one thread
-    // (best of 3). Over 128 rows (gemm_rows) each k was a new page too, and 1000 x 768 x 128 TN
-    // lost 5%: there A is packed.
-    const int64_t in_place = rsa == 1 && csa <= MC_MAX ? M / MR * MR : 0;
-    for (int64_t pc = 0; pc < K && in_place < M; pc += KC)
-      pack_a(A + in_place * rsa + pc * csa, rsa, csa, M - in_place, std::min(KC, K - pc),
-             ap + pc * m_round);
+    // lies: 128 x 768 x 128 TN went from 78 to 84 GFLOP/s on one thread (best of 3). Over 128
+    // rows (gemm_rows) each k was a new page too, and 1000 x 768 x 128 TN lost 5%: there A is
+    // packed. Anything else is packed once, all of K (slice pc at pc * m_round).
+    float* ap = a_here ? nullptr : scratch(a_buf, static_cast<size_t>(m_round * K));
+    for (int64_t pc = 0; pc < K && !a_here; pc += KC)
+      pack_a(A + pc * csa, rsa, csa, M, std::min(KC, K - pc), ap + pc * m_round);
     for (int64_t p0 = p_begin; p0 < p_end; p0 += kShortBlockPanels) {
       const int64_t p1 = std::min(p_end, p0 + kShortBlockPanels);
       for (int64_t pc = 0; pc < K; pc += KC) {
@@ -609,9 +608,8 @@ void gemm_short(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, in
           }
           for (int64_t ir = 0; ir < M; ir += MR) {
             ahead.step();
-            const bool direct = ir < in_place;
-            micro_tile(kc, direct ? A + ir + pc * csa : ap + pc * m_round + (ir - in_place) * kc,
-                       direct ? ALayout::kColumns : ALayout::kPacked, csa, panel, C + ir * ldc + j,
+            micro_tile(kc, a_here ? A + ir + pc * csa : ap + pc * m_round + ir * kc,
+                       a_here ? ALayout::kColumns : ALayout::kPacked, csa, panel, C + ir * ldc + j,
                        ldc, std::min(MR, M - ir), cols, accumulate || pc > 0,
                        pc == 0 && bias ? bias + j : nullptr);
           }

@@ -107,10 +107,10 @@ TEST_CASE("gemm reads a row-major A in place: padded rows, a repeated row, a sho
       }
 }
 
-// Up to 128 rows, Aᵀ row-major (a weight gradient's dYᵀ) is read where it lies but for a short
-// last panel, which is packed: rows of Aᵀ further apart than M, whole panels only or one short
-// panel after them, K over one slice, B in both layouts. A is sized exactly, so that a read past
-// its end fails under the sanitizers.
+// Up to 128 rows, Aᵀ row-major (a weight gradient's dYᵀ) is read where it lies: rows of Aᵀ
+// further apart than M, whole panels only or a short last panel (whose micro-kernel must read only
+// its rows), K over one slice, B in both layouts. A is sized exactly, so that a read past its end
+// fails under the sanitizers.
 TEST_CASE("gemm reads a transposed A in place: padded rows, a short last panel") {
   manual_seed(11);
   for (auto mnk : std::vector<std::array<int64_t, 3>>{
