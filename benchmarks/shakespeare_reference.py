@@ -5,8 +5,10 @@ Tiny Shakespeare learning target (README, "Learning targets").
 It trains the same model the same way `anatomy train --task lm` does (4 layers, 4 heads, hidden
 128, block 64, batch 12, 2000 iterations, no dropout, AdamW lr 1e-3 -> cosine to 1e-4 after 100
 warmup steps, betas (0.9, 0.99), weight decay 0.1 on matrices, clip 1.0, tied embeddings, GPT-2
-init) and estimates the validation loss on the last 10% of the text the same way: 200 batches of
-random windows. Run it with Debian's python3-torch (a test oracle, never a runtime dependency):
+init) and estimates the validation loss on the last 10% of the text the same way: 50 fixed batches
+of random windows every iters / 8 steps on the way (as `anatomy train` reports its progress, so
+that both sides do the same work), and 200 at the end. Run it with Debian's python3-torch (a test
+oracle, never a runtime dependency):
 
     /usr/bin/python3 benchmarks/shakespeare_reference.py ../shared/data/tinyshakespeare/input.txt
 """
@@ -89,6 +91,9 @@ def main():
     ap.add_argument("--bias", type=int, default=0, help="1: biases in Linear and LayerNorm")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (min_lr is lr / 10)")
+    ap.add_argument("--eval-every", type=int, default=0,
+                    help="steps between the 50-batch estimates (default max(iters / 8, 50), "
+                    "anatomy train's; a negative number: none)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -117,6 +122,16 @@ def main():
         progress = min(1.0, (it - warmup) / (args.iters - warmup))
         return low + 0.5 * (1.0 + math.cos(math.pi * progress)) * (peak - low)
 
+    def estimate(batches):
+        model.eval()
+        g = torch.Generator().manual_seed(1234)  # the same windows every time, as ours
+        with torch.no_grad():
+            losses = [F.cross_entropy(model(x).view(-1, len(chars)), y.view(-1)).item()
+                      for x, y in (batch(val, g) for _ in range(batches))]
+        model.train()
+        return sum(losses) / len(losses)
+
+    eval_every = args.eval_every or max(args.iters // 8, 50)
     start = time.time()
     for it in range(args.iters):
         for group in opt.param_groups:
@@ -127,15 +142,13 @@ def main():
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-    seconds = time.time() - start
-    model.eval()
-    g = torch.Generator().manual_seed(1234)
-    with torch.no_grad():
-        losses = [F.cross_entropy(model(x).view(-1, len(chars)), y.view(-1)).item()
-                  for x, y in (batch(val, g) for _ in range(200))]
+        step = it + 1
+        if eval_every > 0 and step % eval_every == 0 and step < args.iters:
+            print(f"step {step}/{args.iters}  valid loss {estimate(50):.4f}", flush=True)
+    loss = estimate(200)
     print(f"pytorch {torch.__version__} bias={args.bias} seed={args.seed} lr={args.lr}: "
-          f"validation loss {sum(losses) / len(losses):.4f} after {args.iters} iterations, "
-          f"{seconds:.0f} s training")
+          f"validation loss {loss:.4f} after {args.iters} iterations, "
+          f"{time.time() - start:.0f} s")
 
 
 if __name__ == "__main__":
