@@ -253,10 +253,40 @@ Tensor& Tensor::copy_(const Tensor& src) {
     }
   }
   std::array<std::vector<int64_t>, 2> st{strides(), strided::broadcast_strides(s, shape())};
+  // Threads split dim 0 unless the two sides' elements may overlap, where the copy goes one
+  // element at a time in order, as it always did. A permuted gradient made contiguous ([B, T, 3,
+  // H, D] from [3, B, H, T, D], Tiny Shakespeare's size) ran on one core while the other waited:
+  // 82-85 µs, and 56-58 split.
   auto run = [&](auto* dst, auto* from) {
-    strided::for_each_run<2>(shape(), st, {0, 0}, [&](auto off, int64_t n, auto inner) {
-      for (int64_t i = 0; i < n; ++i) dst[off[0] + i * inner[0]] = from[off[1] + i * inner[1]];
-    });
+    if (numel() == 0) return;
+    if (dim() == 0) {
+      *dst = *from;
+      return;
+    }
+    auto rows = [&](int64_t b, int64_t e) {  // rows [b, e) of dim 0
+      Shape part = shape();
+      part[0] = e - b;
+      strided::for_each_run<2>(part, st, {b * st[0][0], b * st[1][0]},
+                               [&](auto off, int64_t n, auto inner) {
+                                 for (int64_t i = 0; i < n; ++i)
+                                   dst[off[0] + i * inner[0]] = from[off[1] + i * inner[1]];
+                               });
+    };
+    auto span = [&](const std::vector<int64_t>& strides, const void* p) {  // [first, last + 1)
+      int64_t lo = 0, hi = 0;
+      for (int64_t d = 0; d < dim(); ++d) {
+        const int64_t reach = (size(d) - 1) * strides[static_cast<size_t>(d)];
+        (reach < 0 ? lo : hi) += reach;
+      }
+      const auto at = reinterpret_cast<intptr_t>(p);
+      const auto bytes = static_cast<intptr_t>(sizeof(*dst));
+      return std::pair{at + lo * bytes, at + (hi + 1) * bytes};
+    };
+    const auto [d0, d1] = span(st[0], dst);
+    const auto [s0, s1] = span(st[1], from);
+    if (d0 < s1 && s0 < d1) return rows(0, size(0));
+    const int64_t row = numel() / size(0);
+    parallel_for(size(0), std::max<int64_t>(1, simd::kGrain / row), rows);
   };
   if (dtype() == Dtype::Float32)
     run(data_ptr<float>(), s.data_ptr<float>());

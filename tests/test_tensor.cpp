@@ -297,6 +297,38 @@ TEST_CASE("fill_ on a strided view writes its elements and no others") {
   CHECK(i.to_int_vector() == std::vector<int64_t>{0, 0, 7, 0, 0, 7, 0, 0, 7, 0, 0, 7});
 }
 
+// A large strided copy splits its first dim between threads, each share starting at its own
+// offset on both sides: attention's [3, B, H, T, D] gradient laid out as [B, T, 3, H, D], and an
+// int64 one whose first dim is broadcast (stride 0). Every element is compared with its index.
+TEST_CASE("a permuted copy over many rows on 2 threads puts every element where it belongs") {
+  const int before = get_num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    const int64_t B = 12, H = 4, T = 64, D = 32;
+    Tensor a = arange(0.0, static_cast<double>(3 * B * H * T * D), 1, Dtype::Float32)
+                   .reshape({3, B, H, T, D});
+    Tensor c = a.permute({1, 3, 0, 2, 4}).contiguous();  // [B, T, 3, H, D]
+    REQUIRE(c.is_contiguous());
+    const std::vector<float> got = c.to_vector();
+    int64_t wrong = 0, at = 0;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t s = 0; s < 3; ++s)
+          for (int64_t h = 0; h < H; ++h)
+            for (int64_t d = 0; d < D; ++d, ++at)
+              wrong += got[at] != static_cast<float>((((s * B + b) * H + h) * T + t) * D + d);
+    CHECK(wrong == 0);
+    Tensor row = arange(40000.0);  // int64
+    Tensor many = zeros({8, 40000}, kInt64);
+    many.copy_(row.unsqueeze(0).expand({8, 40000}));
+    const std::vector<int64_t> rows = many.to_int_vector();
+    int64_t bad = 0;
+    for (int64_t i = 0; i < 8 * 40000; ++i) bad += rows[i] != i % 40000;
+    CHECK(bad == 0);
+  }
+  set_num_threads(before);
+}
+
 // matmul and linear multiply a [B, T, K] input as one [B·T, K] matrix when its rows stack with
 // one stride. A narrowed T breaks that (rows of one batch item are 4 floats apart, items 12),
 // also when B equals the base's T, where comparing with the wrong size would accept it.
