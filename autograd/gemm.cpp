@@ -10,7 +10,8 @@
 // fixed k order, so results do not depend on the thread count.
 // Up to 128 rows times Bᵀ row-major (a linear layer's forward), B is not packed at all: see
 // weight_tile and gemm_short_weights. Over 128 rows, a row-major A is not packed either: the
-// micro-kernel broadcasts its values from A's rows (gemm_rows).
+// micro-kernel broadcasts its values from A's rows (gemm_rows). A product for one thread with a
+// short K and a row-major B packs nothing (gemm_tiny: attention's per-head products).
 #include "autograd/gemm.hpp"
 
 #ifdef __AVX2__
@@ -221,15 +222,17 @@ inline void prefetch_tile(const float* C, int64_t ldc) {
 // C[0:R, 0:NR] (+)= A · Bpanel over kc, plus bias[0:NR] on every row when bias is given.
 // A is R values side by side for each k, lda floats from one k to the next (a packed
 // micro-panel: lda = MR; Aᵀ row-major where it lies: lda = its row stride), or with kRowMajorA
-// A's rows where they lie, lda floats apart. R is MR but in a last panel of fewer rows, which
-// computes only those (128 rows are 21 panels of 6 and one of 2: as 6 rows, the last computed 4
-// rows of nothing). Full tiles write C directly; edge tiles go through a stack buffer and copy
-// back only the valid rows and columns. kNarrow: a tile of at most W columns (the last panel of
-// an output layer of 69 characters has 5), which needs only the first vector of each row: half
-// the work.
-template <int R, bool kNarrow, bool kRowMajorA>
-void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float* C, int64_t ldc,
-                  int64_t cols, bool accumulate, const float* bias) {
+// A's rows where they lie, lda floats apart. B is NR values side by side for each k: a packed
+// panel (aligned, NR floats from one k to the next), or with kBHere a row-major B where it lies
+// (ldb floats from one k to the next, any alignment). R is MR but in a last panel of fewer rows,
+// which computes only those (128 rows are 21 panels of 6 and one of 2: as 6 rows, the last
+// computed 4 rows of nothing). Full tiles write C directly; edge tiles go through a stack buffer
+// and copy back only the valid rows and columns. kNarrow: a tile of at most W columns (the last
+// panel of an output layer of 69 characters has 5), which needs only the first vector of each row:
+// half the work.
+template <int R, bool kNarrow, bool kRowMajorA, bool kBHere>
+void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* C,
+                  int64_t ldc, int64_t cols, bool accumulate, const float* bias) {
   batch c0[R], c1[R];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) c0[r] = c1[r] = batch(0.0f);
@@ -238,13 +241,13 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
   if constexpr (kRowMajorA)
     for (int r = 0; r < R; ++r) ar[r] = a + r * lda;
   for (int64_t k = 0; k < kc; ++k) {
-    const batch b0 = batch::load_aligned(b);
+    const batch b0 = kBHere ? batch::load_unaligned(b) : batch::load_aligned(b);
     auto a_at = [&](int r) { return kRowMajorA ? batch(ar[r][k]) : batch(a[r]); };
     if constexpr (kNarrow) {
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) c0[r] = xsimd::fma(a_at(r), b0, c0[r]);
     } else {
-      const batch b1 = batch::load_aligned(b + W);
+      const batch b1 = kBHere ? batch::load_unaligned(b + W) : batch::load_aligned(b + W);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const batch av = a_at(r);
@@ -253,7 +256,7 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
       }
     }
     if constexpr (!kRowMajorA) a += lda;
-    b += NR;
+    b += kBHere ? ldb : NR;
   }
   if (!kNarrow && cols == NR) {
 #pragma GCC unroll 8
@@ -290,26 +293,43 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
 // rows, since the micro-kernel computes `rows` rows.
 enum class ALayout { kPacked, kRows, kColumns };
 
+// Where the micro-kernel reads B: a packed panel (NR floats per k, aligned), or with `here` a
+// row-major B where it lies, ldb floats from one k to the next. A flag, not a stride that means
+// "packed": a B in place may have any row stride and alignment.
+struct BWhere {
+  bool here = false;
+  int64_t ldb = NR;
+};
+
 // The micro-kernel for a tile of `rows` rows (R counts down to it) and `cols` columns (see
-// kNarrow), reading A as `layout` says.
+// kNarrow), reading A as `layout` says and B as `bw` says.
 template <int R = static_cast<int>(MR)>
 void micro_tile(int64_t kc, const float* a, ALayout layout, int64_t lda, const float* b, float* C,
-                int64_t ldc, int64_t rows, int64_t cols, bool accumulate, const float* bias) {
+                int64_t ldc, int64_t rows, int64_t cols, bool accumulate, const float* bias,
+                const BWhere& bw = {}) {
   if constexpr (R > 1) {
     if (rows < R)
-      return micro_tile<R - 1>(kc, a, layout, lda, b, C, ldc, rows, cols, accumulate, bias);
+      return micro_tile<R - 1>(kc, a, layout, lda, b, C, ldc, rows, cols, accumulate, bias, bw);
   }
-  if (layout != ALayout::kRows) {
-    const int64_t step = layout == ALayout::kPacked ? MR : lda;
-    if (cols <= W)
-      micro_kernel<R, true, false>(kc, a, step, b, C, ldc, cols, accumulate, bias);
+  const int64_t step = layout == ALayout::kPacked ? MR : lda;
+  auto run = [&]<bool kNarrow, bool kRowMajorA>() {
+    if (bw.here)
+      micro_kernel<R, kNarrow, kRowMajorA, true>(kc, a, step, b, bw.ldb, C, ldc, cols, accumulate,
+                                                 bias);
     else
-      micro_kernel<R, false, false>(kc, a, step, b, C, ldc, cols, accumulate, bias);
+      micro_kernel<R, kNarrow, kRowMajorA, false>(kc, a, step, b, NR, C, ldc, cols, accumulate,
+                                                  bias);
+  };
+  if (layout != ALayout::kRows) {
+    if (cols <= W)
+      run.template operator()<true, false>();
+    else
+      run.template operator()<false, false>();
   } else {
     if (cols <= W)
-      micro_kernel<R, true, true>(kc, a, lda, b, C, ldc, cols, accumulate, bias);
+      run.template operator()<true, true>();
     else
-      micro_kernel<R, false, true>(kc, a, lda, b, C, ldc, cols, accumulate, bias);
+      run.template operator()<false, true>();
   }
 }
 
@@ -623,6 +643,29 @@ void gemm_short(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, in
   thread_shares(panels, threads, columns);
 }
 
+// A product for one thread with a short K (up to kTinyMaxK), a row-major B of whole vectors of
+// columns (a tile's loads never pass the last column) and an A the micro-kernel can read where
+// it lies (rows, or Aᵀ's rows): attention's per-head products (weights · V, dS · K, dSᵀ · Q,
+// aᵀ · dO over at most 64 keys). Both are read where they lie: packing them cost as much as the
+// multiply-adds (a third of the samples of a W1 step's attention went to packing). The tiles are
+// the packed path's and sum the same terms in the same order, so the bits are the same.
+constexpr int64_t kTinyMaxK = 64;
+
+bool tiny(int64_t M, int64_t N, int64_t K, int64_t rsa, int64_t csa, int64_t csb) {
+  return M <= MC_MAX && K <= kTinyMaxK && csb == 1 && N % W == 0 && (csa == 1 || rsa == 1);
+}
+
+void gemm_tiny(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,
+               const float* B, int64_t rsb, float* C, int64_t ldc, bool accumulate,
+               const float* bias) {
+  const bool rows_a = csa == 1;
+  for (int64_t j = 0; j < N; j += NR)
+    for (int64_t i = 0; i < M; i += MR)
+      micro_tile(K, A + i * rsa, rows_a ? ALayout::kRows : ALayout::kColumns, rows_a ? rsa : csa,
+                 B + j, C + i * ldc + j, ldc, std::min(MR, M - i), std::min(NR, N - j), accumulate,
+                 bias ? bias + j : nullptr, BWhere{true, rsb});
+}
+
 // The general path on one thread: for each NC block of columns and KC slice, B packed once,
 // then each MC block of rows runs the micro-kernels over B's panels. A row-major A (activations)
 // is read where it lies, its rows' values broadcast as the packed panel's would be: the same
@@ -727,6 +770,8 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
     return;
   }
   const int threads = flops < kParallelFlops || in_parallel() ? 1 : get_num_threads();
+  if (threads == 1 && !packed_b && !act && tiny(M, N, K, rsa, csa, csb))
+    return gemm_tiny(M, N, K, A, rsa, csa, B, rsb, C, ldc, accumulate, bias);
   if (M <= MC_MAX && K <= kShortMaxK && !packed_b) {
     // Bᵀ row-major (a linear layer's weight) is read in place when A's rows fill the NR-token
     // panels to within an eighth: the panels compute their padding rows too.

@@ -3,6 +3,9 @@
 // determinism. Up to 128 rows with Bᵀ row-major (a linear layer's forward) take the path that
 // reads B in place (gemm_short_weights): 31, 60, 64, 120 and 128 rows reach it, with edge tokens
 // and edge weight rows.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "helpers.hpp"
 
 using namespace anatomy;
@@ -240,6 +243,75 @@ TEST_CASE("gemm with B packed ahead matches packing B in the call, bit for bit")
       CHECK_CLOSE(from_vector(C2, {M, N}), from_vector(ref, {M, N}), 2e-3, 1e-4);
     }
   set_num_threads(before);
+}
+
+namespace {
+
+// n floats that end where an unreadable page begins: a read past the last one faults, in any
+// build (the sanitizers see such reads only in theirs).
+class FencedFloats {
+ public:
+  explicit FencedFloats(size_t n) {
+    const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const size_t used = (n * sizeof(float) + page - 1) / page * page;
+    bytes_ = used + page;
+    base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(base_ != MAP_FAILED);
+    REQUIRE(mprotect(static_cast<char*>(base_) + used, page, PROT_NONE) == 0);
+    data_ = reinterpret_cast<float*>(static_cast<char*>(base_) + used) - n;
+  }
+  ~FencedFloats() { munmap(base_, bytes_); }
+  FencedFloats(const FencedFloats&) = delete;
+  FencedFloats& operator=(const FencedFloats&) = delete;
+  float* data() { return data_; }
+
+ private:
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+  float* data_ = nullptr;
+};
+
+}  // namespace
+
+// A short K (attention's per-head products) with a row-major B of whole vectors of columns: the
+// micro-kernels read A and B where they lie. Against B packed ahead (the general path, whose
+// tiles are the same), bit for bit: B's rows padded, one row repeated (row stride 0), B not on a
+// vector boundary, A row-major and transposed, short last panels of rows, 8-column panels,
+// accumulating, with a bias. B ends at an unreadable page, so a tile that reads past the last
+// column (a two-vector tile on an 8-column panel, or 12 columns read in place) crashes the test.
+TEST_CASE("gemm with a short K reads a row-major B in place, with the bits of B packed ahead") {
+  manual_seed(13);
+  for (auto mnk : std::vector<std::array<int64_t, 3>>{
+           {6, 8, 1}, {23, 24, 7}, {64, 32, 24}, {128, 48, 64}, {100, 16, 64}, {20, 12, 16}})
+    for (const int64_t pad : {int64_t{0}, int64_t{5}, int64_t{-1}})  // -1: row stride 0
+      for (const bool ta : {false, true})
+        for (const bool acc : {false, true}) {
+          const int64_t M = mnk[0], N = mnk[1], K = mnk[2];
+          const int64_t rsb = pad < 0 ? 0 : N + pad;
+          const int64_t rsa = ta ? 1 : K + 3, csa = ta ? M + 2 : 1;
+          CAPTURE(M);
+          CAPTURE(N);
+          CAPTURE(K);
+          CAPTURE(rsb);
+          CAPTURE(ta);
+          CAPTURE(acc);
+          auto A = randn({(M - 1) * rsa + (K - 1) * csa + 1}).to_vector();
+          const std::vector<float> Bv = randn({(K - 1) * rsb + N}).to_vector();
+          FencedFloats fenced(Bv.size() + 1);
+          float* b = fenced.data() + 1;  // not on a vector boundary
+          std::copy(Bv.begin(), Bv.end(), b);
+          auto bias = randn({N}).to_vector();
+          std::vector<float> C1(M * N, 0.5f), C2(M * N, 0.5f);
+          gemm(M, N, K, A.data(), rsa, csa, b, rsb, 1, C1.data(), N, acc, nullptr, bias.data());
+          const PackedB packed = pack_b_blocks(K, N, b, rsb, 1);
+          gemm(M, N, K, A.data(), rsa, csa, b, rsb, 1, C2.data(), N, acc, packed.data(),
+               bias.data());
+          CHECK(C1 == C2);
+          auto ref = naive(M, N, K, A, rsa, csa, Bv, rsb, 1);
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) ref[i * N + j] += bias[j] + (acc ? 0.5f : 0.0f);
+          CHECK_CLOSE(from_vector(C1, {M, N}), from_vector(ref, {M, N}), 1e-3, 1e-4);
+        }
 }
 
 #if defined(__has_feature)
