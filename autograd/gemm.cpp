@@ -643,27 +643,40 @@ void gemm_short(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, in
   thread_shares(panels, threads, columns);
 }
 
-// A product for one thread with a short K (up to kTinyMaxK), a row-major B of whole vectors of
-// columns (a tile's loads never pass the last column) and an A the micro-kernel can read where
-// it lies (rows, or Aᵀ's rows): attention's per-head products (weights · V, dS · K, dSᵀ · Q,
-// aᵀ · dO over at most 64 keys). Both are read where they lie: packing them cost as much as the
-// multiply-adds (a third of the samples of a W1 step's attention went to packing). The tiles are
+// A product for one thread with a short K (up to kTinyMaxK) and an A the micro-kernel can read
+// where it lies (rows, or Aᵀ's rows): attention's per-head products over at most 64 keys. A is
+// read where it lies, and so is a row-major B of whole vectors of columns (a tile's loads never
+// pass the last column: weights · V, dS · K, dSᵀ · Q, aᵀ · dO); Bᵀ row-major (the keys of Q · Kᵀ,
+// the values of dO · Vᵀ) is packed, all of it at once. Packing both operands cost as much as the
+// multiply-adds: a third of the samples of a W1 step's attention went to packing. The tiles are
 // the packed path's and sum the same terms in the same order, so the bits are the same.
 constexpr int64_t kTinyMaxK = 64;
+constexpr int64_t kTinyMaxN = 1024;  // a packed Bᵀ: at most 64 x 1024 floats
 
-bool tiny(int64_t M, int64_t N, int64_t K, int64_t rsa, int64_t csa, int64_t csb) {
-  return M <= MC_MAX && K <= kTinyMaxK && csb == 1 && N % W == 0 && (csa == 1 || rsa == 1);
+bool tiny(int64_t M, int64_t N, int64_t K, int64_t rsa, int64_t csa, int64_t rsb, int64_t csb) {
+  return M <= MC_MAX && K <= kTinyMaxK && (csa == 1 || rsa == 1) &&
+         ((csb == 1 && N % W == 0) || (rsb == 1 && N <= kTinyMaxN));
 }
 
 void gemm_tiny(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,
-               const float* B, int64_t rsb, float* C, int64_t ldc, bool accumulate,
+               const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate,
                const float* bias) {
+  const bool b_here = csb == 1 && N % W == 0;
+  const float* bp = B;
+  if (!b_here) {
+    static thread_local std::vector<float, xsimd::aligned_allocator<float, 64>> b_buf;
+    const int64_t panels = (N + NR - 1) / NR;
+    float* packed = scratch(b_buf, static_cast<size_t>(panels * NR * K));
+    pack_b(B, rsb, csb, K, N, packed, 0, panels);
+    bp = packed;
+  }
   const bool rows_a = csa == 1;
   for (int64_t j = 0; j < N; j += NR)
     for (int64_t i = 0; i < M; i += MR)
       micro_tile(K, A + i * rsa, rows_a ? ALayout::kRows : ALayout::kColumns, rows_a ? rsa : csa,
-                 B + j, C + i * ldc + j, ldc, std::min(MR, M - i), std::min(NR, N - j), accumulate,
-                 bias ? bias + j : nullptr, BWhere{true, rsb});
+                 b_here ? B + j : bp + j * K, C + i * ldc + j, ldc, std::min(MR, M - i),
+                 std::min(NR, N - j), accumulate, bias ? bias + j : nullptr,
+                 b_here ? BWhere{true, rsb} : BWhere{});
 }
 
 // The general path on one thread: for each NC block of columns and KC slice, B packed once,
@@ -770,8 +783,8 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
     return;
   }
   const int threads = flops < kParallelFlops || in_parallel() ? 1 : get_num_threads();
-  if (threads == 1 && !packed_b && !act && tiny(M, N, K, rsa, csa, csb))
-    return gemm_tiny(M, N, K, A, rsa, csa, B, rsb, C, ldc, accumulate, bias);
+  if (threads == 1 && !packed_b && !act && tiny(M, N, K, rsa, csa, rsb, csb))
+    return gemm_tiny(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate, bias);
   if (M <= MC_MAX && K <= kShortMaxK && !packed_b) {
     // Bᵀ row-major (a linear layer's weight) is read in place when A's rows fill the NR-token
     // panels to within an eighth: the panels compute their padding rows too.

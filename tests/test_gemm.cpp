@@ -273,45 +273,49 @@ class FencedFloats {
 
 }  // namespace
 
-// A short K (attention's per-head products) with a row-major B of whole vectors of columns: the
-// micro-kernels read A and B where they lie. Against B packed ahead (the general path, whose
-// tiles are the same), bit for bit: B's rows padded, one row repeated (row stride 0), B not on a
-// vector boundary, A row-major and transposed, short last panels of rows, 8-column panels,
-// accumulating, with a bias. B ends at an unreadable page, so a tile that reads past the last
-// column (a two-vector tile on an 8-column panel, or 12 columns read in place) crashes the test.
-TEST_CASE("gemm with a short K reads a row-major B in place, with the bits of B packed ahead") {
+// A short K (attention's per-head products): the micro-kernels read A where it lies, and a
+// row-major B of whole vectors of columns too; Bᵀ row-major (the keys of Q · Kᵀ) is packed
+// whole. Against B packed ahead (the general path, whose tiles are the same), bit for bit: B's
+// rows padded, one row repeated (row stride 0), B not on a vector boundary, A row-major and
+// transposed, short last panels of rows, 8-column panels, accumulating, with a bias. B ends at
+// an unreadable page, so a tile that reads past the last column (a two-vector tile on an
+// 8-column panel, or 12 columns read in place) crashes the test.
+TEST_CASE("gemm with a short K reads A, and a row-major B, in place, with the bits of B packed") {
   manual_seed(13);
   for (auto mnk : std::vector<std::array<int64_t, 3>>{
            {6, 8, 1}, {23, 24, 7}, {64, 32, 24}, {128, 48, 64}, {100, 16, 64}, {20, 12, 16}})
-    for (const int64_t pad : {int64_t{0}, int64_t{5}, int64_t{-1}})  // -1: row stride 0
+    for (const int64_t pad : {int64_t{0}, int64_t{5}, int64_t{-1}})  // -1: stride 0
       for (const bool ta : {false, true})
-        for (const bool acc : {false, true}) {
-          const int64_t M = mnk[0], N = mnk[1], K = mnk[2];
-          const int64_t rsb = pad < 0 ? 0 : N + pad;
-          const int64_t rsa = ta ? 1 : K + 3, csa = ta ? M + 2 : 1;
-          CAPTURE(M);
-          CAPTURE(N);
-          CAPTURE(K);
-          CAPTURE(rsb);
-          CAPTURE(ta);
-          CAPTURE(acc);
-          auto A = randn({(M - 1) * rsa + (K - 1) * csa + 1}).to_vector();
-          const std::vector<float> Bv = randn({(K - 1) * rsb + N}).to_vector();
-          FencedFloats fenced(Bv.size() + 1);
-          float* b = fenced.data() + 1;  // not on a vector boundary
-          std::copy(Bv.begin(), Bv.end(), b);
-          auto bias = randn({N}).to_vector();
-          std::vector<float> C1(M * N, 0.5f), C2(M * N, 0.5f);
-          gemm(M, N, K, A.data(), rsa, csa, b, rsb, 1, C1.data(), N, acc, nullptr, bias.data());
-          const PackedB packed = pack_b_blocks(K, N, b, rsb, 1);
-          gemm(M, N, K, A.data(), rsa, csa, b, rsb, 1, C2.data(), N, acc, packed.data(),
-               bias.data());
-          CHECK(C1 == C2);
-          auto ref = naive(M, N, K, A, rsa, csa, Bv, rsb, 1);
-          for (int64_t i = 0; i < M; ++i)
-            for (int64_t j = 0; j < N; ++j) ref[i * N + j] += bias[j] + (acc ? 0.5f : 0.0f);
-          CHECK_CLOSE(from_vector(C1, {M, N}), from_vector(ref, {M, N}), 1e-3, 1e-4);
-        }
+        for (const bool tb : {false, true})
+          for (const bool acc : {false, true}) {
+            const int64_t M = mnk[0], N = mnk[1], K = mnk[2];
+            const int64_t rsb = tb ? 1 : pad < 0 ? 0 : N + pad;
+            const int64_t csb = !tb ? 1 : pad < 0 ? 0 : K + pad;
+            const int64_t rsa = ta ? 1 : K + 3, csa = ta ? M + 2 : 1;
+            CAPTURE(M);
+            CAPTURE(N);
+            CAPTURE(K);
+            CAPTURE(rsb);
+            CAPTURE(csb);
+            CAPTURE(ta);
+            CAPTURE(acc);
+            auto A = randn({(M - 1) * rsa + (K - 1) * csa + 1}).to_vector();
+            const std::vector<float> Bv = randn({(K - 1) * rsb + (N - 1) * csb + 1}).to_vector();
+            FencedFloats fenced(Bv.size() + 1);
+            float* b = fenced.data() + 1;  // not on a vector boundary
+            std::copy(Bv.begin(), Bv.end(), b);
+            auto bias = randn({N}).to_vector();
+            std::vector<float> C1(M * N, 0.5f), C2(M * N, 0.5f);
+            gemm(M, N, K, A.data(), rsa, csa, b, rsb, csb, C1.data(), N, acc, nullptr, bias.data());
+            const PackedB packed = pack_b_blocks(K, N, b, rsb, csb);
+            gemm(M, N, K, A.data(), rsa, csa, b, rsb, csb, C2.data(), N, acc, packed.data(),
+                 bias.data());
+            CHECK(C1 == C2);
+            auto ref = naive(M, N, K, A, rsa, csa, Bv, rsb, csb);
+            for (int64_t i = 0; i < M; ++i)
+              for (int64_t j = 0; j < N; ++j) ref[i * N + j] += bias[j] + (acc ? 0.5f : 0.0f);
+            CHECK_CLOSE(from_vector(C1, {M, N}), from_vector(ref, {M, N}), 1e-3, 1e-4);
+          }
 }
 
 #if defined(__has_feature)
