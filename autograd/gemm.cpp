@@ -507,8 +507,14 @@ void weight_tile(int64_t K, const float* a, const float* w, int64_t ldw, float* 
       c1[r].store_aligned(tr + W);
     }
   }
+  // act(C) goes to d or, when d is C itself (the pre-activation not wanted), over the sums.
   alignas(64) float activated[MR * NR];
-  if (d) activate_row(*act, total, activated, MR * NR);
+  if (d == C) {
+    activate_row(*act, total, total, MR * NR);
+    d = nullptr;
+  } else if (d) {
+    activate_row(*act, total, activated, MR * NR);
+  }
   int64_t done = 0;  // tokens written by the transposes
 #ifdef __AVX2__
   if constexpr (MR == 8) {

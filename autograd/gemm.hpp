@@ -15,11 +15,12 @@ namespace anatomy {
 // An activation applied to C's final values inside the GEMM (linear_gelu, as PyTorch's
 // _addmm_activation): C keeps the pre-activation, which the backward needs, and `out` receives
 // act(C) block by block, while each block of C is still in cache, instead of a second pass that
-// reads all of C back.
+// reads all of C back. With `out` = C (and ldo = ldc), C receives act(C) alone: inference, which
+// needs no pre-activation, then writes one result instead of two.
 struct GemmActivation {
   enum class Kind { GeluErf, GeluTanh };
   Kind kind = Kind::GeluErf;
-  float* out = nullptr;  // [M, N], leading dimension ldo; must not overlap C
+  float* out = nullptr;  // [M, N], leading dimension ldo: C itself, or apart from C
   int64_t ldo = 0;
 };
 

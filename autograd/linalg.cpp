@@ -175,7 +175,7 @@ void check_linear(const char* op, const Tensor& x, const Tensor& weight, const T
 }
 
 // h = x Wᵀ + b into a new tensor of x's shape with N last; with `act`, act(h) goes to act->out
-// in the same pass.
+// in the same pass, or, when act->out is null, over h itself (which is then act(h)).
 Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
                       const GemmActivation* act = nullptr) {
   const int64_t K = weight.size(1), N = weight.size(0);
@@ -188,6 +188,11 @@ Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
   // y = x Wᵀ + b: the GEMM adds b to each row as it writes it (Wᵀ read via strides).
   const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
   const int64_t rsx = x2.dim() >= 2 ? x2.stride(-2) : 0;
+  GemmActivation in_place;
+  if (act && !act->out) {
+    in_place = {act->kind, out.data(), N};
+    act = &in_place;
+  }
   gemm(rows, N, K, x2.data(), rsx, x2.stride(-1), weight.data(), weight.stride(1), weight.stride(0),
        out.data(), N, false, frozen_packed_weight(weight, rows), bc.defined() ? bc.data() : nullptr,
        act);
@@ -231,12 +236,20 @@ Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias,
   const bool erf = approximate == "none";
   const int64_t K = weight.size(1), N = weight.size(0);
   const int64_t rows = x.numel() / std::max<int64_t>(K, 1);
+  GemmActivation act{.kind = erf ? GemmActivation::Kind::GeluErf : GemmActivation::Kind::GeluTanh,
+                     .ldo = N};
+  // With no graph to record (inference, an evaluation) there is no backward to keep the
+  // pre-activation for: GELU goes over the product's own result. Writing one [rows, N] result
+  // instead of two, BERT-base's 128 x 768 x 3072 ran at 73-77 GFLOP/s on one thread, not 65-72.
+  const bool graph = is_grad_enabled() && (x.requires_grad() || weight.requires_grad() ||
+                                           (bias.defined() && bias.requires_grad()));
+  if (!graph)  // record() only checks for anomalies here: there is nothing to record
+    return record(linear_forward(x, weight, bias, &act), "AddmmActivationBackward0",
+                  {x, weight, bias}, {});
   Shape out_shape = x.shape();
   out_shape.back() = N;
   Tensor out = empty(out_shape);
-  GemmActivation act{.kind = erf ? GemmActivation::Kind::GeluErf : GemmActivation::Kind::GeluTanh,
-                     .out = out.data(),
-                     .ldo = N};
+  act.out = out.data();
   // h, the pre-activation, is kept for the backward (gelu's backward needs its input).
   Tensor h = linear_forward(x, weight, bias, &act);
   return record(out, "AddmmActivationBackward0", {x, weight, bias},

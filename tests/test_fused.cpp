@@ -175,6 +175,28 @@ TEST_CASE("linear_gelu == gelu(linear(x, W, b)), both forms, with and without a 
   }
 }
 
+// Without a graph (no_grad, or no input that requires grad) GELU goes over the product's own
+// result: the same bits as the recorded form, which keeps the pre-activation apart.
+TEST_CASE("linear_gelu without a graph gives the bits of the recorded form") {
+  manual_seed(13);
+  for (const std::string form : {"none", "tanh"}) {
+    CAPTURE(form);
+    const Tensor x = randn({2, 50, 24}), w = randn({40, 24}).requires_grad_(), b = randn({40});
+    const Tensor recorded = linear_gelu(x, w, b, form);
+    REQUIRE(recorded.grad_fn());
+    std::vector<float> plain;
+    {
+      NoGradGuard no_grad;
+      const Tensor inferred = linear_gelu(x, w, b, form);
+      CHECK_FALSE(inferred.grad_fn());
+      plain = inferred.to_vector();
+    }
+    CHECK(plain == recorded.to_vector());
+    CHECK(linear_gelu(x, w.detach(), b, form).to_vector() == recorded.to_vector());
+    CHECK(plain != linear(x, w, b).to_vector());  // the activation was applied
+  }
+}
+
 // The bias gradient is summed per chunk of rows, the chunks added in order: on 2 threads with
 // many chunks it must still be Σ_rows of g ⊙ gelu'(h), and the same on every run.
 TEST_CASE("linear_gelu's bias gradient over many rows on 2 threads") {

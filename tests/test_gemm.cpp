@@ -480,6 +480,14 @@ TEST_CASE("gemm with a GELU epilogue: C is the pre-activation, out is gelu(C)") 
           }
           CHECK_CLOSE(from_vector(got, {M, N}), want, 1e-6, 1e-6);
           CHECK(std::all_of(pad.begin(), pad.end(), [](float v) { return v == -7.0f; }));
+          // In place (out = C, inference's form): C ends as the very bits `out` received.
+          std::vector<float> in_place(M * N, -7.0f);
+          GemmActivation over_c = act;
+          over_c.out = in_place.data();
+          over_c.ldo = N;
+          gemm(M, N, K, A.data(), K, 1, B.data(), 1, K, in_place.data(), N, false,
+               packed_ahead && K > 0 ? packed.data() : nullptr, bias.data(), &over_c);
+          CHECK(in_place == got);
         }
   set_num_threads(before);
 }
