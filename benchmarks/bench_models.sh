@@ -2,6 +2,10 @@
 # W1, W2 and W4, ours and PyTorch's, side by side in one run, three times; PyTorch at 1 and 2
 # threads (its fastest is the one compared). Then the peak memory (max RSS) of a W1-only process
 # of each. Prints Markdown tables of the ratios.
+# PyTorch's thread count is torch.set_num_threads: Debian's PyTorch runs its matrix products on
+# OpenBLAS, whose own threads take every core whatever that says (its "1 thread" W2 used 1.9
+# cores; with OPENBLAS_NUM_THREADS=1 as well it took 357 ms against 218). So the column names
+# the setting, not the cores used.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bin="${1:-$here/../build/bench/benchmarks/models_benchmark}"
@@ -22,7 +26,7 @@ median() {
   python3 -c "import statistics, sys; print(f'{statistics.median(map(float, sys.argv[1:])):.2f}')" \
     "${vals[@]}"
 }
-echo "| workload (median of 3 rounds) | anatomy (2 threads) ms | PyTorch 1 thread ms | PyTorch 2 threads ms | PyTorch best / anatomy |"
+echo "| workload (median of 3 rounds) | anatomy (2 threads) ms | PyTorch set_num_threads(1) ms | PyTorch set_num_threads(2) ms | PyTorch best / anatomy |"
 echo "|---|---|---|---|---|"
 for w in W1 W2 W4; do
   a=$(median "$w" 0); p1=$(median "$w" 1); p2=$(median "$w" 2)
