@@ -253,10 +253,11 @@ Tensor& Tensor::copy_(const Tensor& src) {
     }
   }
   std::array<std::vector<int64_t>, 2> st{strides(), strided::broadcast_strides(s, shape())};
-  // Threads split dim 0 unless the two sides' elements may overlap, where the copy goes one
-  // element at a time in order, as it always did. A permuted gradient made contiguous ([B, T, 3,
-  // H, D] from [3, B, H, T, D], Tiny Shakespeare's size) ran on one core while the other waited:
-  // 82-85 µs, and 56-58 split.
+  // Threads split dim 0 unless the two sides' elements may overlap, or the destination repeats
+  // an element (a zero stride: an expanded view), where the copy goes one element at a time in
+  // order, as it always did (the last write wins, not whichever thread came last). A permuted
+  // gradient made contiguous ([B, T, 3, H, D] from [3, B, H, T, D], Tiny Shakespeare's size) ran
+  // on one core while the other waited: 82-85 µs, and 56-58 split.
   auto run = [&](auto* dst, auto* from) {
     if (numel() == 0) return;
     if (dim() == 0) {
@@ -284,7 +285,9 @@ Tensor& Tensor::copy_(const Tensor& src) {
     };
     const auto [d0, d1] = span(st[0], dst);
     const auto [s0, s1] = span(st[1], from);
-    if (d0 < s1 && s0 < d1) return rows(0, size(0));
+    bool repeats = false;
+    for (int64_t d = 0; d < dim(); ++d) repeats = repeats || (stride(d) == 0 && size(d) > 1);
+    if (repeats || (d0 < s1 && s0 < d1)) return rows(0, size(0));
     const int64_t row = numel() / size(0);
     parallel_for(size(0), std::max<int64_t>(1, simd::kGrain / row), rows);
   };

@@ -325,6 +325,19 @@ TEST_CASE("a permuted copy over many rows on 2 threads puts every element where 
     int64_t bad = 0;
     for (int64_t i = 0; i < 8 * 40000; ++i) bad += rows[i] != i % 40000;
     CHECK(bad == 0);
+    // Into an expanded view: every row writes the same 4 floats, and the last row's must stay.
+    // Threads splitting the rows would leave the row of whichever finished last: in 4 of 5 runs
+    // of 20 copies here, so 60 copies.
+    const int64_t n = 200000;
+    Tensor src = arange(0.0, 4.0 * static_cast<double>(n), 1, Dtype::Float32).reshape({n, 4});
+    const float last = 4.0f * static_cast<float>(n - 1);
+    int64_t lost = 0;
+    for (int rep = 0; rep < 60; ++rep) {
+      Tensor base = zeros({4});
+      base.expand({n, 4}).copy_(src);
+      lost += base.to_vector() != std::vector<float>{last, last + 1, last + 2, last + 3};
+    }
+    CHECK(lost == 0);
   }
   set_num_threads(before);
 }
