@@ -402,7 +402,7 @@ TEST_CASE("gemm with a bias: the bits of C = bias then C += A B") {
     int64_t M, N, K;
   };
   for (const Case c : {Case{37, 2100, 300}, Case{64, 96, 40}, Case{37, 77, 40}, Case{1, 300, 50},
-                       Case{3, 70, 19}, Case{5, 33, 0}, Case{60, 77, 300}})
+                       Case{3, 70, 19}, Case{5, 33, 0}, Case{60, 77, 300}, Case{40, 300, 600}})
     for (bool tb : {false, true})
       for (int threads : {1, 2})
         for (bool packed_ahead : {false, true}) {
@@ -438,19 +438,23 @@ TEST_CASE("gemm with a bias: the bits of C = bias then C += A B") {
 // `out` (with a leading dimension of its own) holds gelu(C) as the gelu op computes it, on every
 // path: a few rows, one M block, several M blocks, K over one slice (the activation must go on the
 // last slice's sums, not the first's), B packed ahead, Bᵀ read in place (64 and 31 rows), K = 0;
-// on 1 and 2 threads.
+// on 1 and 2 threads. Also a row-major B (an input gradient's form) of a long K over few rows,
+// whose K slices go outside the column blocks: each block's activation must still wait for its
+// last slice.
 TEST_CASE("gemm with a GELU epilogue: C is the pre-activation, out is gelu(C)") {
   manual_seed(6);
   const int before = get_num_threads();
   struct Case {
     int64_t M, N, K;
+    bool b_rows = false;  // B row-major (else Bᵀ, as linear's weight)
   };
   for (const Case c : {Case{2, 70, 19}, Case{64, 96, 40}, Case{37, 2100, 300}, Case{300, 70, 520},
-                       Case{5, 33, 0}, Case{31, 45, 300}})
+                       Case{5, 33, 0}, Case{31, 45, 300}, Case{40, 300, 600, true}})
     for (bool tanh_form : {false, true})
       for (int threads : {1, 2})
         for (bool packed_ahead : {false, true}) {
           const int64_t M = c.M, N = c.N, K = c.K, ldo = N + 3;
+          const int64_t rsb = c.b_rows ? N : 1, csb = c.b_rows ? 1 : K;
           CAPTURE(M);
           CAPTURE(N);
           CAPTURE(K);
@@ -459,17 +463,17 @@ TEST_CASE("gemm with a GELU epilogue: C is the pre-activation, out is gelu(C)") 
           CAPTURE(packed_ahead);
           set_num_threads(threads);
           auto A = randn({M * K}).to_vector();
-          auto B = randn({K * N}).to_vector();  // Bᵀ row-major, as linear's weight
+          auto B = randn({K * N}).to_vector();
           auto bias = randn({N}).to_vector();
           std::vector<float> plain(M * N), C(M * N, -7.0f), out(M * ldo, -7.0f);
-          gemm(M, N, K, A.data(), K, 1, B.data(), 1, K, plain.data(), N, false, nullptr,
+          gemm(M, N, K, A.data(), K, 1, B.data(), rsb, csb, plain.data(), N, false, nullptr,
                bias.data());
-          const PackedB packed = pack_b_blocks(K, N, B.data(), 1, K);
+          const PackedB packed = pack_b_blocks(K, N, B.data(), rsb, csb);
           GemmActivation act{
               .kind = tanh_form ? GemmActivation::Kind::GeluTanh : GemmActivation::Kind::GeluErf,
               .out = out.data(),
               .ldo = ldo};
-          gemm(M, N, K, A.data(), K, 1, B.data(), 1, K, C.data(), N, false,
+          gemm(M, N, K, A.data(), K, 1, B.data(), rsb, csb, C.data(), N, false,
                packed_ahead && K > 0 ? packed.data() : nullptr, bias.data(), &act);
           CHECK(C == plain);
           const auto want = gelu(from_vector(plain, {M, N}), tanh_form ? "tanh" : "none");
@@ -485,7 +489,7 @@ TEST_CASE("gemm with a GELU epilogue: C is the pre-activation, out is gelu(C)") 
           GemmActivation over_c = act;
           over_c.out = in_place.data();
           over_c.ldo = N;
-          gemm(M, N, K, A.data(), K, 1, B.data(), 1, K, in_place.data(), N, false,
+          gemm(M, N, K, A.data(), K, 1, B.data(), rsb, csb, in_place.data(), N, false,
                packed_ahead && K > 0 ? packed.data() : nullptr, bias.data(), &over_c);
           CHECK(in_place == got);
         }
