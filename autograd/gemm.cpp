@@ -424,10 +424,10 @@ void few_rows(int64_t M, int64_t j0, int64_t j1, int64_t K, const float* A, int6
 // N, and each packs all of A once, then walks its columns in blocks of kShortBlockPanels panels,
 // usually with all of K inside each block, so that the block of C stays in L2 across the K slices
 // (with NC-column blocks it did not: each K slice read and wrote a wide C from L3, and products
-// like 128 x 768 x 3072 ran at 90% of OpenBLAS); with a long K, the K slices outside (see
-// slices_outer). Each panel of B is packed right before its micro-kernels, which then read it
-// from L1. One fork/join per product. Every element of C sums its K slices in the order of the
-// general path below, so the bits are the same.
+// like 128 x 768 x 3072 ran at 90% of OpenBLAS); or, when all of A is bigger than the thread's
+// columns of C (a long K), with the K slices outside (see slices_outer). Each panel of B is packed
+// right before its micro-kernels, which then read it from L1. One fork/join per product. Every
+// element of C sums its K slices in the order of the general path below, so the bits are the same.
 constexpr int64_t kShortBlockPanels = 8;
 // Packed A is kept per thread: up to 128 x 4096 floats (2 MiB). A longer K (a product with a
 // vocabulary-sized inner dimension) takes the general path, which packs one K slice at a time.
