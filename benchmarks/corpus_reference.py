@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 
+import openblas_core  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU)
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -23,6 +23,7 @@ import os
 import sys
 import time
 
+import openblas_core  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU)
 import torch
 import torch.nn.functional as F
 

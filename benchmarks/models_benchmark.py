@@ -8,6 +8,7 @@ import statistics
 import sys
 import time
 
+import openblas_core  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU)
 import torch
 from torch import nn
 
