@@ -13,6 +13,9 @@
 #     benchmarks/bench_decode.sh [BUILD_DIR]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+# OpenBLAS's kernels for this CPU in every PyTorch run, asked once (see openblas_core.py).
+core=$(/usr/bin/python3 "$here/openblas_core.py")
+if [ -n "$core" ]; then export OPENBLAS_CORETYPE="$core"; fi
 build="${1:-$here/../build/bench}"
 anatomy="$build/cli/anatomy"
 data="$here/../../shared/data/tatoeba/eng-deu.tsv"

@@ -8,6 +8,9 @@
 # the setting, not the cores used.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+# OpenBLAS's kernels for this CPU in every PyTorch run, asked once (see openblas_core.py).
+core=$(/usr/bin/python3 "$here/openblas_core.py")
+if [ -n "$core" ]; then export OPENBLAS_CORETYPE="$core"; fi
 bin="${1:-$here/../build/bench/benchmarks/models_benchmark}"
 # Three rounds of ours, PyTorch at 1 thread and PyTorch at 2, one after the other, so that all
 # three see the same stretches of a noisy machine; the table gives each one's median over the

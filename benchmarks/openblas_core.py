@@ -7,7 +7,8 @@ GFLOP/s, against 90-220 with its SkylakeX kernels. PyTorch would be compared at 
 speed it has on a machine OpenBLAS knows. So when OpenBLAS reports Prescott on a CPU with
 AVX-512 (or AVX2), this sets OPENBLAS_CORETYPE to SkylakeX (or Haswell), which OpenBLAS reads
 when it is loaded; gemm_benchmark.cpp does the same for its yardstick. A value already set is
-kept.
+kept. Run as a script, it prints the value to use (empty for OpenBLAS's own choice): the
+benchmark scripts export it once, so that each PyTorch run does not ask and say so again.
 """
 import os
 import subprocess
@@ -59,3 +60,6 @@ if "OPENBLAS_CORETYPE" not in os.environ:
             f"OPENBLAS_CORETYPE={core}",
             file=sys.stderr,
         )
+
+if __name__ == "__main__":
+    print(os.environ.get("OPENBLAS_CORETYPE", ""))
