@@ -16,15 +16,13 @@ import sys
 
 
 def _detected_core():
-    """OpenBLAS's choice without OPENBLAS_CORETYPE, asked in a new process: one loaded here would
-    keep its choice for torch."""
+    """OpenBLAS's own choice, asked in a new process: one loaded here would keep it for torch."""
     code = (
         "import ctypes; lib = ctypes.CDLL('libopenblas.so.0'); "
         "lib.openblas_get_corename.restype = ctypes.c_char_p; "
         "print(lib.openblas_get_corename().decode())"
     )
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     return r.stdout.strip() if r.returncode == 0 else None
 
 
