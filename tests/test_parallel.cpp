@@ -86,6 +86,29 @@ TEST_CASE("parallel_for runs on as many threads as set, the caller among them") 
   CHECK(ids.count(std::this_thread::get_id()) == 1);
 }
 
+// The caller claims a loop's chunks from the front and the worker from the back, so each runs
+// the same part of every loop (the data its core wrote in the loop before). Claimed in turns from
+// the front, the caller's chunks were 0, 2, 4, ...: not a prefix. Chunks that sleep give the worker
+// time to claim some; the check that it did keeps this test from passing on a caller alone.
+TEST_CASE("with two threads the caller runs a loop's first chunks and the worker its last") {
+  Threads two(2);
+  int worker_ran = 0;
+  for (int loop = 0; loop < 10; ++loop) {
+    std::array<std::thread::id, 8> ran_on{};
+    parallel_for(8, 1, [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c) ran_on[static_cast<size_t>(c)] = std::this_thread::get_id();
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    });
+    size_t prefix = 0;  // chunks run by the caller, from chunk 0 on
+    while (prefix < ran_on.size() && ran_on[prefix] == std::this_thread::get_id()) ++prefix;
+    CAPTURE(loop);
+    CAPTURE(prefix);
+    for (size_t c = prefix; c < ran_on.size(); ++c) CHECK(ran_on[c] != std::this_thread::get_id());
+    worker_ran += static_cast<int>(ran_on.size() - prefix);
+  }
+  CHECK(worker_ran > 0);
+}
+
 TEST_CASE("an exception thrown in a chunk reaches the caller, and the pool keeps working") {
   Threads two(2);
   for (int round = 0; round < 3; ++round) {
