@@ -4,11 +4,13 @@
 // not OpenMP: its threads spin at every barrier for a long time, so on a machine whose cores are
 // busy with other programs (a student's browser and editor) a step waited whole scheduler slices
 // for a thread that was not running. Here a loop's chunks are claimed one at a time from a shared
-// counter: whichever thread is running takes the next one, and a worker that is asleep or
-// descheduled is simply not waited for. Workers spin briefly after a loop (the next one usually
-// comes within microseconds), then sleep. A worker that stops mid-chunk, though, is waited for:
-// when that happens (another program took its core), the loops that follow run on the calling
-// thread alone for a while, so that a busy machine costs about what one thread would, not more.
+// range, the caller from its front and the workers from its back (so with two threads each core
+// runs the same part of every loop): whichever thread is running takes the next one, and a worker
+// that is asleep or descheduled is simply not waited for. Workers spin briefly after a loop (the
+// next one usually comes within microseconds), then sleep. A worker that stops mid-chunk, though,
+// is waited for: when that happens (another program took its core), the loops that follow run on
+// the calling thread alone for a while, so that a busy machine costs about what one thread would,
+// not more.
 //
 // Chunk boundaries depend only on the loop's size, its grain and the thread count, never on
 // which thread runs a chunk, so a kernel that writes per-chunk results and combines them in chunk
