@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <unordered_set>
+#include <variant>
 
 #include "autograd/anomaly.hpp"
 #include "autograd/ops.hpp"
+#include "autograd/storage.hpp"
 
 namespace anatomy {
 
@@ -80,8 +82,24 @@ static std::vector<std::shared_ptr<Node>> topological_order(const std::shared_pt
   return {order.rbegin(), order.rend()};
 }
 
+// True when nothing but `g` holds its tensor and its storage, and g covers all of that storage
+// in order: the leaf can then keep it as its gradient without a copy, as PyTorch's
+// AccumulateGrad steals a gradient no one else references.
+static bool sole_owner(const Tensor& g) {
+  const auto& impl = g.impl_ptr();
+  if (impl.use_count() != 1 || impl->storage.use_count() != 1 || impl->grad_fn || impl->grad)
+    return false;
+  const auto size = std::visit([](const auto& b) { return static_cast<int64_t>(b.size()); },
+                               impl->storage->buffer);
+  return impl->offset == 0 && size == g.numel() && g.is_contiguous();
+}
+
 static void accumulate_leaf(TensorImpl* impl, const Tensor& g) {
   if (!impl->grad) {
+    if (sole_owner(g)) {
+      impl->grad = g.impl_ptr();
+      return;
+    }
     // Own the buffer: `g` may be shared with another input's gradient (add returns one tensor
     // for both), and the leaf's grad is later updated in place.
     Tensor owned = empty(g.shape());

@@ -102,6 +102,38 @@ TEST_CASE(
   }
 }
 
+// A leaf keeps the gradient it is handed when nothing else holds it (as PyTorch's AccumulateGrad
+// steals it); one that another tensor or another leaf still holds is copied, since the leaf's
+// gradient is later updated in place (accumulation, clipping, the optimizer).
+TEST_CASE("a leaf's gradient is never another tensor's storage") {
+  SUBCASE("one gradient for two leaves (AddBackward0 hands both the same tensor)") {
+    Tensor a = tensor({1.0f, 2.0f}).requires_grad_(), b = tensor({3.0f, 4.0f}).requires_grad_();
+    ((a + b) * tensor({2.0f, 3.0f})).sum().backward();  // a contiguous gradient, [2, 3]
+    a.grad().add_(ones({2}));
+    CHECK(a.grad().to_vector() == std::vector<float>{3, 4});
+    CHECK(b.grad().to_vector() == std::vector<float>{2, 3});
+  }
+  SUBCASE("the gradient a caller passed to backward, handed on unchanged (CloneBackward0)") {
+    Tensor x = tensor({1.0f, 2.0f}).requires_grad_();
+    const Tensor g = tensor({5.0f, 6.0f});
+    x.clone().backward(g);
+    x.grad().add_(ones({2}));
+    CHECK(g.to_vector() == std::vector<float>{5, 6});
+    x.zero_grad();
+    x.backward(g);  // a leaf as the root: its gradient is the caller's
+    x.grad().mul_(0.0f);
+    CHECK(g.to_vector() == std::vector<float>{5, 6});
+  }
+  SUBCASE("a view of the caller's gradient (ViewBackward0 reshapes it back)") {
+    Tensor x = tensor({1.0f, 2.0f}).requires_grad_();
+    const Tensor g = tensor({{5.0f}, {6.0f}});
+    x.view({2, 1}).backward(g);
+    x.grad().add_(ones({2}));
+    CHECK(x.grad().to_vector() == std::vector<float>{6, 7});
+    CHECK(g.to_vector() == std::vector<float>{5, 6});
+  }
+}
+
 TEST_CASE("the graph is freed after backward unless retain_graph") {
   Tensor x = tensor({1.0f, 2.0f}).requires_grad_();
   Tensor y = (x * x).sum();
