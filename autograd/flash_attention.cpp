@@ -226,9 +226,16 @@ Tensor flash_attention(const Tensor& query, const Tensor& key, const Tensor& val
 
   Shape out_shape = lead;
   out_shape.insert(out_shape.end(), {p.Tq, p.Dv});
-  Tensor out = empty(out_shape);
+  // Heads' outputs [B, H, Tq, Dv] are laid out as [B, Tq, H, Dv], as PyTorch's CPU flash
+  // attention lays them: the usual next step, out.transpose(1, 2).reshape({B, Tq, H * Dv}), is
+  // then a view, where it copied all of out (and its backward copied the gradient back).
+  const bool heads_inner = lead.size() == 2;
+  const int64_t heads = heads_inner ? lead[1] : 1;
+  Tensor out = heads_inner ? empty({lead[0], p.Tq, heads, p.Dv}).transpose(1, 2) : empty(out_shape);
+  const int64_t out_rs = heads * p.Dv;  // from one query row of a head to the next
+  auto out_at = [&](int64_t g) { return g / heads * p.Tq * out_rs + g % heads * p.Dv; };
   Tensor lse = empty({p.G * p.Tq});  // log Σ exp(scores) per row; -inf for a row with no key
-  float* po = out.data();
+  float* po = out.data_ptr<float>();
   float* pl = lse.data();
   parallel_for(p.G * p.blocks, 1, [&](int64_t t0, int64_t t1) {
     float* s = scratch(0, static_cast<size_t>(p.row_block * p.Tk)).data();
@@ -259,7 +266,7 @@ Tensor flash_attention(const Tensor& query, const Tensor& key, const Tensor& val
       // (rows, keys) x (keys, Dv) -> (rows, Dv)
       const size_t gi = static_cast<size_t>(g);
       gemm(rows, p.Dv, keys, s, keys, 1, p.v.data + p.v.offset[gi], p.v.rs, p.v.cs,
-           po + (g * p.Tq + i0) * p.Dv, p.Dv, false);
+           po + out_at(g) + i0 * out_rs, out_rs, false);
     }
   });
 
@@ -267,11 +274,14 @@ Tensor flash_attention(const Tensor& query, const Tensor& key, const Tensor& val
       out, "ScaledDotProductFlashAttentionForCpuBackward0", {query, key, value, o.bias},
       [p, qd, kd, vd, bias, mask, lse, q_shape = query.shape(), k_shape = key.shape(),
        v_shape = value.shape(), bias_grad = o.bias.defined() && o.bias.requires_grad(),
-       scores_shape](const Tensor& grad) {
-        const Tensor dout = grad.contiguous();
+       scores_shape, out_shape](const Tensor& grad) {
+        // dO read with its strides (the gradient of the heads-inner layout has them), rows of
+        // contiguous values: a view's gradient of another layout is copied first.
+        const Tensor dout =
+            grad.stride(-1) == 1 && grad.stride(-2) >= p.Dv ? grad : grad.contiguous();
+        const Matrices dm = matrices(dout, out_shape);
         Tensor dq = empty(q_shape), dk = empty(k_shape), dv = empty(v_shape);
         Tensor dbias = bias_grad ? empty(scores_shape) : Tensor();
-        const float* pg = dout.data();
         const float* pl = lse.data();
         float* pdq = dq.data();
         float* pdk = dk.data();
@@ -292,7 +302,7 @@ Tensor flash_attention(const Tensor& query, const Tensor& key, const Tensor& val
             for (int64_t b = 0; b < p.blocks; ++b) {
               const int64_t i0 = b * p.row_block, rows = std::min(p.row_block, p.Tq - i0);
               const int64_t keys = p.keys(g, b);
-              const float* dout_b = pg + (g * p.Tq + i0) * p.Dv;
+              const float* dout_b = dm.data + dm.offset[gi] + i0 * dm.rs;
               scores(p, g, i0, rows, keys, s);
               if (p.dropout) dropout_rows(p, g, i0, rows, m);
               for (int64_t r = 0; r < rows; ++r) {  // s becomes the weights w, a = w ⊙ m
@@ -309,10 +319,10 @@ Tensor flash_attention(const Tensor& query, const Tensor& key, const Tensor& val
                 for (int64_t j = 0; j < keys; ++j) da[r * keys + j] = w[j] * mr[j];
               }
               // dV += aᵀ dO: (keys, rows) x (rows, Dv)
-              gemm(keys, p.Dv, rows, da, 1, keys, dout_b, p.Dv, 1, dv_g, p.Dv, true);
+              gemm(keys, p.Dv, rows, da, 1, keys, dout_b, dm.rs, 1, dv_g, p.Dv, true);
               // dA = dO Vᵀ: (rows, Dv) x (Dv, keys)
-              gemm(rows, keys, p.Dv, dout_b, p.Dv, 1, p.v.data + p.v.offset[gi], p.v.cs, p.v.rs, da,
-                   keys, false);
+              gemm(rows, keys, p.Dv, dout_b, dm.rs, 1, p.v.data + p.v.offset[gi], p.v.cs, p.v.rs,
+                   da, keys, false);
               for (int64_t r = 0; r < rows; ++r) {
                 float* w = s + r * keys;
                 float* d = da + r * keys;

@@ -423,6 +423,35 @@ TEST_CASE("flash_attention skips the keys a mask hides from a whole block, with 
   CHECK_CLOSE(qa.grad(), qb.grad(), 1e-5, 1e-4);
 }
 
+// The heads' outputs lie as [B, Tq, H, Dv] (PyTorch's CPU layout), so merging the heads is a
+// view; the gradient then comes back with the heads' rows H * Dv floats apart, and the backward
+// reads it so. A gradient whose rows are not contiguous (through a transpose of the last two dims)
+// is copied first. Both against the composed attention, values and gradients.
+TEST_CASE(
+    "flash_attention's heads-inner output: merging heads is a view, gradients of any layout") {
+  manual_seed(17);
+  const int64_t B = 2, H = 3, T = 21, D = 8, Dv = 5;
+  const Tensor mask = causal(T);
+  Tensor out = flash_attention(randn({B, H, T, D}), randn({B, H, T, D}), randn({B, H, T, Dv}),
+                               {.mask = mask});
+  CHECK(out.transpose(1, 2).is_contiguous());
+  const Inputs inputs{randn({B, H, T, D}).requires_grad_(), randn({B, H, T, D}).requires_grad_(),
+                      randn({B, H, T, Dv}).requires_grad_()};
+  auto merged = [&](const Tensor& o) { return o.transpose(1, 2).reshape({B, T, H * Dv}); };
+  check_same(
+      [&](const Inputs& x) { return merged(flash_attention(x[0], x[1], x[2], {.mask = mask})); },
+      [&](const Inputs& x) { return merged(composed_attention(x[0], x[1], x[2], Tensor(), mask)); },
+      inputs);
+  check_same(
+      [&](const Inputs& x) {
+        return flash_attention(x[0], x[1], x[2], {.mask = mask}).transpose(-1, -2);
+      },
+      [&](const Inputs& x) {
+        return composed_attention(x[0], x[1], x[2], Tensor(), mask).transpose(-1, -2);
+      },
+      inputs);
+}
+
 TEST_CASE("flash_attention: results do not depend on the thread count") {
   const int before = get_num_threads();
   std::vector<std::vector<float>> got;
