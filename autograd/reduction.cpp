@@ -70,16 +70,34 @@ Tensor reduce_kernel(const Plan& p, Row row, Step step) {
   Tensor out = empty(p.out_shape);
   const float* x = p.x.data();
   float* y = out.data();
+  if (out.numel() == 0) return out;
+  if (p.R == 0) return out.fill_(0.0f);  // a sum over nothing (max and min refuse it earlier)
+  // Split between threads by outputs, never along R: each output folds its R values in the same
+  // order whatever the thread count, so the bits do not depend on it. A bias gradient (Σ over 768
+  // rows of [768, N], one outer row) ran on one core while the other waited.
+  const int64_t grain = std::max<int64_t>(1, simd::kGrain / p.R);  // outputs per kGrain values
   if (p.I == 1) {
-    for (int64_t o = 0; o < p.O; ++o) y[o] = row(x + o * p.R, p.R);
+    parallel_for(p.O, grain, [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o) y[o] = row(x + o * p.R, p.R);
+    });
     return out;
   }
-  for (int64_t o = 0; o < p.O; ++o) {
-    float* dst = y + o * p.I;
-    const float* src = x + o * p.R * p.I;
-    std::copy(src, src + p.I, dst);
-    for (int64_t r = 1; r < p.R; ++r) simd::map2(dst, 1, src + r * p.I, 1, dst, p.I, step);
-  }
+  // Tasks of `span` columns of one outer row, about kGrain values to fold each; a multiple of W
+  // columns, so that a split never changes which columns share a vector.
+  const int64_t span = std::min(p.I, (grain + simd::W - 1) / simd::W * simd::W);
+  const int64_t per_row = (p.I + span - 1) / span;
+  parallel_for(p.O * per_row, std::max<int64_t>(1, simd::kGrain / (p.R * span)),
+               [&](int64_t t0, int64_t t1) {
+                 for (int64_t t = t0; t < t1; ++t) {
+                   const int64_t o = t / per_row, i0 = t % per_row * span,
+                                 n = std::min(span, p.I - i0);
+                   float* dst = y + o * p.I + i0;
+                   const float* src = x + o * p.R * p.I + i0;
+                   std::copy(src, src + n, dst);
+                   for (int64_t r = 1; r < p.R; ++r)
+                     simd::map2_range(dst, 1, src + r * p.I, 1, dst, n, step);
+                 }
+               });
   return out;
 }
 

@@ -181,6 +181,53 @@ TEST_CASE("kernels split between two threads give the one-thread results") {
   CHECK(x.grad().abs().sum().item() > 1.0f);  // the gradients are not all zero
 }
 
+// sum splits its outputs between threads, never the values one output adds up: a bias gradient
+// (Σ over the 768 rows of [768, 1000], one outer row), a sum over the last dim (each output a
+// row) and over a middle dim (outer rows and columns both). Each must equal a sum in double and
+// be the same bits on one and two threads; a split along the summed dim would change the order
+// of the additions.
+TEST_CASE("sum splits its outputs between threads: the one-thread bits, the right values") {
+  manual_seed(9);
+  const Tensor x = randn({768, 1000}), y = randn({5, 300, 70});
+  struct Case {
+    const char* name;
+    const Tensor& in;
+    std::vector<int64_t> dims;
+  };
+  const Case cases[] = {{"rows of [768, 1000]", x, {0}},
+                        {"columns of [768, 1000]", x, {1}},
+                        {"the middle dim of [5, 300, 70]", y, {1}}};
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    std::vector<std::vector<float>> got;
+    for (const int threads : {1, 2}) {
+      Threads t(threads);
+      got.push_back(sum(c.in, c.dims).to_vector());
+    }
+    CHECK(got[0] == got[1]);
+    // The sum in double, from the values where they lie.
+    const Tensor moved = c.in.transpose(c.dims[0], -1).contiguous();
+    const std::vector<float> v = moved.to_vector();
+    const int64_t R = moved.size(-1);
+    REQUIRE(got[0].size() * static_cast<size_t>(R) == v.size());
+    const std::vector<float>& out = got[0];
+    double worst = 0.0;
+    for (size_t o = 0; o < out.size(); ++o) {
+      double want = 0.0;
+      for (int64_t r = 0; r < R; ++r)
+        want += v[o * static_cast<size_t>(R) + static_cast<size_t>(r)];
+      worst = std::max(worst, std::abs(out[o] - want));
+    }
+    CHECK(worst < 1e-3);
+  }
+}
+
+// torch.zeros(0, 3).sum(0) is [0, 0, 0]: a sum over an empty dim reads nothing.
+TEST_CASE("sum over an empty dim is zeros") {
+  CHECK(sum(zeros({0, 3}), {0}).to_vector() == std::vector<float>{0, 0, 0});
+  CHECK(sum(zeros({2, 0, 3}), {1}).to_vector() == std::vector<float>(6, 0.0f));
+}
+
 TEST_CASE("set_num_threads: a positive count is used, 0 goes back to the default") {
   Threads keep(get_num_threads());
   set_num_threads(3);
