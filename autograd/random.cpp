@@ -26,7 +26,11 @@ void Generator::uniform_fill(float* out, int64_t n) {
   // Lane l holds the state of call i + l. A step of the lanes is L steps of the stream, the LCG
   // composed L times: s -> A s + C. The lanes' chains are independent, so the multiplies
   // overlap (and vectorize) where one stream waits for each before the next.
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+  constexpr int L = 32;
+#else
   constexpr int L = 8;
+#endif
   int64_t i = 0;
   if (n >= 2 * L) {
     uint64_t lane[L], A = 1, C = 0;
@@ -36,7 +40,32 @@ void Generator::uniform_fill(float* out, int64_t n) {
       C = C * kMultiplier + inc_;
       A *= kMultiplier;
     }
-#ifdef __AVX2__
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+    // Eight lanes to a register, four registers: AVX-512 multiplies 64-bit lanes in one
+    // instruction, and four independent chains hide its latency; the output's rotate is one
+    // instruction too. 2.3% of a W1 step's samples went to the AVX2 loop below.
+    const __m512i a = _mm512_set1_epi64(static_cast<int64_t>(A));
+    const __m512i c = _mm512_set1_epi64(static_cast<int64_t>(C));
+    __m512i s[4];
+    for (int k = 0; k < 4; ++k) s[k] = _mm512_loadu_si512(lane + 8 * k);
+    // output() of each lane: the low 32 bits of every 64-bit lane rotated by its count (the high
+    // 32 bits rotate by 0 and are dropped).
+    auto out32 = [](__m512i old) {
+      const __m512i x = _mm512_srli_epi64(_mm512_xor_si512(_mm512_srli_epi64(old, 18), old), 27);
+      return _mm512_cvtepi64_epi32(_mm512_rorv_epi32(x, _mm512_srli_epi64(old, 59)));
+    };
+    const __m512 scale = _mm512_set1_ps(0x1.0p-24f);
+    for (; i + L <= n; i += L) {
+      for (int h = 0; h < 2; ++h) {
+        const __m512i u =
+            _mm512_inserti64x4(_mm512_castsi256_si512(out32(s[2 * h])), out32(s[2 * h + 1]), 1);
+        _mm512_storeu_ps(out + i + 16 * h,
+                         _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(u, 8)), scale));
+      }
+      for (auto& sk : s) sk = _mm512_add_epi64(_mm512_mullo_epi64(sk, a), c);
+    }
+    for (int k = 0; k < 4; ++k) _mm512_storeu_si512(lane + 8 * k, s[k]);
+#elif defined(__AVX2__)
     // Four lanes to a register. AVX2 multiplies only 32 x 32 -> 64 bits, so s A mod 2^64 is
     // lo(s) lo(A) + (hi(s) lo(A) + lo(s) hi(A)) 2^32: three multiplies for four lanes, where the
     // scalar loop took one for each (1.0 -> 0.6 ns a draw; dropout draws one per element).

@@ -118,11 +118,13 @@ TEST_CASE("Generator::advance(n) lands where n calls of next_u32 land") {
   }
 }
 
-// uniform_fill draws in eight lanes, each its own LCG stepping eight calls at a time: a lane
-// started at the wrong call, a wrong eight-step multiplier or a tail left out would change a
-// value or where the generator ends. Lengths on both sides of the lanes' 16-call minimum.
+// uniform_fill draws in L lanes (8, or 32 with AVX-512), each its own LCG stepping L calls at a
+// time: a lane started at the wrong call, a wrong L-step multiplier or a tail left out would
+// change a value or where the generator ends. Lengths on both sides of the lanes' 2L-call
+// minimum and of a step, for both L.
 TEST_CASE("Generator::uniform_fill(n) gives the n values of n calls of uniform(), and ends there") {
-  for (const int64_t n : {0, 1, 8, 15, 16, 17, 23, 24, 1000, 4099}) {
+  for (const int64_t n :
+       {0, 1, 8, 15, 16, 17, 23, 24, 31, 32, 33, 63, 64, 65, 95, 96, 97, 1000, 4099}) {
     CAPTURE(n);
     Generator one(11), filled(11);
     one.uniform();  // start where no lane boundary is
