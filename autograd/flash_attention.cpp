@@ -235,7 +235,7 @@ Tensor flash_attention(const Tensor& query, const Tensor& key, const Tensor& val
   const int64_t out_rs = heads * p.Dv;  // from one query row of a head to the next
   auto out_at = [&](int64_t g) { return g / heads * p.Tq * out_rs + g % heads * p.Dv; };
   Tensor lse = empty({p.G * p.Tq});  // log Σ exp(scores) per row; -inf for a row with no key
-  float* po = out.data_ptr<float>();
+  float* po = out.data();
   float* pl = lse.data();
   parallel_for(p.G * p.blocks, 1, [&](int64_t t0, int64_t t1) {
     float* s = scratch(0, static_cast<size_t>(p.row_block * p.Tk)).data();
