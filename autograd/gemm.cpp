@@ -19,6 +19,7 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -556,24 +557,37 @@ void weight_tile(int64_t K, const float* a, int64_t M, const float* w, int64_t l
 }
 
 // gemm_short for Bᵀ row-major (see weight_tile): Aᵀ is packed once per thread, as NR-token
-// panels, and the threads split w's rows.
+// panels, and the threads claim chunks of w's rows as they finish the last, a few chunks each
+// (parallel_for), not one fixed half each. The two vCPUs of a cloud machine are not always
+// equally fast: run side by side, the same one-thread product measured 142 and 97 GFLOP/s on
+// the two, and with fixed halves the faster waited for the slower. With claimed chunks the
+// BERT-base forward (W2, almost all of it these products) ran 1.01-1.08x as fast (four runs of
+// 60-80 forwards each way, in turns, in one process); its three product shapes alone 0.98-1.16x,
+// and 0.98-1.01x while both vCPUs ran alike (290 GFLOP/s). A thread packs Aᵀ for its first chunk
+// of a call and reuses it for its other chunks: `packed_for` is the call it holds.
 void gemm_short_weights(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,
                         const float* w, int64_t ldw, float* C, int64_t ldc, bool accumulate,
                         const float* bias, const GemmActivation* act, int threads) {
   const int64_t token_panels = (M + NR - 1) / NR;
   const int64_t tiles = (N + MR - 1) / MR;
+  static std::atomic<uint64_t> calls{0};
+  const uint64_t call = calls.fetch_add(1, std::memory_order_relaxed) + 1;
   auto rows = [&](int64_t t_begin, int64_t t_end) {
-    if (t_begin == t_end) return;
     static thread_local std::vector<float, xsimd::aligned_allocator<float, 64>> a_buf;
+    static thread_local uint64_t packed_for = 0;
     float* ap = scratch(a_buf, static_cast<size_t>(token_panels * NR * K));
-    pack_b(A, csa, rsa, K, M, ap, 0, token_panels);  // Aᵀ: K x M, in NR-column panels
+    if (packed_for != call) {
+      pack_b(A, csa, rsa, K, M, ap, 0, token_panels);  // Aᵀ: K x M, in NR-column panels
+      packed_for = call;
+    }
     for (int64_t t = t_begin; t < t_end; ++t) {
       const int64_t j = t * MR;
       weight_tile(K, ap, M, w + j * ldw, ldw, C + j, ldc, std::min(MR, N - j), accumulate,
                   bias ? bias + j : nullptr, act, act ? act->out + j : nullptr);
     }
   };
-  thread_shares(tiles, threads, rows);
+  if (threads == 1) return rows(0, tiles);
+  parallel_for(tiles, 1, rows);
 }
 
 // Asks for the cache lines of `rows` rows of B (rsb floats apart, `cols` floats each), a share

@@ -171,6 +171,35 @@ TEST_CASE("gemm results do not depend on the thread count") {
   set_num_threads(before);
 }
 
+// A linear layer's forward on two threads claims chunks of the weight's rows, and each thread
+// packs the tokens once per call, for its first chunk. A second call with new values in the same
+// buffer (the next layer's input, the next batch) must pack them again: a packing kept by
+// address, or one thread's packing taken for another's, gives the first call's results.
+TEST_CASE("gemm with Bᵀ row-major on two threads packs each call's A anew, in every thread") {
+  manual_seed(3);
+  const int64_t M = 64, N = 1000, K = 200;  // 125 tiles of 8 weight rows: several chunks each
+  REQUIRE(2.0 * M * N * K >= kParallelFlops);
+  auto A = randn({M * K}).to_vector();
+  const auto B = randn({N * K}).to_vector();  // w [N, K]: B = wᵀ read with rsb 1, csb K
+  const int before = get_num_threads();
+  for (int call = 0; call < 3; ++call) {
+    CAPTURE(call);
+    if (call > 0) {
+      const auto fresh = randn({M * K}).to_vector();
+      std::copy(fresh.begin(), fresh.end(), A.begin());  // same address, new values
+    }
+    std::vector<float> C1(M * N), C2(M * N);
+    set_num_threads(1);
+    gemm(M, N, K, A.data(), K, 1, B.data(), 1, K, C1.data(), N, false);
+    set_num_threads(2);
+    gemm(M, N, K, A.data(), K, 1, B.data(), 1, K, C2.data(), N, false);
+    CHECK(C1 == C2);
+    CHECK_CLOSE(from_vector(C2, {M, N}), from_vector(naive(M, N, K, A, K, 1, B, 1, K), {M, N}),
+                2e-3, 1e-4);
+  }
+  set_num_threads(before);
+}
+
 // One sentence's product: few rows (M = 5, a single block) and enough work for threads, which
 // then share the N panels instead of the M blocks.
 TEST_CASE("gemm with few rows splits the columns between threads, and matches a naive loop") {
