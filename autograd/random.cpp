@@ -22,9 +22,9 @@ void Generator::seed_(uint64_t seed) {
   has_spare_ = false;
 }
 
-// GCC 12 reports the AVX-512 intrinsics' own placeholder for the lanes they never keep
-// (_mm512_undefined_epi32) as "may be used uninitialized", a false positive (GCC bug 105593);
-// with warnings as errors (CI) it would stop the build.
+// GCC 12 reports the undefined starting value that the AVX-512 intrinsics use internally for
+// lanes they never keep (_mm512_undefined_epi32) as "may be used uninitialized", a false
+// positive (GCC bug 105593); with warnings as errors (CI) it would stop the build.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
