@@ -5,8 +5,8 @@
 //      micro-kernel reads them (this is also where strides, i.e. transposes, are absorbed);
 //   3. the micro-kernel: an MR x NR tile of C held in registers, updated by one rank-1 FMA
 //      per k: broadcast MR values of A, load NR values of B.
-// Threads split C's rows, each running the one-thread algorithm on its share (gemm_rows); up to
-// 128 rows they split its columns (gemm_short). Each element of C is summed by one thread in a
+// Threads take chunks of C's rows, each running the one-thread algorithm on them (gemm_rows); up
+// to 128 rows they split its columns (gemm_short). Each element of C is summed by one thread in a
 // fixed k order, so results do not depend on the thread count.
 // Up to 128 rows times Bᵀ row-major (a linear layer's forward), B is not packed at all: see
 // weight_tile and gemm_short_weights. Over 128 rows, a row-major A is not packed either: the
@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 #include <utility>
 #include <vector>
 #include "autograd/gelu_math.hpp"
@@ -463,6 +464,13 @@ void prefetch_b_panel(const float* B, int64_t rsb, int64_t csb, int64_t kc, int6
   }
 }
 
+// A number for each product that packs an operand per thread, so that a thread can tell whether
+// its buffer holds this product's packing (a buffer at the same address may hold new values).
+uint64_t new_call() {
+  static std::atomic<uint64_t> calls{0};
+  return calls.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 // One tile of the product with B given as Bᵀ row-major (a linear layer's weight w [N, K]),
 // turned around: MR rows of w, read where they lie and broadcast, times all M tokens of the
 // packed Aᵀ `a` (NR-token panels, NR * K floats apart; for each k, NR values), so w is never
@@ -570,8 +578,7 @@ void gemm_short_weights(int64_t M, int64_t N, int64_t K, const float* A, int64_t
                         const float* bias, const GemmActivation* act, int threads) {
   const int64_t token_panels = (M + NR - 1) / NR;
   const int64_t tiles = (N + MR - 1) / MR;
-  static std::atomic<uint64_t> calls{0};
-  const uint64_t call = calls.fetch_add(1, std::memory_order_relaxed) + 1;
+  const uint64_t call = new_call();
   auto rows = [&](int64_t t_begin, int64_t t_end) {
     static thread_local std::vector<float, xsimd::aligned_allocator<float, 64>> a_buf;
     static thread_local uint64_t packed_for = 0;
@@ -589,6 +596,38 @@ void gemm_short_weights(int64_t M, int64_t N, int64_t K, const float* A, int64_t
   if (threads == 1) return rows(0, tiles);
   parallel_for(tiles, 1, rows);
 }
+
+// Rows of A a thread most likely works on next (`count` rows from `a`, with A's strides), for
+// prefetching; none when `a` is null.
+struct Rows {
+  const float* a = nullptr;
+  int64_t count = 0;
+};
+
+// The chunks of parallel_for(n, grain, ...), bounded as it bounds them, and the chunk that the
+// thread running one most likely claims next: the caller claims from the front and the workers
+// from the back (parallel.hpp), so the caller's next is the chunk after and a worker's the chunk
+// before. A guess, used only to ask for cache lines early: when it is wrong, a few loads are
+// wasted.
+class ChunkOrder {
+ public:
+  ChunkOrder(int64_t n, int64_t grain)
+      : n_(n), chunks_(parallel_chunks(n, grain)), caller_(std::this_thread::get_id()) {}
+  // [first, last) of the chunk likely claimed after the one that starts at `begin`; first ==
+  // last: none.
+  std::pair<int64_t, int64_t> next(int64_t begin) const {
+    int64_t c = 0;
+    while (c < chunks_ && bound(c) != begin) ++c;
+    const int64_t after = std::this_thread::get_id() == caller_ ? c + 1 : c - 1;
+    if (after < 0 || after >= chunks_) return {n_, n_};
+    return {bound(after), bound(after + 1)};
+  }
+
+ private:
+  int64_t bound(int64_t c) const { return c >= chunks_ ? n_ : n_ * c / chunks_; }
+  int64_t n_, chunks_;
+  std::thread::id caller_;
+};
 
 // Asks for the cache lines of `rows` rows of B (rsb floats apart, `cols` floats each), a share
 // at each call of step(), `steps` calls in all: spread over the micro-kernels it runs beside, so
@@ -734,10 +773,12 @@ void gemm_tiny(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int
 // is read where it lies, its rows' values broadcast as the packed panel's would be: the same
 // sums in the same order, without a copy of A per block. On two threads that made the products
 // of 768 rows 5-13% faster (768 x 384 x 128 NT 148 -> 157 GFLOP/s, 768 x 128 x 512 NN 130-142
-// -> 147-148). A with no unit stride along K (a weight gradient's dYᵀ) is packed.
+// -> 147-148). A with no unit stride along K (a weight gradient's dYᵀ) is packed. `next`: rows of
+// A this thread likely packs after this call, asked for during its last block (see gemm).
 void gemm_rows(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,
                const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate,
-               const float* packed_b, const float* bias, const GemmActivation* act) {
+               const float* packed_b, const float* bias, const GemmActivation* act,
+               const Rows& next = {}) {
   const int64_t mc_block = std::min<int64_t>(MC_MAX / MR * MR, (M + MR - 1) / MR * MR);
   static thread_local std::vector<float, xsimd::aligned_allocator<float, 64>> a_buf, b_buf;
   float* ap = scratch(a_buf, static_cast<size_t>(mc_block * KC));
@@ -772,9 +813,12 @@ void gemm_rows(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int
         if (!direct_a && rsa == 1) {
           const bool next_slice = ic + mc >= M;
           const int64_t next_ic = next_slice ? 0 : ic + mc, next_pc = next_slice ? pc + kc : pc;
+          const int64_t steps = panels * ((mc + MR - 1) / MR);
           if (next_pc < K)
             ahead = {A + next_ic + next_pc * csa, csa, std::min(KC, K - next_pc),
-                     std::min(mc_block, M - next_ic), panels * ((mc + MR - 1) / MR)};
+                     std::min(mc_block, M - next_ic), steps};
+          else if (next.a && jc + nc >= N)  // the last block: the next chunk's first
+            ahead = {next.a, csa, std::min(KC, K), std::min(mc_block, next.count), steps};
         }
         for (int64_t p = 0; p < panels; ++p) {
           const int64_t jr = p * NR;
@@ -792,28 +836,49 @@ void gemm_rows(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int
   }
 }
 
-}  // namespace
-
-PackedB pack_b_blocks(int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb) {
+// Floats of B[K, N] packed whole, in the order gemm_rows reads a `packed_b`: for each NC block
+// of columns and each KC slice, the slice's panels.
+int64_t packed_b_floats(int64_t K, int64_t N) {
   static_assert(NC % NR == 0, "whole panels per block");
-  PackedB out;
-  constexpr size_t kAlign = 64 / sizeof(float);
-  // Not value-initialized: every float is written by the packing below.
-  out.buffer_.reset(new float[static_cast<size_t>(K * ((N + NR - 1) / NR) * NR) + kAlign]);
-  const auto address = reinterpret_cast<uintptr_t>(out.buffer_.get());
-  out.data_ = out.buffer_.get() + (kAlign - address / sizeof(float) % kAlign) % kAlign;
-  float* dst = out.data_;
+  return K * ((N + NR - 1) / NR) * NR;
+}
+
+// B[K, N] packed whole into dst (packed_b_floats(K, N) floats, 64-byte aligned), each slice's
+// panels split among the threads when `threaded`.
+void pack_b_whole(int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb, float* dst,
+                  bool threaded) {
   for (int64_t jc = 0; jc < N; jc += NC) {
     const int64_t nc = std::min(NC, N - jc);
     const int64_t panels = (nc + NR - 1) / NR;
     for (int64_t pc = 0; pc < K; pc += KC) {
       const int64_t kc = std::min(KC, K - pc);
-      parallel_for(panels, 1, [&](int64_t p0, int64_t p1) {
+      auto some = [&](int64_t p0, int64_t p1) {
         pack_b(B + pc * rsb + jc * csb, rsb, csb, kc, nc, dst, p0, p1);
-      });
+      };
+      if (threaded)
+        parallel_for(panels, 1, some);
+      else
+        some(0, panels);
       dst += kc * panels * NR;
     }
   }
+}
+
+// Over 128 rows on several threads, a B of up to this many floats packed (4 MiB) is packed whole
+// by each thread, once per call, and the threads claim chunks of rows (see gemm); a bigger one
+// goes by fixed shares, each packing one slice at a time.
+constexpr int64_t kClaimMaxPackedB = int64_t{1} << 20;
+
+}  // namespace
+
+PackedB pack_b_blocks(int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb) {
+  PackedB out;
+  constexpr size_t kAlign = 64 / sizeof(float);
+  // Not value-initialized: every float is written by the packing below.
+  out.buffer_.reset(new float[static_cast<size_t>(packed_b_floats(K, N)) + kAlign]);
+  const auto address = reinterpret_cast<uintptr_t>(out.buffer_.get());
+  out.data_ = out.buffer_.get() + (kAlign - address / sizeof(float) % kAlign) % kAlign;
+  pack_b_whole(K, N, B, rsb, csb, out.data_, true);
   return out;
 }
 
@@ -858,22 +923,51 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
                                 threads);
     return gemm_short(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate, bias, act, threads);
   }
-  // Each thread takes a contiguous share of C's MR-row panels and runs the one-thread algorithm
-  // (gemm_rows) on it, packing B for itself: K·N copies against M·N·K / threads multiply-adds,
-  // and each thread then reads only its own cache. With B packed once by all threads and read by
-  // all, each K slice took two fork/joins and half of every B panel came from the other core's
-  // cache: on two AMD Zen 3 cores, 1000 x 768 x 128 TN went from 129 to 159 GFLOP/s (best of 5).
-  // Smaller chunks, a few per thread, each packing B again, ran it at 117 where the old split
-  // ran at 143. Which thread computes a row does not change its sums, so the bits do not depend
-  // on the thread count.
-  thread_shares((M + MR - 1) / MR, threads, [&](int64_t p0, int64_t p1) {
+  // Each thread runs the one-thread algorithm (gemm_rows) on chunks of C's MR-row panels,
+  // packing B for itself: K·N copies against M·N·K / threads multiply-adds, and each thread then
+  // reads only its own cache. With B packed once by all threads and read by all, each K slice
+  // took two fork/joins and half of every B panel came from the other core's cache: on two AMD
+  // Zen 3 cores, 1000 x 768 x 128 TN went from 129 to 159 GFLOP/s (best of 5). Which thread
+  // computes a row does not change its sums, so the bits do not depend on the thread count.
+  const int64_t row_panels = (M + MR - 1) / MR;
+  auto run_rows = [&](int64_t p0, int64_t p1, const float* b_packed, const Rows& next) {
     if (p0 == p1) return;  // fewer panels than threads
     const int64_t i0 = p0 * MR, rows = std::min(M, p1 * MR) - i0;
     GemmActivation share_act;
     if (act) share_act = {act->kind, act->out + i0 * act->ldo, act->ldo};
     gemm_rows(rows, N, K, A + i0 * rsa, rsa, csa, B, rsb, csb, C + i0 * ldc, ldc, accumulate,
-              packed_b, bias, act ? &share_act : nullptr);
-  });
+              b_packed, bias, act ? &share_act : nullptr, next);
+  };
+  // The threads claim chunks of rows as they finish the last (parallel_for: up to four per
+  // thread), not one fixed share each: the two vCPUs of a cloud machine are not always equally
+  // fast, and with fixed shares the faster waited for the slower. Each thread packs all of B for
+  // its first chunk of a call and reuses it for its other chunks (`packed_for` is the call it
+  // holds); chunks that each packed B again ran 1000 x 768 x 128 TN at 117 GFLOP/s where fixed
+  // shares ran at 143. A chunk's last block asks for the first rows of Aᵀ of the chunk its thread
+  // likely claims next (ChunkOrder), as gemm_rows does between its own blocks: without, the
+  // weight gradients (TN) over 128 rows ran 3-5% slower than with fixed shares. Measured in turns
+  // in one process against fixed shares: the Tiny Shakespeare step (W4) 1.04-1.10x, W1
+  // 0.99-1.06x; the products over 128 rows on two threads 0.98-1.36x.
+  if (threads > 1 && (packed_b || packed_b_floats(K, N) <= kClaimMaxPackedB)) {
+    const uint64_t call = new_call();
+    const ChunkOrder order(row_panels, 1);
+    parallel_for(row_panels, 1, [&](int64_t p0, int64_t p1) {
+      const auto [n0, n1] = order.next(p0);  // A's rows packed after this chunk
+      const Rows next = n0 < n1 ? Rows{A + n0 * MR * rsa, std::min(M, n1 * MR) - n0 * MR} : Rows{};
+      if (packed_b) return run_rows(p0, p1, packed_b, next);
+      static thread_local std::vector<float, xsimd::aligned_allocator<float, 64>> b_buf;
+      static thread_local uint64_t packed_for = 0;
+      float* bp = scratch(b_buf, static_cast<size_t>(packed_b_floats(K, N)));
+      if (packed_for != call) {
+        pack_b_whole(K, N, B, rsb, csb, bp, false);
+        packed_for = call;
+      }
+      run_rows(p0, p1, bp, next);
+    });
+    return;
+  }
+  thread_shares(row_panels, threads,
+                [&](int64_t p0, int64_t p1) { run_rows(p0, p1, packed_b, {}); });
 }
 
 }  // namespace anatomy

@@ -200,6 +200,52 @@ TEST_CASE("gemm with Bᵀ row-major on two threads packs each call's A anew, in 
   set_num_threads(before);
 }
 
+// Over 128 rows on two threads, the threads claim chunks of rows, and each packs all of B once
+// per call, for its first chunk. A second call with new values in the same buffers (the next
+// batch's activations) must pack them again: a packing kept by address, or one thread's packing
+// taken for another's, gives an earlier call's results. The operands in every layout the models
+// use (forward NT, input gradient NN, weight gradient TN), and a B too big to pack whole (fixed
+// shares, one slice at a time).
+TEST_CASE("gemm over 128 rows on two threads packs each call's B anew, in every thread") {
+  manual_seed(4);
+  struct Layout {
+    int64_t M, N, K;
+    bool ta, tb;
+  };
+  // 400 rows: 50 panels of 8 in 8 chunks; K = 300: two K slices. 136 x 1030 x 1024: B packed
+  // whole would be 1030 x 1024 floats, over the 4 MiB the threads pack whole.
+  for (const Layout& l :
+       {Layout{400, 200, 300, false, true}, Layout{400, 200, 300, false, false},
+        Layout{400, 200, 300, true, false}, Layout{136, 1024, 1030, false, false}}) {
+    const int64_t M = l.M, N = l.N, K = l.K;
+    CAPTURE(M);
+    CAPTURE(N);
+    CAPTURE(l.ta);
+    CAPTURE(l.tb);
+    const int64_t rsa = l.ta ? 1 : K, csa = l.ta ? M : 1, rsb = l.tb ? 1 : N, csb = l.tb ? K : 1;
+    auto A = randn({M * K}).to_vector();
+    auto B = randn({K * N}).to_vector();
+    const int before = get_num_threads();
+    for (int call = 0; call < 3; ++call) {
+      CAPTURE(call);
+      if (call > 0) {  // same addresses, new values
+        const auto a = randn({M * K}).to_vector(), b = randn({K * N}).to_vector();
+        std::copy(a.begin(), a.end(), A.begin());
+        std::copy(b.begin(), b.end(), B.begin());
+      }
+      std::vector<float> C1(M * N), C2(M * N);
+      set_num_threads(1);
+      gemm(M, N, K, A.data(), rsa, csa, B.data(), rsb, csb, C1.data(), N, false);
+      set_num_threads(2);
+      gemm(M, N, K, A.data(), rsa, csa, B.data(), rsb, csb, C2.data(), N, false);
+      CHECK(C1 == C2);
+      CHECK_CLOSE(from_vector(C2, {M, N}),
+                  from_vector(naive(M, N, K, A, rsa, csa, B, rsb, csb), {M, N}), 2e-3, 1e-4);
+    }
+    set_num_threads(before);
+  }
+}
+
 // One sentence's product: few rows (M = 5, a single block) and enough work for threads, which
 // then share the N panels instead of the M blocks.
 TEST_CASE("gemm with few rows splits the columns between threads, and matches a naive loop") {
