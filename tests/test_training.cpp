@@ -228,6 +228,11 @@ TEST_CASE("training and translating: bad input gets a clear message and a non-ze
   expect(run("train --corpus /nonexistent.tsv --out " + dir), "cannot open");
   expect(run("train --task lm --text /nonexistent.txt --out " + dir), "cannot open the text");
   CHECK_FALSE(std::filesystem::exists(dir));  // nothing is created for a run that cannot start
+  const std::string short_text = dir + "_short.txt";
+  std::ofstream(short_text) << "To be, or not to be\n";
+  expect(run("train --task lm --text " + short_text + " --out " + dir),
+         "too short for blocks of 64 characters");
+  CHECK_FALSE(std::filesystem::exists(dir));  // found before the tokenizer and config are written
   const std::string empty = dir + "_empty.tsv";
   std::ofstream(empty) << "\n";
   expect(run("train --corpus " + empty + " --out " + dir), "no usable pairs");
@@ -475,6 +480,26 @@ TEST_CASE("corpus runs: --valid/--test files, --reverse, --select, and checkpoin
               " " + kQuick)
               .code == 0);
   expect(run("average --checkpoint " + plain), "train with --average N");
+}
+
+// A run shorter than its warmup (the tiny preset warms up for 50 steps) warms up through all of
+// it, as the translation schedules and Hugging Face's do, instead of stopping with an error after
+// its folder was made.
+TEST_CASE(
+    "language model: --iters shorter than the preset's warmup trains, warming up throughout") {
+  const std::string text = fresh_dir("lm_short_run") + ".txt";
+  {
+    std::ofstream f(text);
+    for (int i = 0; i < 100; ++i) f << "Whether 'tis nobler in the mind to suffer\n";
+  }
+  const std::string dir = fresh_dir("lm_short_run");
+  auto r =
+      run("train --task lm --preset tiny --iters 5 --threads 1 --text " + text + " --out " + dir);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  std::ifstream meta_file(dir + "/run.json");
+  const auto schedule = nlohmann::json::parse(meta_file)["recipe"]["schedule"];
+  CHECK(schedule["warmup"] == 50);
+  CHECK(schedule["total_steps"] == 50);  // what `anatomy export` hands on to PyTorch
 }
 
 // The character language model: a text with line breaks trains, its checkpoint generates, and a

@@ -2,6 +2,7 @@
 // nanoGPT-style: random blocks of the first 90% of the text, validation loss on the last 10%.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -103,9 +104,6 @@ int train_language_model(const TrainOptions& o) {
     });
     config.vocab_size = tok->vocab().size();
     config.validate();
-    lock = run.create();
-    tok->save(run.file("tokenizer"));
-    write_file_atomically(run.file("config.json"), config.to_json());
   }
   const int64_t block = config.max_position_embeddings;
   const std::vector<int64_t> ids = tok->encode(text);
@@ -115,6 +113,11 @@ int train_language_model(const TrainOptions& o) {
   if (static_cast<int64_t>(train_ids.size()) <= block + 1 ||
       static_cast<int64_t>(val_ids.size()) <= block + 1)
     throw Error(fmt::format("train: {} is too short for blocks of {} characters", o.text, block));
+  if (!o.resume) {  // only once nothing above can fail: a run that cannot start leaves no folder
+    lock = run.create();
+    tok->save(run.file("tokenizer"));
+    write_file_atomically(run.file("config.json"), config.to_json());
+  }
   const uint64_t seed = o.resume ? run.field<uint64_t>(meta, "seed") : o.seed;
   manual_seed(seed);
   auto model_ptr = std::make_shared<models::TransformerForCausalLM>(config);
@@ -124,8 +127,12 @@ int train_language_model(const TrainOptions& o) {
   const double lr = o.lr > 0 ? o.lr : p.lr;
   nn::AdamW opt(model.parameters(), {.lr = lr, .beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.1});
   opt.no_decay_for_vectors();  // biases and LayerNorm gains are not decayed (nanoGPT's rule)
+  const int64_t warmup = o.warmup > 0 ? o.warmup : p.warmup;
+  // A warmup longer than the run (the preset's 100 steps in a run of --iters 50) warms up through
+  // all of it, as the translation schedules and Hugging Face's do, where it used to stop the run.
+  const int64_t schedule_steps = std::max(warmup, iters);
   // The floor keeps the preset's ratio to the peak (nanoGPT's min_lr = learning_rate / 10).
-  nn::WarmupDecaySchedule schedule(opt, lr, o.warmup > 0 ? o.warmup : p.warmup, iters,
+  nn::WarmupDecaySchedule schedule(opt, lr, warmup, schedule_steps,
                                    nn::WarmupDecaySchedule::Decay::Cosine, lr * p.min_lr / p.lr);
   if (!o.resume)
     meta = {{"kind", "lm"},
@@ -148,8 +155,8 @@ int train_language_model(const TrainOptions& o) {
                       {"decay_vectors", false}}},
                     {"schedule",
                      {{"name", "cosine"},
-                      {"warmup", o.warmup > 0 ? o.warmup : p.warmup},
-                      {"total_steps", iters},
+                      {"warmup", warmup},
+                      {"total_steps", schedule_steps},
                       {"min_lr", lr * p.min_lr / p.lr}}}};
   fmt::print(
       "character language model on {} ({} characters, vocabulary {}): {} parameters, {} layers, "
