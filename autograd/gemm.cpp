@@ -471,6 +471,23 @@ uint64_t new_call() {
   return calls.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
+// One thread's packing of an operand for the chunks it claims of one call: packed for its first
+// chunk of the call, reused for the others.
+struct PackedPerCall {
+  std::vector<float, xsimd::aligned_allocator<float, 64>> buf;
+  uint64_t call = 0;  // the call whose packing buf holds
+  // buf, `floats` long, holding call `for_call`'s packing (pack(dst) writes it).
+  template <typename Pack>
+  float* get(uint64_t for_call, int64_t floats, Pack pack) {
+    float* dst = scratch(buf, static_cast<size_t>(floats));
+    if (call != for_call) {
+      pack(dst);
+      call = for_call;
+    }
+    return dst;
+  }
+};
+
 // One tile of the product with B given as Bᵀ row-major (a linear layer's weight w [N, K]),
 // turned around: MR rows of w, read where they lie and broadcast, times all M tokens of the
 // packed Aᵀ `a` (NR-token panels, NR * K floats apart; for each k, NR values), so w is never
@@ -572,7 +589,7 @@ void weight_tile(int64_t K, const float* a, int64_t M, const float* w, int64_t l
 // BERT-base forward (W2, almost all of it these products) ran 1.01-1.08x as fast (four runs of
 // 60-80 forwards each way, in turns, in one process); its three product shapes alone 0.98-1.16x,
 // and 0.98-1.01x while both vCPUs ran alike (290 GFLOP/s). A thread packs Aᵀ for its first chunk
-// of a call and reuses it for its other chunks: `packed_for` is the call it holds.
+// of a call and reuses it for its other chunks (PackedPerCall).
 void gemm_short_weights(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,
                         const float* w, int64_t ldw, float* C, int64_t ldc, bool accumulate,
                         const float* bias, const GemmActivation* act, int threads) {
@@ -580,13 +597,10 @@ void gemm_short_weights(int64_t M, int64_t N, int64_t K, const float* A, int64_t
   const int64_t tiles = (N + MR - 1) / MR;
   const uint64_t call = new_call();
   auto rows = [&](int64_t t_begin, int64_t t_end) {
-    static thread_local std::vector<float, xsimd::aligned_allocator<float, 64>> a_buf;
-    static thread_local uint64_t packed_for = 0;
-    float* ap = scratch(a_buf, static_cast<size_t>(token_panels * NR * K));
-    if (packed_for != call) {
-      pack_b(A, csa, rsa, K, M, ap, 0, token_panels);  // Aᵀ: K x M, in NR-column panels
-      packed_for = call;
-    }
+    static thread_local PackedPerCall packed_a;
+    const float* ap = packed_a.get(call, token_panels * NR * K, [&](float* dst) {
+      pack_b(A, csa, rsa, K, M, dst, 0, token_panels);  // Aᵀ: K x M, in NR-column panels
+    });
     for (int64_t t = t_begin; t < t_end; ++t) {
       const int64_t j = t * MR;
       weight_tile(K, ap, M, w + j * ldw, ldw, C + j, ldc, std::min(MR, N - j), accumulate,
@@ -624,7 +638,7 @@ class ChunkOrder {
   }
 
  private:
-  int64_t bound(int64_t c) const { return c >= chunks_ ? n_ : n_ * c / chunks_; }
+  int64_t bound(int64_t c) const { return parallel_chunk_begin(n_, chunks_, c); }
   int64_t n_, chunks_;
   std::thread::id caller_;
 };
@@ -941,13 +955,13 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
   // The threads claim chunks of rows as they finish the last (parallel_for: up to four per
   // thread), not one fixed share each: the two vCPUs of a cloud machine are not always equally
   // fast, and with fixed shares the faster waited for the slower. Each thread packs all of B for
-  // its first chunk of a call and reuses it for its other chunks (`packed_for` is the call it
-  // holds); chunks that each packed B again ran 1000 x 768 x 128 TN at 117 GFLOP/s where fixed
-  // shares ran at 143. A chunk's last block asks for the first rows of Aᵀ of the chunk its thread
-  // likely claims next (ChunkOrder), as gemm_rows does between its own blocks: without, the
-  // weight gradients (TN) over 128 rows ran 3-5% slower than with fixed shares. Measured in turns
-  // in one process against fixed shares: the Tiny Shakespeare step (W4) 1.04-1.10x, W1
-  // 0.99-1.06x; the products over 128 rows on two threads 0.98-1.36x.
+  // its first chunk of a call and reuses it for its other chunks (PackedPerCall); chunks that
+  // each packed B again ran 1000 x 768 x 128 TN at 117 GFLOP/s where fixed shares ran at 143. A
+  // chunk's last block asks for the first rows of Aᵀ of the chunk its thread likely claims next
+  // (ChunkOrder), as gemm_rows does between its own blocks: without, the weight gradients (TN) over
+  // 128 rows ran 3-5% slower than with fixed shares. Measured in turns in one process against fixed
+  // shares: the Tiny Shakespeare step (W4) 1.04-1.10x, W1 0.99-1.06x; the products over 128 rows on
+  // two threads 0.98-1.36x.
   if (threads > 1 && (packed_b || packed_b_floats(K, N) <= kClaimMaxPackedB)) {
     const uint64_t call = new_call();
     const ChunkOrder order(row_panels, 1);
@@ -955,13 +969,10 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
       const auto [n0, n1] = order.next(p0);  // A's rows packed after this chunk
       const Rows next = n0 < n1 ? Rows{A + n0 * MR * rsa, std::min(M, n1 * MR) - n0 * MR} : Rows{};
       if (packed_b) return run_rows(p0, p1, packed_b, next);
-      static thread_local std::vector<float, xsimd::aligned_allocator<float, 64>> b_buf;
-      static thread_local uint64_t packed_for = 0;
-      float* bp = scratch(b_buf, static_cast<size_t>(packed_b_floats(K, N)));
-      if (packed_for != call) {
-        pack_b_whole(K, N, B, rsb, csb, bp, false);
-        packed_for = call;
-      }
+      static thread_local PackedPerCall packed_whole;
+      const float* bp = packed_whole.get(call, packed_b_floats(K, N), [&](float* dst) {
+        pack_b_whole(K, N, B, rsb, csb, dst, false);
+      });
       run_rows(p0, p1, bp, next);
     });
     return;

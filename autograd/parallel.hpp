@@ -54,6 +54,11 @@ inline int64_t parallel_chunks(int64_t n, int64_t grain) {
   return std::clamp<int64_t>(n / std::max<int64_t>(grain, 1), 1, most);
 }
 
+// Where chunk k of parallel_for's `chunks` chunks of [0, n) begins (k = chunks: n).
+inline int64_t parallel_chunk_begin(int64_t n, int64_t chunks, int64_t k, int64_t align = 1) {
+  return k >= chunks ? n : n * k / chunks / align * align;
+}
+
 // fn(begin, end) over [0, n), split into parallel_chunks(n, grain) contiguous ranges. Every chunk
 // but the last starts at a multiple of `align` (a SIMD width, say), so the split never changes
 // which elements share a vector.
@@ -73,10 +78,8 @@ void parallel_for(int64_t n, int64_t grain, F&& fn, int64_t align = 1) {
       chunks,
       [](void* p, int64_t c) {
         auto& x = *static_cast<Ctx*>(p);
-        auto bound = [&](int64_t k) {
-          return k == x.chunks ? x.n : x.n * k / x.chunks / x.align * x.align;
-        };
-        const int64_t b = bound(c), e = bound(c + 1);
+        const int64_t b = parallel_chunk_begin(x.n, x.chunks, c, x.align),
+                      e = parallel_chunk_begin(x.n, x.chunks, c + 1, x.align);
         if (b < e) x.fn(b, e);
       },
       &ctx);
