@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "autograd/simd.hpp"
+#include "nn/for_each_segment.hpp"
 
 namespace anatomy::nn {
 
@@ -160,28 +161,6 @@ AdamW::AdamW(std::vector<Tensor> params, AdamWOptions o)
     : Adam(std::move(params), {o.lr, o.beta1, o.beta2, o.eps, o.weight_decay}, true, "AdamW") {}
 
 namespace {
-
-// fn(i, begin, end) over element ranges of buffers 0..sizes.size()-1, as one parallel loop over
-// their concatenation. A model has dozens of small parameters; a loop per parameter would run
-// each of them on one core (they are under the elementwise grain) and pass over memory once per
-// formula, where this is one pass on both cores.
-template <typename F>
-void for_each_segment(const std::vector<int64_t>& sizes, F&& fn) {
-  std::vector<int64_t> start(sizes.size() + 1, 0);
-  for (size_t i = 0; i < sizes.size(); ++i) start[i + 1] = start[i] + sizes[i];
-  parallel_for(
-      start.back(), simd::kGrain,
-      [&](int64_t b, int64_t e) {
-        auto i =
-            static_cast<size_t>(std::upper_bound(start.begin(), start.end(), b) - start.begin()) -
-            1;
-        for (; i < sizes.size() && start[i] < e; ++i) {
-          const int64_t lo = std::max(b, start[i]), hi = std::min(e, start[i + 1]);
-          if (lo < hi) fn(i, lo - start[i], hi - start[i]);
-        }
-      },
-      simd::W);
-}
 
 // f(p, g, m, v) -> updates p, m, v in place, for n elements; the last partial batch goes through
 // stack buffers so every element gets the same instructions wherever a segment starts.

@@ -407,6 +407,80 @@ TEST_CASE("clip_grad_norm_ with the infinity norm") {
   CHECK_CLOSE(b.grad(), tensor({2.0f * scale}), 1e-7, 1e-6);
 }
 
+// Gradients of 240007 values in all, on 2 threads: clip_grad_norm_ reads and scales them in one
+// parallel pass whose chunks cut through tensors, so a piece lost, counted twice or scaled twice
+// at a cut shows (a piece is thousands of values of size ~1: the norm moves by a percent or
+// more). The middle gradient is a transposed view, scaled where it lies. The reference is
+// computed here in double, value by value.
+TEST_CASE("clip_grad_norm_ over gradients cut into chunks on 2 threads") {
+  const int before = get_num_threads();
+  set_num_threads(2);
+  manual_seed(5);
+  std::vector<Tensor> params{zeros({150000}).requires_grad_(), zeros({300, 300}).requires_grad_(),
+                             zeros({7}).requires_grad_()};
+  params[0].set_grad(randn({150000}));
+  params[1].set_grad(randn({300, 300}).t());
+  params[2].set_grad(randn({7}));
+  REQUIRE_FALSE(params[1].grad().is_contiguous());
+  std::vector<std::vector<float>> g;
+  double sq = 0.0, largest = 0.0;
+  for (const auto& p : params) {
+    g.push_back(p.grad().contiguous().to_vector());
+    for (float v : g.back()) {
+      sq += static_cast<double>(v) * v;
+      largest = std::max(largest, std::fabs(static_cast<double>(v)));
+    }
+  }
+  SUBCASE("2-norm") {
+    const float norm = nn::clip_grad_norm_(params, 10.0f);
+    CHECK(norm == doctest::Approx(std::sqrt(sq)).epsilon(1e-5));
+    const float scale = 10.0f / (norm + 1e-6f);
+    for (size_t i = 0; i < params.size(); ++i) {
+      std::vector<float> want;
+      for (float v : g[i]) want.push_back(v * scale);
+      CHECK_CLOSE(params[i].grad(), from_vector(want, params[i].shape()), 1e-7, 1e-6);
+    }
+  }
+  SUBCASE("infinity norm") {
+    const float norm = nn::clip_grad_norm_(params, 1.0f, INFINITY);
+    CHECK(norm == static_cast<float>(largest));
+    const float scale = 1.0f / (norm + 1e-6f);
+    std::vector<float> want;
+    for (float v : g[0]) want.push_back(v * scale);
+    CHECK_CLOSE(params[0].grad(), from_vector(want, params[0].shape()), 1e-7, 1e-6);
+  }
+  // As torch: a parameter listed twice counts twice in the norm and is scaled twice (a pass that
+  // skipped repeats would scale it once).
+  SUBCASE("a parameter listed twice") {
+    const float norm = nn::clip_grad_norm_({params[0], params[0]}, 1.0f);
+    double sq0 = 0.0;
+    for (float v : g[0]) sq0 += static_cast<double>(v) * v;
+    CHECK(norm == doctest::Approx(std::sqrt(2.0 * sq0)).epsilon(1e-5));
+    const float scale = 1.0f / (norm + 1e-6f);
+    std::vector<float> want;
+    for (float v : g[0]) want.push_back(v * scale * scale);
+    CHECK_CLOSE(params[0].grad(), from_vector(want, params[0].shape()), 1e-9, 1e-5);
+  }
+  // As torch: the norm is NaN, and so is every gradient after (it multiplies by min(coef, 1)).
+  SUBCASE("a NaN deep in a gradient") {
+    for (float type : {2.0f, INFINITY}) {
+      CAPTURE(type);
+      Tensor grad = params[0].grad().clone();
+      grad.data()[140000] = std::nanf("");
+      params[0].set_grad(grad);
+      CHECK(std::isnan(nn::clip_grad_norm_(params, 1.0f, type)));
+      for (const auto& p : params) {
+        const auto v = p.grad().contiguous().to_vector();
+        CHECK(std::count_if(v.begin(), v.end(), [](float x) { return std::isnan(x); }) ==
+              p.numel());
+      }
+      for (size_t i = 0; i < params.size(); ++i)  // fresh gradients for the next norm type
+        params[i].set_grad(from_vector(g[i], params[i].shape()));
+    }
+  }
+  set_num_threads(before);
+}
+
 // The 1e-6 that keeps the division finite is added to the norm, as torch does: with a norm of
 // 2e-6 and max_norm 1e-6 the gradients shrink to a third (1e-6 / 3e-6), not to a half.
 TEST_CASE("clip_grad_norm_ adds its epsilon to the norm") {
