@@ -952,7 +952,7 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
     gemm_rows(rows, N, K, A + i0 * rsa, rsa, csa, B, rsb, csb, C + i0 * ldc, ldc, accumulate,
               b_packed, bias, act ? &share_act : nullptr, next);
   };
-  // The threads claim chunks of rows as they finish the last (parallel_for: up to four per
+  // The threads claim chunks of rows as they finish the last (parallel_for: up to eight per
   // thread), not one fixed share each: the two vCPUs of a cloud machine are not always equally
   // fast, and with fixed shares the faster waited for the slower. Each thread packs all of B for
   // its first chunk of a call and reuses it for its other chunks (PackedPerCall); chunks that

@@ -76,7 +76,7 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kSpin = std::chrono::microseconds(50);
 
 // Chunk indices take 16 bits each in the pool's `next_`; a loop of more chunks runs inline
-// (parallel_for makes at most four per thread).
+// (parallel_for makes at most eight per thread).
 constexpr uint64_t kChunkMask = 0xffff;
 
 template <typename Ready>

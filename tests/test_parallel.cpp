@@ -60,14 +60,14 @@ TEST_CASE("parallel_for visits every index once, in chunks that start on the ali
     for (auto& s : seen) once += s.load() == 1;
     CHECK(once == n);
     CHECK(misaligned.load() == 0);
-    // At most 4 chunks per thread, each at least the grain (10) long; rounding the bounds down to
+    // At most 8 chunks per thread, each at least the grain (10) long; rounding the bounds down to
     // the alignment can leave a chunk empty, and an empty chunk is not called.
-    CHECK(parallel_chunks(n, 10) == std::clamp<int64_t>(n / 10, 1, 8));
+    CHECK(parallel_chunks(n, 10) == std::clamp<int64_t>(n / 10, 1, 16));
     CHECK(chunks.load() <= parallel_chunks(n, 10));
     CHECK(chunks.load() >= 1);
   }
   // One thread, or a loop inside a chunk: a single chunk, run by the caller.
-  CHECK(parallel_chunks(1000, 10) == 8);
+  CHECK(parallel_chunks(1000, 10) == 16);
   int64_t inner = 0;
   parallel_for(1000, 10, [&](int64_t b, int64_t) {
     if (b == 0) inner = parallel_chunks(1000, 10);
