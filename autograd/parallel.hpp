@@ -48,9 +48,9 @@ void set_first_backoff_for_testing(int milliseconds);
 // How many chunks parallel_for(n, grain, ...) makes: up to eight per thread (so a thread that falls
 // behind leaves its neighbours work to take), each at least `grain` long. The caller waits at the
 // end of a loop for the chunk still running elsewhere: with four per thread that wait was 2.3 ms of
-// a 38 ms Tiny Shakespeare step in its loops of eight chunks (products, attention) alone. With
-// eight, measured in turns in one process, that step (W4) ran 1.00-1.08x as fast (median 1.02x over
-// six runs) and W1 1.00-1.04x (median 1.02x).
+// a 38 ms Tiny Shakespeare step in its loops of eight chunks (products, attention, the largest
+// elementwise ops) alone. With eight, measured in turns in one process, that step (W4) ran
+// 1.00-1.08x as fast (median 1.02x over six runs) and W1 1.00-1.04x (median 1.02x).
 inline int64_t parallel_chunks(int64_t n, int64_t grain) {
   const int threads = in_parallel() ? 1 : get_num_threads();
   if (threads <= 1 || n <= grain) return 1;
