@@ -15,13 +15,17 @@ namespace anatomy::nn {
 
 namespace {
 
-// max |x[i]|, NaN if any x[i] is NaN (as torch's infinity norm).
+// The larger of m and a, NaN once either is (as torch's infinity norm; std::max drops a NaN
+// that comes second).
+template <typename T>
+T max_keeping_nan(T m, T a) {
+  return std::isnan(a) || a > m ? a : m;
+}
+
+// max |x[i]|, NaN if any x[i] is NaN.
 float max_abs(const float* x, int64_t n) {
   float m = 0.0f;
-  for (int64_t i = 0; i < n; ++i) {
-    const float a = std::fabs(x[i]);
-    if (std::isnan(a) || a > m) m = a;
-  }
+  for (int64_t i = 0; i < n; ++i) m = max_keeping_nan(m, std::fabs(x[i]));
   return m;
 }
 
@@ -60,9 +64,9 @@ float clip_grad_norm_(const std::vector<Tensor>& parameters, float max_norm, flo
     std::sort(tensor_pieces.begin(), tensor_pieces.end());
     float v = 0.0f;  // the tensor's max |g|, or its Σ g²
     for (const auto& [begin, piece] : tensor_pieces)
-      v = !inf ? v + piece : std::isnan(piece) || piece > v ? piece : v;
+      v = inf ? max_keeping_nan(v, piece) : v + piece;
     if (inf) {
-      total = std::isnan(v) || v > total ? v : total;
+      total = max_keeping_nan(total, static_cast<double>(v));
     } else {
       const float n = std::sqrt(v);
       total += static_cast<double>(n) * n;
