@@ -19,6 +19,38 @@ namespace anatomy::simd {
 using batch = xsimd::batch<float>;
 inline constexpr int64_t W = static_cast<int64_t>(batch::size);
 
+// The n <= W floats at p as a batch, `fill` in the other lanes; and a batch's first n lanes
+// stored at p. With AVX-512 one masked load or store, which touches nothing past the n floats;
+// else through a stack buffer. The elementwise loops' last partial vectors go so, and
+// flash_attention loads the last keys of a row of scores so, -inf past them.
+inline batch load_tail(const float* p, int64_t n, float fill = 0.0f) {
+#ifdef __AVX512F__
+  static_assert(W == 16, "AVX-512: 16 floats to a batch, one mask bit each");
+  return batch(
+      _mm512_mask_loadu_ps(_mm512_set1_ps(fill), static_cast<__mmask16>((1u << n) - 1), p));
+#else
+  alignas(64) float buf[W];
+  std::fill(buf, buf + W, fill);
+  std::memcpy(buf, p, sizeof(float) * static_cast<size_t>(n));
+  return batch::load_aligned(buf);
+#endif
+}
+
+inline void store_tail(float* p, const batch& v, int64_t n) {
+#ifdef __AVX512F__
+  _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), v);
+#else
+  alignas(64) float buf[W];
+  v.store_aligned(buf);
+  std::memcpy(p, buf, sizeof(float) * static_cast<size_t>(n));
+#endif
+}
+
+// A tail operand with stride s in {0, 1}: 0 repeats one value.
+inline batch load_tail_strided(const float* p, int64_t s, int64_t n) {
+  return s == 0 ? batch(p[0]) : load_tail(p, n);
+}
+
 // One thread's share of map, map2 and map3 below.
 
 // y[i] = f(x[i]) for contiguous buffers (y may alias x).
@@ -26,12 +58,7 @@ template <typename F>
 inline void map_range(const float* x, float* y, int64_t n, F f) {
   int64_t i = 0;
   for (; i + W <= n; i += W) f(batch::load_unaligned(x + i)).store_unaligned(y + i);
-  if (i < n) {
-    alignas(64) float buf[W] = {};
-    std::memcpy(buf, x + i, sizeof(float) * (n - i));
-    f(batch::load_unaligned(buf)).store_unaligned(buf);
-    std::memcpy(y + i, buf, sizeof(float) * (n - i));
-  }
+  if (i < n) store_tail(y + i, f(load_tail(x + i, n - i)), n - i);
 }
 
 // y[i] = f(a[i * sa], b[i * sb]) with sa, sb in {0, 1}: 0 repeats one value (a broadcast).
@@ -43,15 +70,11 @@ inline void map2_range(const float* a, int64_t sa, const float* b, int64_t sb, f
   };
   int64_t i = 0;
   for (; i + W <= n; i += W) f(load(a, sa, i), load(b, sb, i)).store_unaligned(y + i);
-  if (i < n) {
-    alignas(64) float ba[W] = {}, bb[W] = {};
-    for (int64_t k = 0; k < n - i; ++k) {
-      ba[k] = a[(i + k) * sa];
-      bb[k] = b[(i + k) * sb];
-    }
-    f(batch::load_unaligned(ba), batch::load_unaligned(bb)).store_unaligned(ba);
-    std::memcpy(y + i, ba, sizeof(float) * (n - i));
-  }
+  if (i < n)
+    store_tail(
+        y + i,
+        f(load_tail_strided(a + i * sa, sa, n - i), load_tail_strided(b + i * sb, sb, n - i)),
+        n - i);
 }
 
 // Three inputs, same stride rules (used by where() and by fused backward formulas).
@@ -64,17 +87,11 @@ inline void map3_range(const float* a, int64_t sa, const float* b, int64_t sb, c
   int64_t i = 0;
   for (; i + W <= n; i += W)
     f(load(a, sa, i), load(b, sb, i), load(c, sc, i)).store_unaligned(y + i);
-  if (i < n) {
-    alignas(64) float ba[W] = {}, bb[W] = {}, bc[W] = {};
-    for (int64_t k = 0; k < n - i; ++k) {
-      ba[k] = a[(i + k) * sa];
-      bb[k] = b[(i + k) * sb];
-      bc[k] = c[(i + k) * sc];
-    }
-    f(batch::load_unaligned(ba), batch::load_unaligned(bb), batch::load_unaligned(bc))
-        .store_unaligned(ba);
-    std::memcpy(y + i, ba, sizeof(float) * (n - i));
-  }
+  if (i < n)
+    store_tail(y + i,
+               f(load_tail_strided(a + i * sa, sa, n - i), load_tail_strided(b + i * sb, sb, n - i),
+                 load_tail_strided(c + i * sc, sc, n - i)),
+               n - i);
 }
 
 // The elementwise loops, split between threads above kGrain elements (on W-aligned boundaries,
@@ -168,6 +185,17 @@ inline float max(const float* x, int64_t n) {
     m = std::max(m, x[i]);
   }
   return m;
+}
+
+// The largest lane of v (no NaN lanes: the callers check for those first).
+inline float hmax(const batch& v) {
+#ifdef __AVX512F__
+  return _mm512_reduce_max_ps(v);
+#else
+  alignas(64) float buf[W];
+  v.store_aligned(buf);
+  return *std::max_element(buf, buf + W);
+#endif
 }
 
 // max or min of two batches, NaN where either is NaN (the strided reductions' step).
