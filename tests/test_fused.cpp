@@ -359,6 +359,56 @@ TEST_CASE("flash_attention on 2-D query, key and value") {
               randn({4, 2}).requires_grad_()});
 }
 
+// A row of scores is computed in registers when its keys fit in 8 vectors and its bias and mask
+// lie side by side, else in passes over memory: key counts on both sides of a vector's width and
+// of the 8 vectors (16 floats to a vector with AVX-512, 8 with AVX2); a bias and mask side by side,
+// read through transposes (so not side by side), or none (then only the lanes past the last key
+// must be kept out of the softmax); dropout; a row that sees no key. Values and the gradients of
+// q, k, v and the bias against the composed ops.
+TEST_CASE("flash_attention computes rows in registers or in passes, with the same results") {
+  manual_seed(18);
+  const int64_t B = 2, H = 2, Tq = 19, D = 8, Dv = 5;
+  for (const int64_t Tk : {7, 16, 17, 24, 64, 65, 128, 129, 150}) {
+    for (const std::string layout : {"side by side", "transposed", "none"}) {
+      CAPTURE(Tk);
+      CAPTURE(layout);
+      // 1/0 masks: batch 1 hides its last 3 keys, batch 0's row 4 sees nothing.
+      Tensor mask = ones({B, 1, Tq, Tk});
+      mask.select(0, 1).narrow(-1, Tk - 3, 3).fill_(0.0f);
+      mask.select(0, 0).select(1, 4).fill_(0.0f);
+      Tensor bias = randn({1, H, Tq, Tk});
+      if (layout == "transposed") {  // the same values, with the keys Tq floats apart
+        mask = mask.transpose(-1, -2).contiguous().transpose(-1, -2);
+        bias = bias.transpose(-1, -2).contiguous().transpose(-1, -2);
+        CHECK(mask.stride(-1) == Tq);
+      }
+      if (layout == "none") mask = Tensor();
+      check_same(
+          [&](const Inputs& x) {
+            return flash_attention(x[0], x[1], x[2], {mask.defined() ? x[3] : Tensor(), mask});
+          },
+          [&](const Inputs& x) {
+            return composed_attention(x[0], x[1], x[2], mask.defined() ? x[3] : Tensor(), mask);
+          },
+          {randn({B, H, Tq, D}).requires_grad_(), randn({B, H, Tk, D}).requires_grad_(),
+           randn({B, H, Tk, Dv}).requires_grad_(),
+           mask.defined() ? bias.requires_grad_() : zeros({1})});
+      const Tensor q0 = randn({B, H, Tq, D}), k0 = randn({B, H, Tk, D}), v0 = randn({B, H, Tk, Dv});
+      Tensor qa = q0.clone().requires_grad_(), qb = q0.clone().requires_grad_();
+      manual_seed(19);
+      Tensor fused =
+          flash_attention(qa, k0, v0, {.mask = mask, .dropout_p = 0.2f, .training = true});
+      manual_seed(19);
+      Tensor composed = composed_attention(qb, k0, v0, Tensor(), mask, 0.2f);
+      CHECK_CLOSE(fused, composed, 1e-5, 1e-4);
+      fused.sum().backward();
+      composed.sum().backward();
+      CHECK_CLOSE(qa.grad(), qb.grad(), 1e-5, 1e-4);
+      if (mask.defined()) CHECK(fused.select(0, 0).select(1, 4).abs().sum().item() == 0.0f);
+    }
+  }
+}
+
 // Dropout on the weights draws the numbers dropout() draws on the whole [B, H, Tq, Tk] weights,
 // so the fused op and the composed one agree under the same seed, and leave the generator at
 // the same place; with 2 threads too.
