@@ -21,7 +21,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <type_traits>
 #include <unordered_map>
 
 #include "autograd/engine.hpp"
@@ -148,58 +147,15 @@ const float* mask_row(const Problem& p, int64_t g, int64_t i) {
                      : nullptr;
 }
 
-// A row of up to kRowVectors vectors of keys is computed in registers: its products are loaded
-// once, scaled, biased, masked, made weights (or gradients) and stored once, where scalar loops
-// and vector passes over the row each stored what the next one loaded. Against those, in turns in
-// one process on W1's and W4's attention (24 and up to 64 keys): the forward 1.13-1.31x as fast,
-// the backward 0.98-1.17x. Longer rows, or a bias or mask whose keys are not side by side, go
+// A row of up to simd::kRowVectors vectors of keys is computed in registers: its products are
+// loaded once, scaled, biased, masked, made weights (or gradients) and stored once, where scalar
+// loops and vector passes over the row each stored what the next one loaded. Against those, in
+// turns in one process on W1's and W4's attention (24 and up to 64 keys): the forward 1.13-1.31x as
+// fast, the backward 0.98-1.17x. Longer rows, or a bias or mask whose keys are not side by side, go
 // through the passes (scale_rows, softmax_rows, weights_rows, softmax_grad_rows).
-constexpr int kRowVectors = 8;
-
 bool in_registers(const Problem& p, int64_t keys) {
-  return keys > 0 && keys <= kRowVectors * simd::W && (!p.bias.data || p.bias.cs == 1) &&
+  return keys > 0 && keys <= simd::kRowVectors * simd::W && (!p.bias.data || p.bias.cs == 1) &&
          (!p.mask.data || p.mask.cs == 1);
-}
-
-// Calls f(std::integral_constant<int, NV>{}) with NV the vectors that hold `keys` keys.
-template <typename F>
-void with_vectors(int64_t keys, F&& f) {
-  switch ((keys + simd::W - 1) / simd::W) {
-    case 1:
-      return f(std::integral_constant<int, 1>{});
-    case 2:
-      return f(std::integral_constant<int, 2>{});
-    case 3:
-      return f(std::integral_constant<int, 3>{});
-    case 4:
-      return f(std::integral_constant<int, 4>{});
-    case 5:
-      return f(std::integral_constant<int, 5>{});
-    case 6:
-      return f(std::integral_constant<int, 6>{});
-    case 7:
-      return f(std::integral_constant<int, 7>{});
-    default:
-      return f(std::integral_constant<int, 8>{});
-  }
-}
-
-// Vector c of NV over a row of `keys` floats at x: the last one loads only the row's remaining
-// floats, the other lanes `fill`.
-// Forced inline, as load_scores: called out of line, their vectors went through memory.
-template <int NV>
-[[gnu::always_inline]] inline simd::batch row_vector(const float* x, int c, int64_t keys,
-                                                     float fill = 0.0f) {
-  return c + 1 < NV ? simd::batch::load_unaligned(x + c * simd::W)
-                    : simd::load_tail(x + c * simd::W, keys - c * simd::W, fill);
-}
-template <int NV>
-[[gnu::always_inline]] inline void store_row_vector(float* x, int c, int64_t keys,
-                                                    const simd::batch& v) {
-  if (c + 1 < NV)
-    v.store_unaligned(x + c * simd::W);
-  else
-    simd::store_tail(x + c * simd::W, v, keys - c * simd::W);
 }
 
 // A row's products as softmax's input: x · scale + bias, -inf where the mask hides a key, and -inf
@@ -210,9 +166,9 @@ template <int NV>
                                                simd::batch (&v)[NV]) {
   const simd::batch hidden(kNegInf), sb(scale);
   for (int c = 0; c < NV; ++c) {
-    simd::batch x = row_vector<NV>(row, c, keys, kNegInf) * sb;
-    if (bias) x = x + row_vector<NV>(bias, c, keys);
-    if (mask) x = xsimd::select(row_vector<NV>(mask, c, keys) == simd::batch(0.0f), hidden, x);
+    simd::batch x = simd::row_load<NV>(row, c, keys, kNegInf) * sb;
+    if (bias) x = x + simd::row_load<NV>(bias, c, keys);
+    if (mask) x = xsimd::select(simd::row_load<NV>(mask, c, keys) == simd::batch(0.0f), hidden, x);
     v[c] = x;
   }
 }
@@ -245,8 +201,8 @@ float softmax_row(float* row, const float* bias, const float* mask, const float*
   const simd::batch inv(1.0f / total);
   for (int c = 0; c < NV; ++c) {
     simd::batch w = v[c] * inv;
-    if (drop) w = w * row_vector<NV>(drop, c, keys);
-    store_row_vector<NV>(row, c, keys, w);
+    if (drop) w = w * simd::row_load<NV>(drop, c, keys);
+    simd::row_store<NV>(row, c, keys, w);
   }
   return top + std::log(total);
 }
@@ -261,8 +217,8 @@ void weights_row(float* row, const float* bias, const float* mask, const float* 
   const simd::batch lb(l);
   for (int c = 0; c < NV; ++c) {
     const simd::batch w = l == kNegInf ? simd::batch(0.0f) : xsimd::exp(v[c] - lb);
-    store_row_vector<NV>(row, c, keys, w);
-    if (drop) store_row_vector<NV>(a, c, keys, w * row_vector<NV>(drop, c, keys));
+    simd::row_store<NV>(row, c, keys, w);
+    if (drop) simd::row_store<NV>(a, c, keys, w * simd::row_load<NV>(drop, c, keys));
   }
 }
 
@@ -273,20 +229,20 @@ void softmax_grad_row(const float* w, float* d, const float* drop, float* db, in
                       float scale) {
   simd::batch wv[NV], dv[NV], dot_v(0.0f);
   for (int c = 0; c < NV; ++c) {
-    wv[c] = row_vector<NV>(w, c, keys);
-    dv[c] = row_vector<NV>(d, c, keys);
-    if (drop) dv[c] = dv[c] * row_vector<NV>(drop, c, keys);
+    wv[c] = simd::row_load<NV>(w, c, keys);
+    dv[c] = simd::row_load<NV>(d, c, keys);
+    if (drop) dv[c] = dv[c] * simd::row_load<NV>(drop, c, keys);
     dot_v = xsimd::fma(wv[c], dv[c], dot_v);
   }
   const simd::batch dot(xsimd::hadd(dot_v)), sb(scale);
   for (int c = 0; c < NV; ++c) {
     const simd::batch ds = wv[c] * (dv[c] - dot);
-    if (db) store_row_vector<NV>(db, c, keys, ds);
-    store_row_vector<NV>(d, c, keys, ds * sb);
+    if (db) simd::row_store<NV>(db, c, keys, ds);
+    simd::row_store<NV>(d, c, keys, ds * sb);
   }
 }
 
-// The passes, for rows that do not fit in registers (see kRowVectors).
+// The passes, for rows that do not fit in registers (see in_registers).
 
 // s's rows (rows x keys, from products) scaled, biased and masked.
 void scale_rows(const Problem& p, int64_t g, int64_t i0, int64_t rows, int64_t keys, float* s) {
@@ -459,7 +415,7 @@ Tensor flash_attention(const Tensor& query, const Tensor& key, const Tensor& val
       if (p.dropout) dropout_rows(p, g, i0, rows, m);
       float* l = pl + g * p.Tq + i0;
       if (in_registers(p, keys)) {
-        with_vectors(keys, [&](auto nv) {
+        simd::with_row_vectors(keys, [&](auto nv) {
           for (int64_t r = 0; r < rows; ++r)
             l[r] = softmax_row<decltype(nv)::value>(
                 s + r * keys, bias_row(p, g, i0 + r), mask_row(p, g, i0 + r),
@@ -515,7 +471,7 @@ Tensor flash_attention(const Tensor& query, const Tensor& key, const Tensor& val
               const bool fast = in_registers(p, keys);
               // s becomes the weights w, and with dropout da the dropped-out weights a = w ⊙ m
               if (fast) {
-                with_vectors(keys, [&](auto nv) {
+                simd::with_row_vectors(keys, [&](auto nv) {
                   for (int64_t r = 0; r < rows; ++r)
                     weights_row<decltype(nv)::value>(
                         s + r * keys, bias_row(p, g, i0 + r), mask_row(p, g, i0 + r),
@@ -537,7 +493,7 @@ Tensor flash_attention(const Tensor& query, const Tensor& key, const Tensor& val
                 for (int64_t r = 0; r < rows; ++r)
                   std::fill(db + r * p.Tk + keys, db + (r + 1) * p.Tk, 0.0f);
               if (fast) {
-                with_vectors(keys, [&](auto nv) {
+                simd::with_row_vectors(keys, [&](auto nv) {
                   for (int64_t r = 0; r < rows; ++r)
                     softmax_grad_row<decltype(nv)::value>(
                         s + r * keys, da + r * keys, drop ? drop + r * p.Tk : nullptr,

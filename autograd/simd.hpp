@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include "autograd/parallel.hpp"
 #include "autograd/xsimd.hpp"
 
@@ -49,6 +50,49 @@ inline void store_tail(float* p, const batch& v, int64_t n) {
 // A tail operand with stride s in {0, 1}: 0 repeats one value.
 inline batch load_tail_strided(const float* p, int64_t s, int64_t n) {
   return s == 0 ? batch(p[0]) : load_tail(p, n);
+}
+
+// A row of n floats held in registers (flash_attention's scores, layer norm's features) is
+// NV = ceil(n / W) vectors, at most kRowVectors; kernels for such rows are written for a constant
+// NV, so that the compiler keeps the vectors in registers.
+inline constexpr int kRowVectors = 8;
+
+// Calls f(std::integral_constant<int, NV>{}) with NV the vectors that hold n floats (8 for more).
+template <typename F>
+void with_row_vectors(int64_t n, F&& f) {
+  switch ((n + W - 1) / W) {
+    case 1:
+      return f(std::integral_constant<int, 1>{});
+    case 2:
+      return f(std::integral_constant<int, 2>{});
+    case 3:
+      return f(std::integral_constant<int, 3>{});
+    case 4:
+      return f(std::integral_constant<int, 4>{});
+    case 5:
+      return f(std::integral_constant<int, 5>{});
+    case 6:
+      return f(std::integral_constant<int, 6>{});
+    case 7:
+      return f(std::integral_constant<int, 7>{});
+    default:
+      return f(std::integral_constant<int, 8>{});
+  }
+}
+
+// Vector c of NV over a row of n floats at x, and its store: the last vector loads and stores only
+// the row's floats (`fill` in the other lanes). Forced inline: called out of line, a row's
+// vectors went through memory.
+template <int NV>
+[[gnu::always_inline]] inline batch row_load(const float* x, int c, int64_t n, float fill = 0.0f) {
+  return c + 1 < NV ? batch::load_unaligned(x + c * W) : load_tail(x + c * W, n - c * W, fill);
+}
+template <int NV>
+[[gnu::always_inline]] inline void row_store(float* x, int c, int64_t n, const batch& v) {
+  if (c + 1 < NV)
+    v.store_unaligned(x + c * W);
+  else
+    store_tail(x + c * W, v, n - c * W);
 }
 
 // One thread's share of map, map2 and map3 below.
