@@ -45,6 +45,15 @@ void for_exp_rows(int64_t N, int64_t C, F fn) {
   parallel_for(N, std::max<int64_t>(1, row_grain(C) / 4), fn);
 }
 
+// Layer norm's rows in registers: a quarter of the grain, as for_exp_rows. With the whole grain
+// the 768 rows of 128 features of W1 and W4 made 3 chunks, two for one thread and one for the
+// other.
+int64_t norm_row_grain(int64_t C) { return std::max<int64_t>(1, row_grain(C) / 4); }
+template <typename F>
+void for_norm_rows(int64_t N, int64_t C, F fn) {
+  parallel_for(N, norm_row_grain(C), fn);
+}
+
 // Runs `rows(x, y, N, C)` on contiguous [N, C] buffers with `dim` as C, moving `dim` last and
 // back when needed.
 template <typename Rows>
@@ -162,6 +171,51 @@ void check_layer_norm(const char* op, const Tensor& x, const Shape& normalized_s
                               normalized_shape.str(), p->shape().str()));
 }
 
+// Rows of up to simd::kRowVectors vectors of features are normalized in registers: a row is
+// loaded once, its mean, variance, x̂ and output computed there, and each result stored once; the
+// backward likewise. Wider rows go through passes over memory (simd::sum, simd::dot, ...).
+bool norm_in_registers(int64_t C) { return C > 0 && C <= simd::kRowVectors * simd::W; }
+
+// v's lanes before lane n, 0 in the others.
+inline batch first_lanes(const batch& v, int64_t n) {
+  alignas(64) static constexpr float kLane[16] = {0, 1, 2,  3,  4,  5,  6,  7,
+                                                  8, 9, 10, 11, 12, 13, 14, 15};
+  static_assert(simd::W <= 16, "a lane number for every lane");
+  return xsimd::select(batch::load_aligned(kLane) < batch(static_cast<float>(n)), v, batch(0.0f));
+}
+
+// One row of layer norm: x̂ = (x - mean) / σ into hr, x̂ w + b into yr; returns 1/σ.
+template <int NV>
+float layer_norm_row(const float* xr, float* hr, float* yr, const float* w, const float* b,
+                     int64_t C, float eps) {
+  batch v[NV], total(0.0f);
+  for (int c = 0; c < NV; ++c) total += v[c] = simd::row_load<NV>(xr, c, C);
+  const batch mean(xsimd::hadd(total) / static_cast<float>(C));
+  // The lanes past the last feature (0) must add nothing to the variance.
+  const int64_t last = C - (NV - 1) * simd::W;
+  batch sq(0.0f);
+  for (int c = 0; c < NV; ++c) {
+    v[c] = v[c] - mean;
+    if (c + 1 == NV && last < simd::W) v[c] = first_lanes(v[c], last);
+    sq = xsimd::fma(v[c], v[c], sq);
+  }
+  const float r = 1.0f / std::sqrt(xsimd::hadd(sq) / static_cast<float>(C) + eps);
+  const batch rb(r);
+  for (int c = 0; c < NV; ++c) {
+    const batch h = v[c] * rb;
+    simd::row_store<NV>(hr, c, C, h);
+    batch y = h;
+    if (w && b)
+      y = xsimd::fma(h, simd::row_load<NV>(w, c, C), simd::row_load<NV>(b, c, C));
+    else if (w)
+      y = h * simd::row_load<NV>(w, c, C);
+    else if (b)
+      y = h + simd::row_load<NV>(b, c, C);
+    simd::row_store<NV>(yr, c, C, y);
+  }
+  return r;
+}
+
 // Layer norm's forward over N contiguous rows of C values: out, and x̂ and 1/σ per row for the
 // backward.
 struct LayerNormSaved {
@@ -175,6 +229,16 @@ LayerNormSaved layer_norm_rows(const float* x, const Shape& shape, int64_t N, in
   const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
   const float* w = wc.defined() ? wc.data() : nullptr;
   const float* b = bc.defined() ? bc.data() : nullptr;
+  if (norm_in_registers(C)) {
+    for_norm_rows(N, C, [&](int64_t n0, int64_t n1) {
+      simd::with_row_vectors(C, [&](auto nv) {
+        for (int64_t n = n0; n < n1; ++n)
+          s.rstd.data()[n] = layer_norm_row<decltype(nv)::value>(
+              x + n * C, s.xhat.data() + n * C, s.out.data() + n * C, w, b, C, eps);
+      });
+    });
+    return s;
+  }
   for_rows(N, C, [&](int64_t n0, int64_t n1) {
     for (int64_t n = n0; n < n1; ++n) {
       const float* xr = x + n * C;
@@ -200,6 +264,29 @@ LayerNormSaved layer_norm_rows(const float* x, const Shape& shape, int64_t N, in
   return s;
 }
 
+// One row of layer norm's backward: dx = rstd (ĝ - mean(ĝ) - x̂ mean(ĝ ⊙ x̂)) with ĝ = g ⊙ w into
+// gx; pw += g ⊙ x̂ and pb += g, the row's terms of dw and db (null: not wanted).
+template <int NV>
+void layer_norm_grad_row(const float* gr, const float* hr, const float* w, float r, float* gx,
+                         float* pw, float* pb, int64_t C) {
+  batch g[NV], h[NV], gh[NV], s1(0.0f), s2(0.0f);
+  for (int c = 0; c < NV; ++c) {
+    g[c] = simd::row_load<NV>(gr, c, C);
+    h[c] = simd::row_load<NV>(hr, c, C);
+    gh[c] = w ? g[c] * simd::row_load<NV>(w, c, C) : g[c];
+    s1 += gh[c];
+    s2 = xsimd::fma(gh[c], h[c], s2);
+  }
+  const batch m1(xsimd::hadd(s1) / static_cast<float>(C)),
+      m2(xsimd::hadd(s2) / static_cast<float>(C));
+  const batch rb(r);
+  for (int c = 0; c < NV; ++c) {
+    simd::row_store<NV>(gx, c, C, rb * (gh[c] - m1 - h[c] * m2));
+    if (pw) simd::row_store<NV>(pw, c, C, xsimd::fma(g[c], h[c], simd::row_load<NV>(pw, c, C)));
+    if (pb) simd::row_store<NV>(pb, c, C, simd::row_load<NV>(pb, c, C) + g[c]);
+  }
+}
+
 // Records layer norm's node on `s.out` (its input x, and weight and bias).
 Tensor record_layer_norm(const LayerNormSaved& s, const Tensor& x, const Tensor& weight,
                          const Tensor& bias, int64_t N, int64_t C) {
@@ -212,15 +299,26 @@ Tensor record_layer_norm(const LayerNormSaved& s, const Tensor& x, const Tensor&
         const float* w = wc.defined() ? wc.data() : nullptr;
         // dw and db sum over rows: each chunk of rows sums its own, and the chunks'
         // sums are added in chunk order (the same for a given thread count).
-        const int64_t chunks = parallel_chunks(N, row_grain(C));
+        const bool fast = norm_in_registers(C);
+        const int64_t chunks = parallel_chunks(N, fast ? norm_row_grain(C) : row_grain(C));
         std::vector<float> part_w(weight.defined() ? chunks * C : 0, 0.0f);
         std::vector<float> part_b(bias.defined() ? chunks * C : 0, 0.0f);
         parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
-          std::vector<float> gh(C);
+          std::vector<float> gh(fast ? 0 : C);
           for (int64_t c = c0; c < c1; ++c) {
             float* pw = part_w.empty() ? nullptr : part_w.data() + c * C;
             float* pb = part_b.empty() ? nullptr : part_b.data() + c * C;
-            for (int64_t n = N * c / chunks; n < N * (c + 1) / chunks; ++n) {
+            const int64_t n0 = N * c / chunks, n1 = N * (c + 1) / chunks;
+            if (fast) {
+              simd::with_row_vectors(C, [&](auto nv) {
+                for (int64_t n = n0; n < n1; ++n)
+                  layer_norm_grad_row<decltype(nv)::value>(gc.data() + n * C, xhat.data() + n * C,
+                                                           w, rstd.data()[n], gx.data() + n * C, pw,
+                                                           pb, C);
+              });
+              continue;
+            }
+            for (int64_t n = n0; n < n1; ++n) {
               const float* gr = gc.data() + n * C;
               const float* hr = xhat.data() + n * C;
               // dL/dxhat = g ⊙ w; then dx = rstd (ĝ - mean(ĝ) - x̂ mean(ĝ ⊙ x̂))
