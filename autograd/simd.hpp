@@ -22,8 +22,9 @@ inline constexpr int64_t W = static_cast<int64_t>(batch::size);
 
 // The n <= W floats at p as a batch, `fill` in the other lanes; and a batch's first n lanes
 // stored at p. With AVX-512 one masked load or store, which touches nothing past the n floats;
-// else through a stack buffer. The elementwise loops' last partial vectors go so, and
-// flash_attention loads the last keys of a row of scores so, -inf past them.
+// else through a stack buffer. The elementwise loops' last partial vectors go so, and so do the
+// last vectors of the rows held in registers (row_load: flash_attention loads -inf past the last
+// key of a row of scores).
 inline batch load_tail(const float* p, int64_t n, float fill = 0.0f) {
 #ifdef __AVX512F__
   static_assert(W == 16, "AVX-512: 16 floats to a batch, one mask bit each");
@@ -57,7 +58,8 @@ inline batch load_tail_strided(const float* p, int64_t s, int64_t n) {
 // NV, so that the compiler keeps the vectors in registers.
 inline constexpr int kRowVectors = 8;
 
-// Calls f(std::integral_constant<int, NV>{}) with NV the vectors that hold n floats (8 for more).
+// Calls f(std::integral_constant<int, NV>{}) with NV the vectors that hold n floats, for
+// 1 <= n <= kRowVectors * W (the callers check).
 template <typename F>
 void with_row_vectors(int64_t n, F&& f) {
   switch ((n + W - 1) / W) {
