@@ -82,8 +82,9 @@ TEST_CASE("layer_norm's weight and bias gradients over many rows on 2 threads") 
 }
 
 // Mutation seed 18: with a grain of one row, a small layer norm was cut into a chunk per row or
-// two on 2 threads, and its bias gradient summed in another order. Under kGrain values a norm is
-// one chunk: the row-order sum, whatever the thread count. The gradient below makes the order
+// two on 2 threads, and its bias gradient summed in another order. Under a quarter of kGrain
+// values (the grain of rows that fit in registers; wider rows: kGrain) a norm is one chunk: the
+// row-order sum, whatever the thread count. The gradient below makes the order
 // visible: 1e8 + 1 - 1e8 + 1 + ... is 1 from the left and 0 in pairs.
 TEST_CASE("layer_norm of a small input sums its bias gradient in row order on any thread count") {
   const int before = get_num_threads();
