@@ -154,7 +154,7 @@ const float* mask_row(const Problem& p, int64_t g, int64_t i) {
 // fast, the backward 0.98-1.17x. Longer rows, or a bias or mask whose keys are not side by side, go
 // through the passes (scale_rows, softmax_rows, weights_rows, softmax_grad_rows).
 bool in_registers(const Problem& p, int64_t keys) {
-  return keys > 0 && keys <= simd::kRowVectors * simd::W && (!p.bias.data || p.bias.cs == 1) &&
+  return simd::row_fits(keys) && (!p.bias.data || p.bias.cs == 1) &&
          (!p.mask.data || p.mask.cs == 1);
 }
 
@@ -181,12 +181,9 @@ float softmax_row(float* row, const float* bias, const float* mask, const float*
   simd::batch v[NV];
   load_scores<NV>(row, bias, mask, keys, scale, v);
   simd::batch top_v = v[0];
-  auto nan = xsimd::isnan(v[0]);
-  for (int c = 1; c < NV; ++c) {
-    top_v = xsimd::max(top_v, v[c]);
-    nan = nan || xsimd::isnan(v[c]);
-  }
-  const float top = xsimd::any(nan) ? std::numeric_limits<float>::quiet_NaN() : simd::hmax(top_v);
+  for (int c = 1; c < NV; ++c) top_v = simd::extremum<true>(top_v, v[c]);
+  const float top =
+      xsimd::any(xsimd::isnan(top_v)) ? std::numeric_limits<float>::quiet_NaN() : simd::hmax(top_v);
   if (top == kNegInf) {
     std::fill(row, row + keys, 0.0f);
     return kNegInf;

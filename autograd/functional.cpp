@@ -171,32 +171,24 @@ void check_layer_norm(const char* op, const Tensor& x, const Shape& normalized_s
                               normalized_shape.str(), p->shape().str()));
 }
 
-// Rows of up to simd::kRowVectors vectors of features are normalized in registers: a row is
-// loaded once, its mean, variance, x̂ and output computed there, and each result stored once; the
-// backward likewise. Wider rows go through passes over memory (simd::sum, simd::dot, ...).
-bool norm_in_registers(int64_t C) { return C > 0 && C <= simd::kRowVectors * simd::W; }
-
-// v's lanes before lane n, 0 in the others.
-inline batch first_lanes(const batch& v, int64_t n) {
-  alignas(64) static constexpr float kLane[16] = {0, 1, 2,  3,  4,  5,  6,  7,
-                                                  8, 9, 10, 11, 12, 13, 14, 15};
-  static_assert(simd::W <= 16, "a lane number for every lane");
-  return xsimd::select(batch::load_aligned(kLane) < batch(static_cast<float>(n)), v, batch(0.0f));
-}
-
+// Rows of up to simd::kRowVectors vectors of features (simd::row_fits) are normalized in
+// registers: a row is loaded once (its last vector twice), its mean, variance, x̂ and output
+// computed there, and each result stored once; the backward likewise. Wider rows go through
+// passes over memory (simd::sum, simd::dot, ...).
+//
 // One row of layer norm: x̂ = (x - mean) / σ into hr, x̂ w + b into yr; returns 1/σ.
 template <int NV>
 float layer_norm_row(const float* xr, float* hr, float* yr, const float* w, const float* b,
                      int64_t C, float eps) {
   batch v[NV], total(0.0f);
   for (int c = 0; c < NV; ++c) total += v[c] = simd::row_load<NV>(xr, c, C);
-  const batch mean(xsimd::hadd(total) / static_cast<float>(C));
-  // The lanes past the last feature (0) must add nothing to the variance.
-  const int64_t last = C - (NV - 1) * simd::W;
+  const float mean = xsimd::hadd(total) / static_cast<float>(C);
+  // The last vector again with the mean past the last feature, so that those lanes add nothing
+  // to the variance.
+  v[NV - 1] = simd::row_load<NV>(xr, NV - 1, C, mean);
   batch sq(0.0f);
   for (int c = 0; c < NV; ++c) {
-    v[c] = v[c] - mean;
-    if (c + 1 == NV && last < simd::W) v[c] = first_lanes(v[c], last);
+    v[c] = v[c] - batch(mean);
     sq = xsimd::fma(v[c], v[c], sq);
   }
   const float r = 1.0f / std::sqrt(xsimd::hadd(sq) / static_cast<float>(C) + eps);
@@ -229,7 +221,7 @@ LayerNormSaved layer_norm_rows(const float* x, const Shape& shape, int64_t N, in
   const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
   const float* w = wc.defined() ? wc.data() : nullptr;
   const float* b = bc.defined() ? bc.data() : nullptr;
-  if (norm_in_registers(C)) {
+  if (simd::row_fits(C)) {
     for_norm_rows(N, C, [&](int64_t n0, int64_t n1) {
       simd::with_row_vectors(C, [&](auto nv) {
         for (int64_t n = n0; n < n1; ++n)
@@ -299,7 +291,7 @@ Tensor record_layer_norm(const LayerNormSaved& s, const Tensor& x, const Tensor&
         const float* w = wc.defined() ? wc.data() : nullptr;
         // dw and db sum over rows: each chunk of rows sums its own, and the chunks'
         // sums are added in chunk order (the same for a given thread count).
-        const bool fast = norm_in_registers(C);
+        const bool fast = simd::row_fits(C);
         const int64_t chunks = parallel_chunks(N, fast ? norm_row_grain(C) : row_grain(C));
         std::vector<float> part_w(weight.defined() ? chunks * C : 0, 0.0f);
         std::vector<float> part_b(bias.defined() ? chunks * C : 0, 0.0f);

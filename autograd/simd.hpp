@@ -58,28 +58,16 @@ inline batch load_tail_strided(const float* p, int64_t s, int64_t n) {
 // NV, so that the compiler keeps the vectors in registers.
 inline constexpr int kRowVectors = 8;
 
-// Calls f(std::integral_constant<int, NV>{}) with NV the vectors that hold n floats, for
-// 1 <= n <= kRowVectors * W (the callers check).
-template <typename F>
+// Whether a row of n floats is held in registers: 1 to kRowVectors vectors.
+inline bool row_fits(int64_t n) { return n > 0 && n <= kRowVectors * W; }
+
+// Calls f(std::integral_constant<int, NV>{}) with NV the vectors that hold n floats, for a row
+// that fits (row_fits).
+template <int NV = 1, typename F>
 void with_row_vectors(int64_t n, F&& f) {
-  switch ((n + W - 1) / W) {
-    case 1:
-      return f(std::integral_constant<int, 1>{});
-    case 2:
-      return f(std::integral_constant<int, 2>{});
-    case 3:
-      return f(std::integral_constant<int, 3>{});
-    case 4:
-      return f(std::integral_constant<int, 4>{});
-    case 5:
-      return f(std::integral_constant<int, 5>{});
-    case 6:
-      return f(std::integral_constant<int, 6>{});
-    case 7:
-      return f(std::integral_constant<int, 7>{});
-    default:
-      return f(std::integral_constant<int, 8>{});
-  }
+  if constexpr (NV < kRowVectors)
+    if (n > NV * W) return with_row_vectors<NV + 1>(n, f);
+  f(std::integral_constant<int, NV>{});
 }
 
 // Vector c of NV over a row of n floats at x, and its store: the last vector loads and stores only
