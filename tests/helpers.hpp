@@ -4,9 +4,14 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmath>
+
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -86,6 +91,31 @@ void check_error(F f, std::initializer_list<std::string> fragments) {
     const std::string msg = e.what();
     for (const auto& frag : fragments) CHECK_MESSAGE(msg.find(frag) != std::string::npos, msg);
   }
+}
+
+// What a shell command printed (stdout and stderr) and its exit code (128 + the signal when a
+// signal ended it, as a shell reports it).
+struct CommandResult {
+  int code;
+  std::string output;
+};
+
+// Runs `command` through the shell. Its output goes through a file named after this process and
+// a count (ctest runs test programs in parallel), removed once read: a run of the suite left
+// hundreds of logs in the temporary folder when each was kept.
+inline CommandResult run_command(const std::string& command) {
+  static int n = 0;
+  const std::string log = (std::filesystem::temp_directory_path() /
+                           fmt::format("anatomy_command_{}_{}.log", getpid(), n++))
+                              .string();
+  const int status = std::system((command + " > " + log + " 2>&1").c_str());
+  std::string output;
+  {
+    std::ifstream in(log);
+    output.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::filesystem::remove(log);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), output};
 }
 
 }  // namespace anatomy::testing

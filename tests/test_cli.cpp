@@ -15,24 +15,8 @@ using namespace anatomy;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string output;  // stdout and stderr
-};
-
-Result run(const std::string& args) {
-  const std::string log =
-      (std::filesystem::temp_directory_path() / fmt::format("anatomy_cli_test_{}.log", getpid()))
-          .string();  // one per process: ctest runs tests in parallel
-  const int status =
-      std::system((std::string(ANATOMY_CLI) + " " + args + " > " + log + " 2>&1").c_str());
-  std::string output;
-  {
-    std::ifstream f(log);
-    output.assign(std::istreambuf_iterator<char>(f), {});
-  }
-  std::filesystem::remove(log);  // nothing left in the temporary folder after the suite
-  return {WEXITSTATUS(status), output};
+testing::CommandResult run(const std::string& args) {
+  return testing::run_command(std::string(ANATOMY_CLI) + " " + args);
 }
 
 std::string golden_dir(const std::string& kind) {

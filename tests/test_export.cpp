@@ -33,20 +33,7 @@ int free_port() {
   return port;
 }
 
-struct Result {
-  int code;
-  std::string output;
-};
-
-Result sh(const std::string& command) {
-  static int n = 0;
-  const std::string log = (std::filesystem::temp_directory_path() /
-                           fmt::format("anatomy_export_{}_{}.log", getpid(), n++))
-                              .string();
-  const int status = std::system((command + " > " + log + " 2>&1").c_str());
-  std::ifstream f(log);
-  return {WEXITSTATUS(status), std::string(std::istreambuf_iterator<char>(f), {})};
-}
+testing::CommandResult sh(const std::string& command) { return testing::run_command(command); }
 
 std::string fresh(const std::string& name) {
   const auto d = std::filesystem::temp_directory_path() / ("anatomy_export_" + name);

@@ -26,22 +26,8 @@ std::string scratch(const std::string& name) {
   return d.string();
 }
 
-struct Result {
-  int code;
-  std::string output;
-};
-
-Result anatomy_cli(const std::string& args) {
-  static int n = 0;
-  const std::string log = (std::filesystem::temp_directory_path() /
-                           fmt::format("anatomy_hostile_{}_{}.log", getpid(), n++))
-                              .string();
-  const int status =
-      std::system((std::string(ANATOMY_CLI) + " " + args + " > " + log + " 2>&1").c_str());
-  std::ifstream f(log);
-  std::string out(std::istreambuf_iterator<char>(f), {});
-  std::filesystem::remove(log);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+testing::CommandResult anatomy_cli(const std::string& args) {
+  return testing::run_command(std::string(ANATOMY_CLI) + " " + args);
 }
 
 }  // namespace

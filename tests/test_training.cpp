@@ -12,20 +12,11 @@ using namespace anatomy;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string output;
-};
+using Result = testing::CommandResult;
 
+// `anatomy args`, after `prefix` (a command that runs it, such as timeout).
 Result run(const std::string& args, const std::string& prefix = "") {
-  static int n = 0;
-  const std::string log = (std::filesystem::temp_directory_path() /
-                           fmt::format("anatomy_train_{}_{}.log", getpid(), n++))
-                              .string();
-  const int status =
-      std::system((prefix + std::string(ANATOMY_CLI) + " " + args + " > " + log + " 2>&1").c_str());
-  std::ifstream f(log);
-  return {WEXITSTATUS(status), std::string(std::istreambuf_iterator<char>(f), {})};
+  return testing::run_command(prefix + std::string(ANATOMY_CLI) + " " + args);
 }
 
 std::string fresh_dir(const std::string& name) {
