@@ -232,10 +232,13 @@ inline void prefetch_tile(const float* C, int64_t ldc) {
 // computed 4 rows of nothing). Full tiles write C directly; edge tiles go through a stack buffer
 // and copy back only the valid rows and columns. kNarrow: a tile of at most W columns (the last
 // panel of an output layer of 69 characters has 5), which needs only the first vector of each row:
-// half the work.
-template <int R, bool kNarrow, bool kRowMajorA, bool kBHere>
+// half the work. kCopyA: A, read where it lies as MR values side by side, is also written to
+// a_copy as a packed micro-panel, for the tiles of the next panels to read (see gemm_short).
+template <int R, bool kNarrow, bool kRowMajorA, bool kBHere, bool kCopyA = false>
 void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* C,
-                  int64_t ldc, int64_t cols, bool accumulate, const float* bias) {
+                  int64_t ldc, int64_t cols, bool accumulate, const float* bias,
+                  float* a_copy = nullptr) {
+  static_assert(!kCopyA || (R == MR && !kRowMajorA), "copies a whole panel of Aᵀ's values");
   batch c0[R], c1[R];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) c0[r] = c1[r] = batch(0.0f);
@@ -245,6 +248,10 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64
     for (int r = 0; r < R; ++r) ar[r] = a + r * lda;
   for (int64_t k = 0; k < kc; ++k) {
     const batch b0 = kBHere ? batch::load_unaligned(b) : batch::load_aligned(b);
+    if constexpr (kCopyA) {
+      std::memcpy(a_copy, a, sizeof(float) * MR);
+      a_copy += MR;
+    }
     auto a_at = [&](int r) { return kRowMajorA ? batch(ar[r][k]) : batch(a[r]); };
     if constexpr (kNarrow) {
 #pragma GCC unroll 8
@@ -305,14 +312,26 @@ struct BWhere {
 };
 
 // The micro-kernel for a tile of `rows` rows (R counts down to it) and `cols` columns (see
-// kNarrow), reading A as `layout` says and B as `bw` says.
+// kNarrow), reading A as `layout` says and B as `bw` says. With a_copy (A in kColumns, MR rows, B
+// packed), A is also packed there as it is read (kCopyA).
 template <int R = static_cast<int>(MR)>
 void micro_tile(int64_t kc, const float* a, ALayout layout, int64_t lda, const float* b, float* C,
                 int64_t ldc, int64_t rows, int64_t cols, bool accumulate, const float* bias,
-                const BWhere& bw = {}) {
+                const BWhere& bw = {}, float* a_copy = nullptr) {
   if constexpr (R > 1) {
     if (rows < R)
       return micro_tile<R - 1>(kc, a, layout, lda, b, C, ldc, rows, cols, accumulate, bias, bw);
+  }
+  if constexpr (R == MR) {
+    if (a_copy) {
+      if (cols <= W)
+        micro_kernel<R, true, false, false, true>(kc, a, lda, b, NR, C, ldc, cols, accumulate, bias,
+                                                  a_copy);
+      else
+        micro_kernel<R, false, false, false, true>(kc, a, lda, b, NR, C, ldc, cols, accumulate,
+                                                   bias, a_copy);
+      return;
+    }
   }
   const int64_t step = layout == ALayout::kPacked ? MR : lda;
   auto run = [&]<bool kNarrow, bool kRowMajorA>() {
@@ -674,18 +693,25 @@ void gemm_short(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, in
   // gradients) are then read in one run: gemm_short's own samples (its packing) went from 4.0%
   // to 2.9% of a W1 step's.
   const bool long_rows = csb == 1 && rsb >= kShortBlockPanels * NR;
-  const bool a_here = rsa == 1 && csa <= MC_MAX;  // Aᵀ read in place (see below)
+  const bool copy_a = rsa == 1;  // Aᵀ packed by the micro-kernels (see below)
   auto columns = [&](int64_t p_begin, int64_t p_end) {
     if (p_begin == p_end) return;  // fewer panels than threads
     static thread_local std::vector<float, xsimd::aligned_allocator<float, 64>> a_buf, b_buf;
     float* bp = scratch(b_buf, static_cast<size_t>(KC * NR * (long_rows ? kShortBlockPanels : 1)));
-    // Aᵀ row-major, each k's values at most MC_MAX floats after the last's, is read where it
-    // lies: 128 x 768 x 128 TN went from 78 to 84 GFLOP/s on one thread (best of 3). Over 128
-    // rows (gemm_rows) each k was a new page too, and 1000 x 768 x 128 TN lost 5%: there A is
-    // packed. Anything else is packed once, all of K (slice pc at pc * m_round).
-    float* ap = a_here ? nullptr : scratch(a_buf, static_cast<size_t>(m_round * K));
-    for (int64_t pc = 0; pc < K && !a_here; pc += KC)
-      pack_a(A + pc * csa, rsa, csa, M, std::min(KC, K - pc), ap + pc * m_round);
+    // A is packed once, all of K (slice pc at pc * m_round). Aᵀ row-major (a weight gradient's
+    // dYᵀ: each k's MR values side by side) is packed by the micro-kernels of each slice's first
+    // panel as they read it where it lies (kCopyA), and only a last panel of fewer than MR rows
+    // here: no pass of its own over A, and the other panels read A packed, not a new cache line
+    // per k. In turns in one process, against reading Aᵀ where it lies for every panel (which
+    // had beaten packing it here, 84 GFLOP/s to 78 for 128 x 768 x 128 TN): 128 x 768 x 512 TN
+    // 1.02-1.14x as fast on one thread (eight runs), 125 x 768 x 512 TN 1.04x and 1.16x,
+    // 128 x 768 x 128 TN 0.99x and 1.04x.
+    float* ap = scratch(a_buf, static_cast<size_t>(m_round * K));
+    const int64_t whole = copy_a ? M / MR * MR : 0;  // rows packed by the micro-kernels
+    for (int64_t pc = 0; pc < K && whole < M; pc += KC) {
+      const int64_t kc = std::min(KC, K - pc);
+      pack_a(A + whole * rsa + pc * csa, rsa, csa, M - whole, kc, ap + pc * m_round + whole * kc);
+    }
     // The (block, K slice) pairs in one of two orders. Blocks outer: a block's slices one after
     // another, so that its block of C stays in L2 while all of A is read once per block. Slices
     // outer: every block of one slice, then the next slice, so that A's slice stays in cache while
@@ -732,10 +758,13 @@ void gemm_short(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, in
         }
         for (int64_t ir = 0; ir < M; ir += MR) {
           ahead.step();
-          micro_tile(kc, a_here ? A + ir + pc * csa : ap + pc * m_round + ir * kc,
-                     a_here ? ALayout::kColumns : ALayout::kPacked, csa, panel, C + ir * ldc + j,
-                     ldc, std::min(MR, M - ir), cols, accumulate || pc > 0,
-                     pc == 0 && bias ? bias + j : nullptr);
+          float* packed = ap + pc * m_round + ir * kc;
+          // The first panel a thread visits in a slice is p_begin, in either order of the steps.
+          const bool copy = p == p_begin && ir < whole;
+          micro_tile(kc, copy ? A + ir + pc * csa : packed,
+                     copy ? ALayout::kColumns : ALayout::kPacked, csa, panel, C + ir * ldc + j, ldc,
+                     std::min(MR, M - ir), cols, accumulate || pc > 0,
+                     pc == 0 && bias ? bias + j : nullptr, {}, copy ? packed : nullptr);
         }
       }
       if (act && last)  // the block's columns hold their final sums

@@ -114,10 +114,18 @@ TEST_CASE("gemm reads a row-major A in place: padded rows, a repeated row, a sho
 // further apart than M, whole panels only or a short last panel (whose micro-kernel must read only
 // its rows), K over one slice, B in both layouts. A is sized exactly, so that a read past its end
 // fails under the sanitizers.
-TEST_CASE("gemm reads a transposed A in place: padded rows, a short last panel") {
+// Up to 128 rows, a transposed A (a weight gradient's dYᵀ) is packed by the micro-kernels of each
+// thread's first panel as they read it; the other panels read the packing. A thread that read a
+// packing before its first panel wrote it, or a short last panel left unpacked, gives wrong sums.
+TEST_CASE("gemm reads a transposed A where it lies: padded rows, a short last panel, 2 threads") {
   manual_seed(11);
-  for (auto mnk : std::vector<std::array<int64_t, 3>>{
-           {128, 40, 300}, {60, 33, 520}, {100, 70, 9}, {31, 16, 257}, {6, 20, 30}})
+  const int before = get_num_threads();
+  for (auto mnk : std::vector<std::array<int64_t, 3>>{{128, 40, 300},
+                                                      {60, 33, 520},
+                                                      {100, 70, 9},
+                                                      {31, 16, 257},
+                                                      {6, 20, 30},
+                                                      {125, 160, 600}})
     for (const int64_t pad : {int64_t{0}, int64_t{3}})
       for (const bool tb : {false, true}) {
         const int64_t M = mnk[0], N = mnk[1], K = mnk[2];
@@ -130,11 +138,16 @@ TEST_CASE("gemm reads a transposed A in place: padded rows, a short last panel")
         CAPTURE(tb);
         auto A = randn({(K - 1) * csa + M}).to_vector();
         auto B = randn({K * N}).to_vector();
-        std::vector<float> C(M * N);
-        gemm(M, N, K, A.data(), 1, csa, B.data(), rsb, csb, C.data(), N, false);
-        CHECK_CLOSE(from_vector(C, {M, N}),
+        std::vector<float> C1(M * N), C2(M * N);
+        set_num_threads(1);
+        gemm(M, N, K, A.data(), 1, csa, B.data(), rsb, csb, C1.data(), N, false);
+        CHECK_CLOSE(from_vector(C1, {M, N}),
                     from_vector(naive(M, N, K, A, 1, csa, B, rsb, csb), {M, N}), 1e-3, 1e-4);
+        set_num_threads(2);
+        gemm(M, N, K, A.data(), 1, csa, B.data(), rsb, csb, C2.data(), N, false);
+        CHECK(C1 == C2);
       }
+  set_num_threads(before);
 }
 
 // Threads split C's rows (over MC_MAX rows or a K over kShortMaxK), or N's panels (up to MC_MAX
