@@ -239,6 +239,7 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64
                   int64_t ldc, int64_t cols, bool accumulate, const float* bias,
                   float* a_copy = nullptr) {
   static_assert(!kCopyA || (R == MR && !kRowMajorA), "copies a whole panel of Aᵀ's values");
+  constexpr int64_t kAheadA = 32, kAheadB = 16;
   batch c0[R], c1[R];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) c0[r] = c1[r] = batch(0.0f);
@@ -247,6 +248,15 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64
   if constexpr (kRowMajorA)
     for (int r = 0; r < R; ++r) ar[r] = a + r * lda;
   for (int64_t k = 0; k < kc; ++k) {
+    // A packed or Aᵀ, and B packed, asked for 32 and 16 k ahead (past a panel's end a prefetch
+    // never faults), as weight_tile does. In turns in one process against no prefetching, the
+    // GEMM benchmark's model products ran 0.99-1.05x as fast on one thread (16 runs of 8 shapes,
+    // 1.005x in the median) and 1.01-1.07x on two (4 runs of 2 shapes).
+    if constexpr (!kRowMajorA) __builtin_prefetch(a + kAheadA * lda, 0, 3);
+    if constexpr (!kBHere) {
+      __builtin_prefetch(b + kAheadB * NR, 0, 3);
+      __builtin_prefetch(b + kAheadB * NR + W, 0, 3);
+    }
     const batch b0 = kBHere ? batch::load_unaligned(b) : batch::load_aligned(b);
     if constexpr (kCopyA) {
       std::memcpy(a_copy, a, sizeof(float) * MR);
