@@ -87,6 +87,16 @@ void pack_a(const float* A, int64_t rsa, int64_t csa, int64_t mc, int64_t kc, fl
   }
 }
 
+// pack_a, but with `copy` (Aᵀ row-major, packed by the micro-kernels of the first panel as they
+// read it: kCopyA) only a last panel of fewer than MR rows. Returns the rows left to the
+// micro-kernels (0 without `copy`).
+int64_t pack_a_ahead(const float* A, int64_t rsa, int64_t csa, int64_t mc, int64_t kc, float* dst,
+                     bool copy) {
+  const int64_t whole = copy ? mc / MR * MR : 0;
+  if (whole < mc) pack_a(A + whole * rsa, rsa, csa, mc - whole, kc, dst + whole * kc);
+  return whole;
+}
+
 #ifdef __AVX2__
 // out[c] = (in[0][c], ..., in[7][c]): the usual unpack/shuffle/permute sequence, 24
 // instructions where a scalar transpose of 8 x 8 takes 64 loads and 64 stores.
@@ -717,11 +727,10 @@ void gemm_short(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, in
     // 1.02-1.14x as fast on one thread (eight runs), 125 x 768 x 512 TN 1.04x and 1.16x,
     // 128 x 768 x 128 TN 0.99x and 1.04x.
     float* ap = scratch(a_buf, static_cast<size_t>(m_round * K));
-    const int64_t whole = copy_a ? M / MR * MR : 0;  // rows packed by the micro-kernels
-    for (int64_t pc = 0; pc < K && whole < M; pc += KC) {
-      const int64_t kc = std::min(KC, K - pc);
-      pack_a(A + whole * rsa + pc * csa, rsa, csa, M - whole, kc, ap + pc * m_round + whole * kc);
-    }
+    int64_t whole = 0;  // rows packed by the micro-kernels
+    for (int64_t pc = 0; pc < K; pc += KC)
+      whole =
+          pack_a_ahead(A + pc * csa, rsa, csa, M, std::min(KC, K - pc), ap + pc * m_round, copy_a);
     // The (block, K slice) pairs in one of two orders. Blocks outer: a block's slices one after
     // another, so that its block of C stays in L2 while all of A is read once per block. Slices
     // outer: every block of one slice, then the next slice, so that A's slice stays in cache while
@@ -855,7 +864,12 @@ void gemm_rows(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int
         pack_b(B + pc * rsb + jc * csb, rsb, csb, kc, nc, b_scratch, 0, panels);
       for (int64_t ic = 0; ic < M; ic += mc_block) {
         const int64_t mc = std::min(mc_block, M - ic);
-        if (!direct_a) pack_a(A + ic * rsa + pc * csa, rsa, csa, mc, kc, ap);
+        // Aᵀ row-major is packed by the first panel's micro-kernels, as in gemm_short: in turns
+        // in one process, 384 x 768 x 128 TN ran 1.05-1.09x as fast on one thread, 1.04-1.05x on
+        // two; 512 x 768 x 128 TN 0.995-1.05x and 1.01-1.03x; 1000 x 768 x 128 TN 0.97-1.01x and
+        // 0.99-1.03x; the TN products of 768 and 3072 columns 0.99-1.01x.
+        const int64_t whole =
+            direct_a ? 0 : pack_a_ahead(A + ic * rsa + pc * csa, rsa, csa, mc, kc, ap, rsa == 1);
         // Aᵀ row-major (a weight gradient's dYᵀ): the rows of the block packed next (the next MC
         // block, else the next K slice's first) are asked for while this one's micro-kernels
         // run, as gemm_short does for B. Each k of a block is a short run of one row of Aᵀ, and
@@ -876,11 +890,19 @@ void gemm_rows(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int
         for (int64_t p = 0; p < panels; ++p) {
           const int64_t jr = p * NR;
           const int64_t cols = std::min(NR, nc - jr);
-          for (int64_t ir = 0; ir < mc; ir += MR, ahead.step())
-            micro_tile(kc, direct_a ? A + (ic + ir) * rsa + pc : ap + ir * kc,
-                       direct_a ? ALayout::kRows : ALayout::kPacked, rsa, bp + p * NR * kc,
+          for (int64_t ir = 0; ir < mc; ir += MR, ahead.step()) {
+            const bool copy = p == 0 && ir < whole;
+            const ALayout layout = direct_a ? ALayout::kRows
+                                   : copy   ? ALayout::kColumns
+                                            : ALayout::kPacked;
+            micro_tile(kc,
+                       direct_a ? A + (ic + ir) * rsa + pc
+                       : copy   ? A + ic + ir + pc * csa
+                                : ap + ir * kc,
+                       layout, direct_a ? rsa : csa, bp + p * NR * kc,
                        C + (ic + ir) * ldc + jc + jr, ldc, std::min(MR, mc - ir), cols, acc,
-                       slice_bias ? slice_bias + jr : nullptr);
+                       slice_bias ? slice_bias + jr : nullptr, {}, copy ? ap + ir * kc : nullptr);
+          }
         }
         if (act && last)  // the block's rows hold their final sums
           activate_block(*act, C + ic * ldc + jc, ldc, act->out + ic * act->ldo + jc, mc, nc);

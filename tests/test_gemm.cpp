@@ -114,9 +114,10 @@ TEST_CASE("gemm reads a row-major A in place: padded rows, a repeated row, a sho
 // further apart than M, whole panels only or a short last panel (whose micro-kernel must read only
 // its rows), K over one slice, B in both layouts. A is sized exactly, so that a read past its end
 // fails under the sanitizers.
-// Up to 128 rows, a transposed A (a weight gradient's dYᵀ) is packed by the micro-kernels of each
-// thread's first panel as they read it; the other panels read the packing. A thread that read a
-// packing before its first panel wrote it, or a short last panel left unpacked, gives wrong sums.
+// A transposed A (a weight gradient's dYᵀ) is packed by the micro-kernels of each thread's first
+// panel as they read it (up to 128 rows; over 128, of each block of rows); the other panels read
+// the packing. A thread that read a packing before its first panel wrote it, or a short last
+// panel left unpacked, gives wrong sums.
 TEST_CASE("gemm reads a transposed A where it lies: padded rows, a short last panel, 2 threads") {
   manual_seed(11);
   const int before = get_num_threads();
@@ -125,7 +126,9 @@ TEST_CASE("gemm reads a transposed A where it lies: padded rows, a short last pa
                                                       {100, 70, 9},
                                                       {31, 16, 257},
                                                       {6, 20, 30},
-                                                      {125, 160, 600}})
+                                                      {125, 160, 600},
+                                                      {257, 50, 600},
+                                                      {300, 70, 40}})
     for (const int64_t pad : {int64_t{0}, int64_t{3}})
       for (const bool tb : {false, true}) {
         const int64_t M = mnk[0], N = mnk[1], K = mnk[2];
