@@ -236,6 +236,39 @@ Tensor& Tensor::fill_(float value) {
 
 Tensor& Tensor::zero_() { return fill_(0.0f); }
 
+namespace {
+
+// Whether `t` refers to one element from several places (a zero stride over more than one
+// element: an expanded view). Written into, the order of the writes decides what stays.
+bool repeats_elements(const Tensor& t) {
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.stride(d) == 0 && t.size(d) > 1) return true;
+  return false;
+}
+
+// Whether `a` and `b`, both viewed with a's shape and the strides given, may share elements: the
+// byte ranges they reach overlap.
+bool overlaps(const Tensor& a, const std::vector<int64_t>& a_strides, const Tensor& b,
+              const std::vector<int64_t>& b_strides) {
+  auto span = [&](const Tensor& t, const std::vector<int64_t>& strides) {  // [first, last + 1)
+    int64_t lo = 0, hi = 0;
+    for (int64_t d = 0; d < a.dim(); ++d) {
+      const int64_t reach = (a.size(d) - 1) * strides[static_cast<size_t>(d)];
+      (reach < 0 ? lo : hi) += reach;
+    }
+    const bool f32 = t.dtype() == Dtype::Float32;
+    const auto at = f32 ? reinterpret_cast<intptr_t>(t.data_ptr<float>())
+                        : reinterpret_cast<intptr_t>(t.data_ptr<int64_t>());
+    const intptr_t bytes = f32 ? sizeof(float) : sizeof(int64_t);
+    return std::pair{at + lo * bytes, at + (hi + 1) * bytes};
+  };
+  const auto [a0, a1] = span(a, a_strides);
+  const auto [b0, b1] = span(b, b_strides);
+  return a0 < b1 && b0 < a1;
+}
+
+}  // namespace
+
 Tensor& Tensor::copy_(const Tensor& src) {
   if (src.dim() > dim() || broadcast_shapes("copy_", src.shape(), shape()) != shape())
     throw Error(fmt::format("copy_: the source of shape {} cannot be broadcast to {}",
@@ -273,21 +306,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
                                    dst[off[0] + i * inner[0]] = from[off[1] + i * inner[1]];
                                });
     };
-    auto span = [&](const std::vector<int64_t>& strides, const void* p) {  // [first, last + 1)
-      int64_t lo = 0, hi = 0;
-      for (int64_t d = 0; d < dim(); ++d) {
-        const int64_t reach = (size(d) - 1) * strides[static_cast<size_t>(d)];
-        (reach < 0 ? lo : hi) += reach;
-      }
-      const auto at = reinterpret_cast<intptr_t>(p);
-      const auto bytes = static_cast<intptr_t>(sizeof(*dst));
-      return std::pair{at + lo * bytes, at + (hi + 1) * bytes};
-    };
-    const auto [d0, d1] = span(st[0], dst);
-    const auto [s0, s1] = span(st[1], from);
-    bool repeats = false;
-    for (int64_t d = 0; d < dim(); ++d) repeats = repeats || (stride(d) == 0 && size(d) > 1);
-    if (repeats || (d0 < s1 && s0 < d1)) return rows(0, size(0));
+    if (repeats_elements(*this) || overlaps(*this, st[0], s, st[1])) return rows(0, size(0));
     const int64_t row = numel() / size(0);
     parallel_for(size(0), std::max<int64_t>(1, simd::kGrain / row), rows);
   };
@@ -299,10 +318,38 @@ Tensor& Tensor::copy_(const Tensor& src) {
 }
 
 Tensor& Tensor::add_(const Tensor& other, float alpha) {
-  if (is_contiguous() && other.is_contiguous() && other.shape() == shape()) {
+  const bool floats = dtype() == Dtype::Float32 && other.dtype() == Dtype::Float32;
+  if (floats && is_contiguous() && other.is_contiguous() && other.shape() == shape()) {
     const simd::batch a(alpha);
     simd::map2(data(), 1, other.data(), 1, data(), numel(),
                [&](auto x, auto y) { return xsimd::fma(y, a, x); });
+    return *this;
+  }
+  // Strided, of the same shape, each element once and apart from `other` (a gradient added into
+  // part of a buffer: the engine's q, k and v of one projection): in place, run by run, instead
+  // of a sum into a new tensor and a copy back.
+  if (floats && other.shape() == shape() && dim() > 0 && numel() > 0 && !repeats_elements(*this) &&
+      !overlaps(*this, strides(), other, other.strides())) {
+    const std::array<std::vector<int64_t>, 2> st{strides(), other.strides()};
+    float* dst = data();
+    const float* from = other.data();
+    const simd::batch a(alpha);
+    auto rows = [&](int64_t b, int64_t e) {  // rows [b, e) of dim 0
+      Shape part = shape();
+      part[0] = e - b;
+      strided::for_each_run<2>(
+          part, st, {b * st[0][0], b * st[1][0]}, [&](auto off, int64_t n, auto inner) {
+            float* x = dst + off[0];
+            const float* y = from + off[1];
+            if (inner[0] == 1 && inner[1] == 1)
+              simd::map2_range(x, 1, y, 1, x, n,
+                               [&](auto u, auto v) { return xsimd::fma(v, a, u); });
+            else
+              for (int64_t i = 0; i < n; ++i)
+                x[i * inner[0]] = std::fma(y[i * inner[1]], alpha, x[i * inner[0]]);
+          });
+    };
+    parallel_for(size(0), std::max<int64_t>(1, simd::kGrain / (numel() / size(0))), rows);
     return *this;
   }
   NoGradGuard guard;

@@ -344,6 +344,42 @@ TEST_CASE("a permuted copy over many rows on 2 threads puts every element where 
   set_num_threads(before);
 }
 
+// add_ into a strided part of a buffer (the engine adds q's, k's and v's gradients into one, in
+// the projection's [B, T, 3, H, D] order) from a transposed gradient, on 1 and 2 threads: every
+// element of the part gets its own value times alpha, and the rest of the buffer stays. Then the
+// cases that must read before they write: a square matrix plus its own transpose, and a
+// destination that repeats its elements (an expanded view: the last row's sum stays, as copy_).
+TEST_CASE("add_ on strided views adds each element once, also into itself transposed") {
+  const int before = get_num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    CAPTURE(threads);
+    const int64_t B = 24, T = 40, H = 4, D = 32;  // rows of 5120 floats: 4 chunks
+    Tensor buffer = full({B, T, 3, H, D}, 1.0f);
+    Tensor g = arange(0.0, static_cast<double>(B * H * T * D), 1, Dtype::Float32)
+                   .reshape({B, H, T, D});  // dq, (B, H, T, D)
+    buffer.select(2, 1).add_(g.transpose(1, 2), 0.5f);
+    const std::vector<float> got = buffer.to_vector();
+    int64_t wrong = 0, at = 0;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t s = 0; s < 3; ++s)
+          for (int64_t h = 0; h < H; ++h)
+            for (int64_t d = 0; d < D; ++d, ++at) {
+              const float dq = static_cast<float>(((b * H + h) * T + t) * D + d);
+              wrong += got[at] != (s == 1 ? 1.0f + 0.5f * dq : 1.0f);
+            }
+    CHECK(wrong == 0);
+    Tensor m = arange(0.0, 9.0, 1, Dtype::Float32).reshape({3, 3});
+    m.add_(m.t());
+    CHECK(m.to_vector() == std::vector<float>{0, 4, 8, 4, 8, 12, 8, 12, 16});
+    Tensor row = zeros({2});
+    row.expand({3, 2}).add_(arange(0.0, 6.0, 1, Dtype::Float32).reshape({3, 2}));
+    CHECK(row.to_vector() == std::vector<float>{4, 5});
+  }
+  set_num_threads(before);
+}
+
 // matmul and linear multiply a [B, T, K] input as one [B·T, K] matrix when its rows stack with
 // one stride. A narrowed T breaks that (rows of one batch item are 4 floats apart, items 12),
 // also when B equals the base's T, where comparing with the wrong size would accept it.
