@@ -37,11 +37,14 @@ Tensor FusedMultiHeadAttention::attend(const Tensor& query_states, const Tensor&
   const bool reuse_kv = cache && static_kv && cache->key.defined();
   Tensor q, k, v;
   if (query_states.is_same(key_value_states) && !static_kv) {
-    // One projection for all three: (B, T, E) -> (B, T, 3, H, D) -> (3, B, H, T, D)
-    Tensor qkv_all = qkv->forward(query_states).view({B, Tq, 3, H, D}).permute({2, 0, 3, 1, 4});
-    q = qkv_all.select(0, 0);
-    k = qkv_all.select(0, 1);
-    v = qkv_all.select(0, 2);
+    // One projection for all three: (B, T, E) -> (B, T, 3, H, D), then each (B, H, T, D). Picked
+    // before the transpose, the three gradients are added into a buffer laid out as the
+    // projection's output, which its view then passes on as it is; picked from a permuted
+    // (3, B, H, T, D), the same values, the buffer was in that order and was copied back.
+    Tensor qkv_all = qkv->forward(query_states).view({B, Tq, 3, H, D});
+    q = qkv_all.select(2, 0).transpose(1, 2);
+    k = qkv_all.select(2, 1).transpose(1, 2);
+    v = qkv_all.select(2, 2).transpose(1, 2);
   } else {
     // Queries from one sequence, keys and values from another: the q rows, then the k/v rows.
     auto rows = [&](const Tensor& t, int64_t from, int64_t n) {
@@ -53,13 +56,12 @@ Tensor FusedMultiHeadAttention::attend(const Tensor& query_states, const Tensor&
             .transpose(1, 2);
     if (!reuse_kv) {
       const int64_t Tk = key_value_states.size(1);
-      // (B, Tk, E) -> (B, Tk, 2, H, D) -> (2, B, H, Tk, D)
+      // (B, Tk, E) -> (B, Tk, 2, H, D), then each (B, H, Tk, D), as above
       Tensor kv =
           linear(key_value_states, qkv->weight.narrow(0, E, 2 * E), rows(qkv->bias, E, 2 * E))
-              .view({B, Tk, 2, H, D})
-              .permute({2, 0, 3, 1, 4});
-      k = kv.select(0, 0);
-      v = kv.select(0, 1);
+              .view({B, Tk, 2, H, D});
+      k = kv.select(2, 0).transpose(1, 2);
+      v = kv.select(2, 1).transpose(1, 2);
     }
   }
   if (positions) {  // rotary and the like: queries and new keys at their positions
