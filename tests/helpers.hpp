@@ -3,11 +3,10 @@
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
-#include <cmath>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
