@@ -124,17 +124,21 @@ class Collect : public benchmark::ConsoleReporter {
   }
 };
 
-// The core type to ask OpenBLAS for when it chose Prescott, its fallback for a CPU it does not
-// know, on one with AVX-512 or AVX2; nullptr to keep its choice (or one already asked for).
+// The core type to ask OpenBLAS for when the kernels it runs (its choice or OPENBLAS_CORETYPE's)
+// are older than this CPU: SkylakeX on a CPU with AVX-512 for any kernels without it, Haswell for
+// Prescott (its fallback for a CPU it does not know) on one with AVX2; nullptr to keep them.
 const char* better_openblas_core() {
-  if (std::getenv("OPENBLAS_CORETYPE") || std::string(openblas_get_corename()) != "Prescott")
-    return nullptr;
+  const std::string chosen = openblas_get_corename();
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512vl"))
-    return "SkylakeX";
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+      __builtin_cpu_supports("avx512vl")) {
+    const bool avx512 =
+        chosen == "SkylakeX" || chosen == "Cooperlake" || chosen == "SapphireRapids";
+    return avx512 ? nullptr : "SkylakeX";
+  }
+  if (chosen == "Prescott" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return "Haswell";
   return nullptr;
 }
 
@@ -147,15 +151,16 @@ int main(int argc, char** argv) {
   // call a second before. With 2^22 cycles (1-2 ms) its threads still spin between the calls of
   // a turn, and sleep in the 5 ms after it. OpenBLAS reads the variable when it is loaded, hence
   // the new start.
-  // On a CPU newer than it knows, OpenBLAS falls back to Prescott's SSE3 kernels (0.3.21 on an
-  // Intel Xeon of model 207 with AVX-512: 15-33 GFLOP/s against 90-220 with its SkylakeX
-  // kernels), which is no yardstick; it reads OPENBLAS_CORETYPE when loaded, too. As
-  // benchmarks/openblas_core.py does for the PyTorch references.
+  // Kernels older than the CPU are no yardstick. OpenBLAS 0.3.21 falls back to Prescott's SSE3
+  // kernels on a CPU newer than it knows (an Intel Xeon of model 207 with AVX-512: 15-33 GFLOP/s
+  // against 90-220 with its SkylakeX kernels), and an AMD EPYC of family 26 (Zen 5, AVX-512) came
+  // with OPENBLAS_CORETYPE=Haswell set (AVX2: 100-112 against 180-206). OpenBLAS reads that
+  // variable when loaded, too. As benchmarks/openblas_core.py does for the PyTorch references.
   if (!std::getenv("OPENBLAS_THREAD_TIMEOUT")) {
     setenv("OPENBLAS_THREAD_TIMEOUT", "22", 1);
     if (const char* core = better_openblas_core()) {
       fmt::print(stderr,
-                 "gemm_benchmark: OpenBLAS took this CPU for {} (a fallback); "
+                 "gemm_benchmark: OpenBLAS would run {}'s kernels, older than this CPU; "
                  "OPENBLAS_CORETYPE={}\n",
                  openblas_get_corename(), core);
       setenv("OPENBLAS_CORETYPE", core, 1);

@@ -1,14 +1,18 @@
 """Makes the PyTorch references run OpenBLAS's kernels for this CPU. Import it before torch.
 
 Debian's PyTorch runs its matrix products on OpenBLAS, which picks its kernels by the CPU's model
-number. On a CPU newer than it knows it falls back to Prescott's SSE3 kernels: OpenBLAS 0.3.21
-on an Intel Xeon of model 207 (2 vCPUs with AVX-512) ran the benchmark's products at 15-33
-GFLOP/s, against 90-220 with its SkylakeX kernels. PyTorch would be compared at a fifth of the
-speed it has on a machine OpenBLAS knows. So when OpenBLAS reports Prescott on a CPU with
-AVX-512 (or AVX2), this sets OPENBLAS_CORETYPE to SkylakeX (or Haswell), which OpenBLAS reads
-when it is loaded; gemm_benchmark.cpp does the same for its yardstick. A value already set is
-kept. Run as a script, it prints the value to use (empty for OpenBLAS's own choice): the
-benchmark scripts export it once, so that each PyTorch run does not ask and say so again.
+number, or by OPENBLAS_CORETYPE. Either can name kernels older than the CPU. OpenBLAS 0.3.21 does
+not know an Intel Xeon of model 207 (2 vCPUs with AVX-512) and falls back to Prescott's SSE3
+kernels: the benchmark's products ran at 15-33 GFLOP/s, against 90-220 with its SkylakeX
+kernels. An AMD EPYC of family 26 (Zen 5, AVX-512) came with OPENBLAS_CORETYPE=Haswell set in
+its environment: AVX2 kernels, at 100-112 GFLOP/s against 180-206 with SkylakeX's (OpenBLAS's
+own choice there is Cooperlake, whose single-precision kernels are SkylakeX's). PyTorch would be
+compared at a fraction of its speed. So when the CPU has AVX-512 and the kernels OpenBLAS would
+run lack it, this sets OPENBLAS_CORETYPE to SkylakeX (on a CPU with AVX2 but not AVX-512,
+Prescott becomes Haswell), which OpenBLAS reads when it is loaded, and says so on stderr;
+gemm_benchmark.cpp does the same for its yardstick. Run as a script, it prints the value to use
+(empty for the kernels OpenBLAS would run anyway): the benchmark scripts export it once, so that
+each PyTorch run does not ask and say so again.
 """
 import os
 import subprocess
@@ -16,7 +20,8 @@ import sys
 
 
 def _detected_core():
-    """OpenBLAS's own choice, asked in a new process: one loaded here would keep it for torch."""
+    """The kernels OpenBLAS would run (its choice or OPENBLAS_CORETYPE's), asked in a new process:
+    one loaded here would keep them for torch."""
     code = (
         "import ctypes; lib = ctypes.CDLL('libopenblas.so.0'); "
         "lib.openblas_get_corename.restype = ctypes.c_char_p; "
@@ -37,27 +42,30 @@ def _cpu_flags():
     return set()
 
 
+# OpenBLAS 0.3.21's core types whose kernels use AVX-512.
+AVX512_CORES = {"SkylakeX", "Cooperlake", "SapphireRapids"}
+
+
 def best_core(detected, flags):
     """The core type to ask for, or None to leave OpenBLAS's own choice."""
-    if detected != "Prescott":
+    if detected is None:
         return None
     if {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"} <= flags:
-        return "SkylakeX"
-    if {"avx2", "fma"} <= flags:
+        return None if detected in AVX512_CORES else "SkylakeX"
+    if detected == "Prescott" and {"avx2", "fma"} <= flags:
         return "Haswell"
     return None
 
 
-if "OPENBLAS_CORETYPE" not in os.environ:
-    detected = _detected_core()
-    core = best_core(detected, _cpu_flags())
-    if core:
-        os.environ["OPENBLAS_CORETYPE"] = core
-        print(
-            f"openblas_core: OpenBLAS took this CPU for {detected} (a fallback); "
-            f"OPENBLAS_CORETYPE={core}",
-            file=sys.stderr,
-        )
+detected = _detected_core()
+core = best_core(detected, _cpu_flags())
+if core:
+    os.environ["OPENBLAS_CORETYPE"] = core
+    print(
+        f"openblas_core: OpenBLAS would run {detected}'s kernels, older than this CPU; "
+        f"OPENBLAS_CORETYPE={core}",
+        file=sys.stderr,
+    )
 
 if __name__ == "__main__":
     print(os.environ.get("OPENBLAS_CORETYPE", ""))
