@@ -539,7 +539,12 @@ struct PackedPerCall {
 // rows again (96 KiB for K = 3072, from L2). Aᵀ (1.5 MiB for K = 3072) is read from L2, each
 // panel's values asked for 16 k ahead: the hardware's own prefetching left the loads waiting.
 // Together, 128 x 3072 x 768 NT ran 1.2x as fast on one and on two threads (Xeon, AVX-512), and
-// the BERT-base forward (W2) 1.10x.
+// the BERT-base forward (W2) 1.10x. The first panel of a slice also asks for w's rows of the
+// next slice (or the next tile's first): rows of 768 are short streams (3 KiB), and on an AMD
+// Zen 5 the hardware's prefetching fetched them late. In turns in one process, with 24 weights in
+// turn (not in cache), 128 x 768 x N NT (N = 768, 2304, 3072) ran 1.02-1.09x as fast on one
+// thread and 1.02-1.09x on two (K = 3072: 0.95-1.13x), and W2 0.95-1.08x (1.03x in the median of
+// ten runs).
 void weight_tile(int64_t K, const float* a, int64_t M, const float* w, int64_t ldw, float* C,
                  int64_t ldc, int64_t rows, bool accumulate, const float* bias,
                  const GemmActivation* act, float* d) {
@@ -556,6 +561,10 @@ void weight_tile(int64_t K, const float* a, int64_t M, const float* w, int64_t l
           totals[ip][r * NR + t] = r < rows && t < tokens(ip) ? C[(ip * NR + t) * ldc + r] : 0.0f;
   for (int64_t pc = 0; pc < K; pc += KC) {
     const int64_t kc = std::min(KC, K - pc);
+    // w's rows of the next slice, or of the next tile after the last slice, asked for by the
+    // first panel, a line of each row every 16 k (see the comment above the function).
+    const float* next[MR];
+    for (int64_t r = 0; r < MR; ++r) next[r] = pc + KC < K ? wr[r] + pc + KC : wr[r] + MR * ldw;
     for (int64_t ip = 0; ip < panels; ++ip) {
       batch c0[MR], c1[MR];
 #pragma GCC unroll 8
@@ -564,6 +573,10 @@ void weight_tile(int64_t K, const float* a, int64_t M, const float* w, int64_t l
       for (int64_t k = pc; k < pc + kc; ++k, ap += NR) {
         __builtin_prefetch(ap + kAhead, 0, 3);  // past the panel's end: a prefetch never faults
         __builtin_prefetch(ap + kAhead + W, 0, 3);
+        if (ip == 0 && (k - pc) % 16 == 0) {
+#pragma GCC unroll 8
+          for (int64_t r = 0; r < MR; ++r) __builtin_prefetch(next[r] + (k - pc), 0, 3);
+        }
         const batch b0 = batch::load_aligned(ap), b1 = batch::load_aligned(ap + W);
 #pragma GCC unroll 8
         for (int64_t r = 0; r < MR; ++r) {
