@@ -9,7 +9,7 @@
 // to 128 rows they split its columns (gemm_short). Each element of C is summed by one thread in a
 // fixed k order, so results do not depend on the thread count.
 // Up to 128 rows times Bᵀ row-major (a linear layer's forward), B is not packed at all: see
-// weight_tile and gemm_short_weights. Over 128 rows, a row-major A is not packed either: the
+// weight_tiles and gemm_short_weights. Over 128 rows, a row-major A is not packed either: the
 // micro-kernel broadcasts its values from A's rows (gemm_rows). A product for one thread with a
 // short K and a row-major B packs nothing (gemm_tiny: attention's per-head products).
 #include "autograd/gemm.hpp"
@@ -259,7 +259,7 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64
     for (int r = 0; r < R; ++r) ar[r] = a + r * lda;
   for (int64_t k = 0; k < kc; ++k) {
     // A packed or Aᵀ, and B packed, asked for 32 and 16 k ahead (past a panel's end a prefetch
-    // never faults), as weight_tile does. In turns in one process against no prefetching, the
+    // never faults), as weight_tiles does. In turns in one process against no prefetching, the
     // GEMM benchmark's model products ran 0.99-1.05x as fast on one thread (16 runs of 8 shapes,
     // 1.005x in the median) and 1.01-1.07x on two (4 runs of 2 shapes).
     if constexpr (!kRowMajorA) __builtin_prefetch(a + kAheadA * lda, 0, 3);
@@ -527,113 +527,144 @@ struct PackedPerCall {
   }
 };
 
-// One tile of the product with B given as Bᵀ row-major (a linear layer's weight w [N, K]),
-// turned around: MR rows of w, read where they lie and broadcast, times all M tokens of the
-// packed Aᵀ `a` (NR-token panels, NR * K floats apart; for each k, NR values), so w is never
-// packed. The tile holds Cᵀ, one MR x NR total per token panel; it sums each KC slice in
-// registers and adds it to the slices before as the packed path does (slice 0 to C when
-// accumulating, then the bias; each later slice to the running sum), so the bits are the same.
-// Then Cᵀ goes to C (and act(C) to d) by 8 x 8 transposes.
-// The K slices are the outer loop: a slice of w's rows (8 KiB) comes from memory for the first
-// token panel and from L1 for the others, where with the panels outer each panel read all of the
-// rows again (96 KiB for K = 3072, from L2). Aᵀ (1.5 MiB for K = 3072) is read from L2, each
-// panel's values asked for 16 k ahead: the hardware's own prefetching left the loads waiting.
-// Together, 128 x 3072 x 768 NT ran 1.2x as fast on one and on two threads (Xeon, AVX-512), and
-// the BERT-base forward (W2) 1.10x. The first panel of a slice also asks for w's rows of the
-// next slice (or the next tile's first): rows of 768 are short streams (3 KiB), and on an AMD
-// Zen 5 the hardware's prefetching fetched them late. In turns in one process, with 24 weights in
-// turn (not in cache), 128 x 768 x N NT (N = 768, 2304, 3072) ran 1.02-1.09x as fast on one
-// thread and 1.02-1.09x on two (K = 3072: 0.95-1.13x), and W2 0.95-1.08x (1.03x in the median of
-// ten runs).
-void weight_tile(int64_t K, const float* a, int64_t M, const float* w, int64_t ldw, float* C,
-                 int64_t ldc, int64_t rows, bool accumulate, const float* bias,
-                 const GemmActivation* act, float* d) {
+// One KC slice of one tile of weight_tiles against one token panel: MR rows of w (wr, each at
+// the slice's first k) broadcast against the panel's packed Aᵀ (ap, NR values per k), summed in
+// registers, then added to `total` (MR x NR) when `add`, with bias[r] (up to row rows - 1) when
+// bias is given, and stored there. With `next`, a line of each of those rows is asked for
+// every 16 k. A function of its own: inlined in weight_tiles' loops over tiles and panels, GCC
+// 12 kept three of the sixteen sums on the stack (0.6x as fast).
+[[gnu::noinline]] void weight_panel(int64_t kc, const float* ap, const float* const wr[],
+                                    const float* const next[], float* total, bool add,
+                                    const float* bias, int64_t rows) {
   constexpr int64_t kAhead = 16 * NR;  // floats of a panel asked for ahead: 16 k
-  const int64_t panels = (M + NR - 1) / NR;
-  alignas(64) float totals[MC_MAX / NR][MR * NR];
-  auto tokens = [&](int64_t ip) { return std::min(NR, M - ip * NR); };
-  const float* wr[MR];  // rows past the last repeat it (their sums are not written)
-  for (int64_t r = 0; r < MR; ++r) wr[r] = w + std::min(r, rows - 1) * ldw;
-  if (accumulate)
-    for (int64_t ip = 0; ip < panels; ++ip)  // the sums start from Cᵀ
-      for (int64_t r = 0; r < MR; ++r)
-        for (int64_t t = 0; t < NR; ++t)
-          totals[ip][r * NR + t] = r < rows && t < tokens(ip) ? C[(ip * NR + t) * ldc + r] : 0.0f;
-  for (int64_t pc = 0; pc < K; pc += KC) {
-    const int64_t kc = std::min(KC, K - pc);
-    // w's rows of the next slice, or of the next tile after the last slice, asked for by the
-    // first panel, a line of each row every 16 k (see the comment above the function).
-    const float* next[MR];
-    for (int64_t r = 0; r < MR; ++r) next[r] = pc + KC < K ? wr[r] + pc + KC : wr[r] + MR * ldw;
-    for (int64_t ip = 0; ip < panels; ++ip) {
-      batch c0[MR], c1[MR];
+  batch c0[MR], c1[MR];
 #pragma GCC unroll 8
-      for (int64_t r = 0; r < MR; ++r) c0[r] = c1[r] = batch(0.0f);
-      const float* ap = a + ip * NR * K + pc * NR;
-      for (int64_t k = pc; k < pc + kc; ++k, ap += NR) {
-        __builtin_prefetch(ap + kAhead, 0, 3);  // past the panel's end: a prefetch never faults
-        __builtin_prefetch(ap + kAhead + W, 0, 3);
-        if (ip == 0 && (k - pc) % 16 == 0) {
+  for (int64_t r = 0; r < MR; ++r) c0[r] = c1[r] = batch(0.0f);
+  for (int64_t k = 0; k < kc; ++k, ap += NR) {
+    __builtin_prefetch(ap + kAhead, 0, 3);  // past the panel's end: a prefetch never faults
+    __builtin_prefetch(ap + kAhead + W, 0, 3);
+    if (next && k % 16 == 0) {
 #pragma GCC unroll 8
-          for (int64_t r = 0; r < MR; ++r) __builtin_prefetch(next[r] + (k - pc), 0, 3);
-        }
-        const batch b0 = batch::load_aligned(ap), b1 = batch::load_aligned(ap + W);
+      for (int64_t r = 0; r < MR; ++r) __builtin_prefetch(next[r] + k, 0, 3);
+    }
+    const batch b0 = batch::load_aligned(ap), b1 = batch::load_aligned(ap + W);
 #pragma GCC unroll 8
-        for (int64_t r = 0; r < MR; ++r) {
-          const batch x(wr[r][k]);
-          c0[r] = xsimd::fma(x, b0, c0[r]);
-          c1[r] = xsimd::fma(x, b1, c1[r]);
-        }
-      }
-#pragma GCC unroll 8
-      for (int64_t r = 0; r < MR; ++r) {
-        float* tr = totals[ip] + r * NR;
-        if (pc > 0 || accumulate) {
-          c0[r] += batch::load_aligned(tr);
-          c1[r] += batch::load_aligned(tr + W);
-        }
-        if (pc == 0 && bias) {
-          const batch br(bias[std::min(r, rows - 1)]);
-          c0[r] += br;
-          c1[r] += br;
-        }
-        c0[r].store_aligned(tr);
-        c1[r].store_aligned(tr + W);
-      }
+    for (int64_t r = 0; r < MR; ++r) {
+      const batch x(wr[r][k]);
+      c0[r] = xsimd::fma(x, b0, c0[r]);
+      c1[r] = xsimd::fma(x, b1, c1[r]);
     }
   }
-  for (int64_t ip = 0; ip < panels; ++ip) {
-    float* total = totals[ip];
-    float* Cp = C + ip * NR * ldc;
-    float* dp = d ? d + ip * NR * act->ldo : nullptr;
-    // act(C) goes to d or, when d is C itself (the pre-activation not wanted), over the sums.
-    alignas(64) float activated[MR * NR];
-    if (dp == Cp) {
-      activate_row(*act, total, total, MR * NR);
-      dp = nullptr;
-    } else if (dp) {
-      activate_row(*act, total, activated, MR * NR);
+#pragma GCC unroll 8
+  for (int64_t r = 0; r < MR; ++r) {
+    float* tr = total + r * NR;
+    if (add) {
+      c0[r] += batch::load_aligned(tr);
+      c1[r] += batch::load_aligned(tr + W);
     }
-    int64_t done = 0;  // tokens written by the transposes
-#ifdef __AVX2__
-    if constexpr (MR == 8) {
-      if (rows == MR) {
-        for (; done + 8 <= tokens(ip); done += 8) {
-          transpose8x8(total + done, NR, Cp + done * ldc, ldc);
-          if (dp) transpose8x8(activated + done, NR, dp + done * act->ldo, act->ldo);
-        }
-      }
+    if (bias) {
+      const batch br(bias[std::min(r, rows - 1)]);
+      c0[r] += br;
+      c1[r] += br;
     }
-#endif
-    for (int64_t t = done; t < tokens(ip); ++t)
-      for (int64_t r = 0; r < rows; ++r) {
-        Cp[t * ldc + r] = total[r * NR + t];
-        if (dp) dp[t * act->ldo + r] = activated[r * NR + t];
-      }
+    c0[r].store_aligned(tr);
+    c1[r].store_aligned(tr + W);
   }
 }
 
-// gemm_short for Bᵀ row-major (see weight_tile): Aᵀ is packed once per thread, as NR-token
+// Tiles of MR rows of w that weight_tiles computes together.
+constexpr int64_t kWeightTiles = 8;
+
+// A group of up to kWeightTiles tiles of the product with B given as Bᵀ row-major (a linear
+// layer's weight w [N, K]; `rows` rows from w), turned around: MR rows of w, read where they lie
+// and broadcast, times all M tokens of the packed Aᵀ `a` (NR-token panels, NR * K floats apart;
+// for each k, NR values), so w is never packed. Each tile holds Cᵀ, one MR x NR total per token
+// panel; it sums each KC slice in registers and adds it to the slices before as the packed path
+// does (slice 0 to C when accumulating, then the bias; each later slice to the running sum), so
+// the bits are the same. Then Cᵀ goes to C (and act(C) to d) by 8 x 8 transposes.
+// The K slices are the outer loop: a slice of a tile's rows (8 KiB) comes from memory for the
+// first token panel and from L1 for the others, where with the panels outer each panel read all
+// of the rows again (96 KiB for K = 3072, from L2). Each panel's values of Aᵀ are asked for 16 k
+// ahead: the hardware's own prefetching left the loads waiting. Together, 128 x 3072 x 768 NT ran
+// 1.2x as fast on one and on two threads (Xeon, AVX-512), and the BERT-base forward (W2) 1.10x.
+// The first panel of a slice also asks for the tile's rows of the next slice (or of the next
+// group's tile): rows of 768 are short streams (3 KiB), and on an AMD Zen 5 the hardware's
+// prefetching fetched them late. In turns in one process, with 24 weights in turn (not in cache),
+// 128 x 768 x N NT (N = 768, 2304, 3072) ran 1.02-1.09x as fast on one thread and 1.02-1.09x on
+// two (K = 3072: 0.95-1.13x), and W2 0.95-1.08x (1.03x in the median of ten runs).
+// The tiles of a group share each slice of Aᵀ (128 KiB for 128 tokens), from L2: tile by tile,
+// all of Aᵀ (1.5 MiB for K = 3072) went through L2 for each tile. And a group writes whole cache
+// lines of C, 8 tokens at a time: tile by tile, each wrote 32 bytes of a line in M rows, and with
+// rows 12 KiB apart (3072 columns) all M lines fall in one set of L1, so each line was read again
+// for the next tile's 32 bytes (on a Zen 5, 128 x 256 x 3072 NT ran at 156 GFLOP/s on one thread
+// and 128 x 256 x 3000 at 214, the machine's peak). In turns in one process against tile by
+// tile, with 24 weights in turn (not in cache), on one thread: 128 x 768 x 3072 NT 1.04-1.05x as
+// fast, 128 x 3072 x 768 NT 1.06-1.11x, 128 x 768 x 2304 and 128 x 768 x 768 NT 1.02x; on two:
+// the products of 3072 1.02-1.06x, the others 0.96-1.03x; W2 1.03x on one thread (three runs),
+// 1.01-1.03x on two (four runs).
+void weight_tiles(int64_t K, const float* a, int64_t M, const float* w, int64_t ldw, float* C,
+                  int64_t ldc, int64_t rows, bool accumulate, const float* bias,
+                  const GemmActivation* act, float* d) {
+  const int64_t panels = (M + NR - 1) / NR, tiles = (rows + MR - 1) / MR;
+  alignas(64) float totals[kWeightTiles][MC_MAX / NR][MR * NR];  // 32 KiB
+  auto tokens = [&](int64_t ip) { return std::min(NR, M - ip * NR); };
+  auto tile_rows = [&](int64_t g) { return std::min(MR, rows - g * MR); };
+  if (accumulate)  // the sums start from Cᵀ
+    for (int64_t g = 0; g < tiles; ++g)
+      for (int64_t ip = 0; ip < panels; ++ip)
+        for (int64_t r = 0; r < MR; ++r)
+          for (int64_t t = 0; t < NR; ++t)
+            totals[g][ip][r * NR + t] =
+                r < tile_rows(g) && t < tokens(ip) ? C[(ip * NR + t) * ldc + g * MR + r] : 0.0f;
+  for (int64_t pc = 0; pc < K; pc += KC) {
+    const int64_t kc = std::min(KC, K - pc);
+    for (int64_t g = 0; g < tiles; ++g) {
+      // The slice of the tile's rows (rows past its last repeat it: their sums are not
+      // written), and the one after: the next slice's, or after the last the next group's.
+      const float* wr[MR];
+      const float* next[MR];
+      for (int64_t r = 0; r < MR; ++r) {
+        const float* row = w + (g * MR + std::min(r, tile_rows(g) - 1)) * ldw;
+        wr[r] = row + pc;
+        next[r] = pc + KC < K ? row + pc + KC : row + kWeightTiles * MR * ldw;
+      }
+      const float* tile_bias = pc == 0 && bias ? bias + g * MR : nullptr;
+      for (int64_t ip = 0; ip < panels; ++ip)
+        weight_panel(kc, a + ip * NR * K + pc * NR, wr, ip == 0 ? next : nullptr, totals[g][ip],
+                     pc > 0 || accumulate, tile_bias, tile_rows(g));
+    }
+  }
+  alignas(64) float activated[kWeightTiles][MR * NR];
+  for (int64_t ip = 0; ip < panels; ++ip) {
+    float* Cp = C + ip * NR * ldc;
+    float* dp = d ? d + ip * NR * act->ldo : nullptr;
+    // act(C) goes to d or, when d is C itself (the pre-activation not wanted), over the sums.
+    const bool over = dp == Cp;
+    if (dp)
+      for (int64_t g = 0; g < tiles; ++g)
+        activate_row(*act, totals[g][ip], over ? totals[g][ip] : activated[g], MR * NR);
+    if (over) dp = nullptr;
+    int64_t done = 0;  // tokens written by the transposes, in every whole tile
+    const int64_t whole = rows / MR;
+#ifdef __AVX2__
+    if constexpr (MR == 8) {
+      for (; done + 8 <= tokens(ip); done += 8)
+        for (int64_t g = 0; g < whole; ++g) {
+          transpose8x8(totals[g][ip] + done, NR, Cp + done * ldc + g * MR, ldc);
+          if (dp) transpose8x8(activated[g] + done, NR, dp + done * act->ldo + g * MR, act->ldo);
+        }
+    }
+#endif
+    for (int64_t g = 0; g < tiles; ++g)
+      for (int64_t t = g < whole ? done : 0; t < tokens(ip); ++t)
+        for (int64_t r = 0; r < tile_rows(g); ++r) {
+          Cp[t * ldc + g * MR + r] = totals[g][ip][r * NR + t];
+          if (dp) dp[t * act->ldo + g * MR + r] = activated[g][r * NR + t];
+        }
+  }
+}
+
+// gemm_short for Bᵀ row-major (see weight_tiles): Aᵀ is packed once per thread, as NR-token
 // panels, and the threads claim chunks of w's rows as they finish the last, a few chunks each
 // (parallel_for), not one fixed half each. The two vCPUs of a cloud machine are not always
 // equally fast: run side by side, the same one-thread product measured 142 and 97 GFLOP/s on
@@ -653,10 +684,11 @@ void gemm_short_weights(int64_t M, int64_t N, int64_t K, const float* A, int64_t
     const float* ap = packed_a.get(call, token_panels * NR * K, [&](float* dst) {
       pack_b(A, csa, rsa, K, M, dst, 0, token_panels);  // Aᵀ: K x M, in NR-column panels
     });
-    for (int64_t t = t_begin; t < t_end; ++t) {
+    for (int64_t t = t_begin; t < t_end; t += kWeightTiles) {
       const int64_t j = t * MR;
-      weight_tile(K, ap, M, w + j * ldw, ldw, C + j, ldc, std::min(MR, N - j), accumulate,
-                  bias ? bias + j : nullptr, act, act ? act->out + j : nullptr);
+      weight_tiles(K, ap, M, w + j * ldw, ldw, C + j, ldc,
+                   std::min(std::min(t_end - t, kWeightTiles) * MR, N - j), accumulate,
+                   bias ? bias + j : nullptr, act, act ? act->out + j : nullptr);
     }
   };
   if (threads == 1) return rows(0, tiles);
