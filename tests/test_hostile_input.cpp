@@ -11,6 +11,7 @@
 #include "models/models.hpp"
 #include "tokenizers/tokenizers.hpp"
 #include "training/trainer.hpp"
+#include "training/translator.hpp"
 
 using namespace anatomy;
 using testing::check_error;
@@ -296,6 +297,10 @@ TEST_CASE("run.json is checked field by field before a resume trusts it") {
   refused(R"({"history": [{"step": "ten"}]})", "'history[0].step' is \"ten\" (expected an integer");
   refused(R"({"history": [7]})", "'history[0]' is 7 (expected an object)");
   refused(R"({"history": [{"step": 4, "bleu": null}]})", "'history[0].bleu' is null");
+  // A metric read back as a number may not be a flag (the fuzzer found a raw type_error).
+  refused(R"({"history": [{"epoch": 1, "step": 10, "valid_loss": true}]})",
+          "'history[0].valid_loss' is true (expected a number");
+  refused(R"({"best": {"bleu": false}})", "'best.bleu' is false (expected a number");
   refused(R"({"curve": [[1, 2.0]]})", "'curve[0]' is [1,2.0] (expected [step, loss, lr])");
   refused(R"({"curve": [[1e300, 2.0, 0.1]]})", "'curve[0][0]' is 1e+300 (expected an integer");
   // What passes comes back whole, including the null train_loss of a history line written
@@ -311,6 +316,25 @@ TEST_CASE("run.json is checked field by field before a resume trusts it") {
   CHECK(h.curve.train[1].train_loss == 2.5);
   REQUIRE(h.curve.eval.size() == 2);
   CHECK(h.curve.eval[0].score == 2);
+}
+
+// A resumed run's best comes from run.json, checked for the types of its metrics but not for
+// which are there: a best without the metric the choice compares counts as the worst, where
+// reading it was undefined (nlohmann's operator[] on a missing key of a const object).
+TEST_CASE("choosing the best evaluation does not need every metric in run.json's best") {
+  const training::Metrics full{{"valid_loss", 1.0}, {"bleu", 20.0}, {"exact_match", 5.0}};
+  const training::Metrics partial{{"bleu", 30.0}};
+  CHECK(training::better_by("loss")(full, partial));
+  CHECK_FALSE(training::better_by("loss")(partial, full));
+  CHECK(training::better_by("bleu")(partial, full));  // 30 > 20
+  CHECK_FALSE(training::better_by("bleu")(full, partial));
+  CHECK(training::better_by("exact_match")(full, partial));  // 5 against none
+  CHECK_FALSE(training::better_by("exact_match")(partial, full));
+  // Ties fall through to the next metric, as before.
+  const training::Metrics lower_loss{{"valid_loss", 0.5}, {"bleu", 20.0}, {"exact_match", 5.0}};
+  CHECK(training::better_by("bleu")(lower_loss, full));
+  CHECK(training::better_by("exact_match")(lower_loss, full));
+  CHECK_FALSE(training::better_by("exact_match")(full, lower_loss));
 }
 
 TEST_CASE("a training state's position must be a whole number >= 0") {

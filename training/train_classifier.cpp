@@ -3,6 +3,7 @@
 // TransformerForSequenceClassification: the first token's hidden state -> classifier.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <numeric>
 
 #include "data/data.hpp"
@@ -110,7 +111,7 @@ int train_classifier(const TrainOptions& o) {
                    {"accuracy", classifier.accuracy(valid_texts, valid_labels)}};
   };
   trainer.better = [](const Metrics& a, const Metrics& b) {
-    return a["accuracy"].get<double>() > b["accuracy"].get<double>();
+    return a.value("accuracy", -INFINITY) > b.value("accuracy", -INFINITY);  // missing: worst
   };
   const TrainResult r = trainer.fit();
   fmt::print("saved {} (best validation accuracy {:.1f}%)\n", o.out, r.best.value("accuracy", 0.0));

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "data/data.hpp"
 #include "training/run_dir.hpp"
@@ -118,19 +120,25 @@ Metrics validate(Translator& tr, const Encoded& valid, int64_t max_tokens) {
 }
 
 std::function<bool(const Metrics&, const Metrics&)> better_by(const std::string& select) {
+  // A metric missing from one side counts as its worst: a resumed run's best comes from run.json,
+  // whose metrics are checked for type, not for presence.
   auto lower_loss = [](const Metrics& a, const Metrics& b) {
-    return a["valid_loss"].get<double>() < b["valid_loss"].get<double>();
+    return a.value("valid_loss", INFINITY) < b.value("valid_loss", INFINITY);
   };
   if (select == "loss") return lower_loss;
+  auto higher = [](const Metrics& a, const Metrics& b, const char* key) -> std::optional<bool> {
+    const double x = a.value(key, -INFINITY), y = b.value(key, -INFINITY);
+    if (x == y) return std::nullopt;
+    return x > y;
+  };
   if (select == "bleu")
-    return [lower_loss](const Metrics& a, const Metrics& b) {
-      if (a["bleu"] != b["bleu"]) return a["bleu"].get<double>() > b["bleu"].get<double>();
-      return lower_loss(a, b);
+    return [lower_loss, higher](const Metrics& a, const Metrics& b) {
+      return higher(a, b, "bleu").value_or(lower_loss(a, b));
     };
   if (select == "exact_match")
-    return [lower_loss](const Metrics& a, const Metrics& b) {
+    return [lower_loss, higher](const Metrics& a, const Metrics& b) {
       for (const char* key : {"exact_match", "bleu"})
-        if (a[key] != b[key]) return a[key].get<double>() > b[key].get<double>();
+        if (const auto h = higher(a, b, key)) return *h;
       return lower_loss(a, b);
     };
   throw Error(fmt::format("unknown --select '{}' (bleu, loss or exact_match)", select));
