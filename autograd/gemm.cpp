@@ -305,7 +305,11 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64
     }
     return;
   }
+  // Unrolled, so that c0 and c1 stay registers: with this loop rolled, GCC kept both arrays on
+  // the stack for every tile (16 stores to zero them, 16 more and 16 loads after the K loop), and
+  // in turns in one process the products of 768 rows ran 1.01-1.03x as fast without that.
   alignas(64) float tile[R * NR];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     c0[r].store_aligned(tile + r * NR);
     c1[r].store_aligned(tile + r * NR + W);
@@ -540,6 +544,9 @@ struct PackedPerCall {
   batch c0[MR], c1[MR];
 #pragma GCC unroll 8
   for (int64_t r = 0; r < MR; ++r) c0[r] = c1[r] = batch(0.0f);
+  // Without this, GCC let the loop run zero times, and merged its sums with the zeros through
+  // the stack: 16 stores and 16 loads after every panel (kc is at least 1: a slice of K).
+  if (kc <= 0) __builtin_unreachable();
   for (int64_t k = 0; k < kc; ++k, ap += NR) {
     __builtin_prefetch(ap + kAhead, 0, 3);  // past the panel's end: a prefetch never faults
     __builtin_prefetch(ap + kAhead + W, 0, 3);
