@@ -108,6 +108,7 @@ class Pool {
     threads_.store(n > 0 ? n : default_threads(), std::memory_order_relaxed);
     alone_until_ = {};
     backoff_ = first_backoff_;
+    stalled_ = {};
   }
 
   void run(int64_t chunks, void (*call)(void*, int64_t), void* ctx) {
@@ -156,27 +157,41 @@ class Pool {
     std::lock_guard lock(run_mutex_);
     first_backoff_ = backoff_ = d;
     alone_until_ = {};
+    stalled_ = {};
   }
 
  private:
   // After the caller ran out of chunks, it waited `waited` for the workers' last ones. A chunk
   // takes no longer than the caller's own share (`busy`) plus a worker's wake-up, so a wait
-  // longer than that by a millisecond means a worker stopped mid-chunk: the machine is busy and
-  // the scheduler ran someone else on its core. Such a loop waits milliseconds (1.7-4.2 ms in a
-  // W1 run here) where loops take tens of microseconds; with other programs on both cores, W1
-  // took 1.47x its one-thread time on two threads. So the loops that follow run on the caller alone
-  // for a while, doubling each time the stall comes back soon after, up to a second, and back to
-  // the shortest once no stall has come for kCalm. Running alone runs the same chunks in order,
-  // so the results are the same bits.
+  // longer than that by a millisecond means a worker stopped mid-chunk: the scheduler ran someone
+  // else on its core. On a busy machine that comes back loop after loop, each waiting
+  // milliseconds (1.7-4.2 ms in a W1 run here) where loops take tens of microseconds; with other
+  // programs on both cores, W1 took 1.47x its one-thread time on two threads. So once such waits
+  // add up to kStallBudget, the loops that follow run on the caller alone for a while, doubling
+  // each time the stalls come back soon after, up to a second, and back to the shortest once the
+  // loops have not gone alone for kCalm. Running alone runs the same chunks in order, so the
+  // results are the same bits.
+  // The waits drain at kStallShare of the time that passes: a cloud machine's host also takes a
+  // vCPU away now and then, with nothing else running in the machine. On a 2-vCPU AMD Zen 5 that
+  // came about once a second, for 1-4 ms. Going alone at the first such stall, as the pool did
+  // before, 800 Tiny Shakespeare iterations ran 5.4-5.9 s on one thread and took 16.5-16.7 s,
+  // against 13.4-14.8 s never going alone; the whole recipe took 34.6 and 43.0 s, and 29.7 and
+  // 31.0 s with the drain (in turns, one machine).
   void note_wait(Clock::duration busy, Clock::duration waited) {
     const auto now = Clock::now();
+    stalled_ = std::max<Clock::duration>(Clock::duration::zero(),
+                                         stalled_ - (now - last_note_) / kStallShare);
+    last_note_ = now;
     if (waited <= busy + kStall) {
-      if (now - last_stall_ > kCalm) backoff_ = first_backoff_;
+      if (now - last_alone_ > kCalm) backoff_ = first_backoff_;
       return;
     }
+    stalled_ += waited - busy;
+    if (stalled_ < kStallBudget) return;
+    stalled_ = Clock::duration::zero();
     alone_until_ = now + backoff_;
     backoff_ = std::min<Clock::duration>(backoff_ * 2, kMaxBackoff);
-    last_stall_ = now;
+    last_alone_ = now;
   }
 
   // next_: the generation, then the first and one past the last chunk not yet claimed.
@@ -264,10 +279,13 @@ class Pool {
   std::exception_ptr error_;
   // note_wait's state, used by the thread that holds run_mutex_.
   static constexpr Clock::duration kStall = std::chrono::milliseconds(1);
+  static constexpr Clock::duration kStallBudget = std::chrono::milliseconds(10);
+  static constexpr int kStallShare = 8;  // an eighth of the time may go to stalls
   static constexpr Clock::duration kCalm = std::chrono::seconds(2);
   static constexpr Clock::duration kMaxBackoff = std::chrono::seconds(1);
   Clock::duration first_backoff_ = std::chrono::milliseconds(20), backoff_ = first_backoff_;
-  Clock::time_point alone_until_{}, last_stall_{};
+  Clock::duration stalled_{};  // the stalls' waits, drained as time passes
+  Clock::time_point alone_until_{}, last_alone_{}, last_note_{};
 };
 
 }  // namespace

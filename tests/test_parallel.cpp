@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -38,6 +39,32 @@ std::set<std::thread::id> ids_of_sleepy_loop() {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   });
   return ids;
+}
+
+// A loop of two chunks whose worker's chunk stops, as a chunk does whose thread lost its core.
+// The caller's chunk waits until the worker has started (which on a loaded machine may take a
+// while); the worker's chunk then lasts that long and `ms` more, so that the caller waits about
+// `ms` longer than its own chunk took: what the pool counts as a stall. Returns the caller's
+// wait beyond its own chunk, as measured here, or nothing if the worker never started.
+using Ms = std::chrono::duration<double, std::milli>;
+std::optional<Ms> stalled_loop(int ms) {
+  using Clock = std::chrono::steady_clock;
+  const auto caller = std::this_thread::get_id();
+  const auto start = Clock::now();
+  std::atomic<bool> worker_started{false};
+  Clock::time_point worker_start;
+  parallel_for(2, 1, [&](int64_t, int64_t) {
+    if (std::this_thread::get_id() != caller) {
+      worker_start = Clock::now();
+      worker_started.store(true);
+      std::this_thread::sleep_for(worker_start - start + std::chrono::milliseconds(ms));
+      return;
+    }
+    const auto limit = Clock::now() + std::chrono::seconds(10);
+    while (!worker_started.load() && Clock::now() < limit) std::this_thread::yield();
+  });
+  if (!worker_started.load()) return std::nullopt;
+  return Ms(Clock::now() - worker_start) - Ms(worker_start - start);
 }
 
 }  // namespace
@@ -297,20 +324,8 @@ TEST_CASE("a worker stalled mid-chunk makes the next loops run on the caller alo
   CHECK_FALSE(detail::running_alone());
   CHECK(ids_of_sleepy_loop().size() == 2);
 
-  // The stall: the caller's chunk waits until the worker has started the other one, which then
-  // takes 50 ms, as a chunk would whose thread lost its core.
-  std::atomic<bool> worker_started{false};
-  parallel_for(2, 1, [&](int64_t, int64_t) {
-    if (std::this_thread::get_id() != caller) {
-      worker_started.store(true);
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      return;
-    }
-    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!worker_started.load() && std::chrono::steady_clock::now() < limit)
-      std::this_thread::yield();
-  });
-  REQUIRE(worker_started.load());
+  // One stall of 50 ms: more than the pool lets stalls cost before it goes alone (10 ms).
+  REQUIRE(stalled_loop(50));
   CHECK(detail::running_alone());
   const auto alone = ids_of_sleepy_loop();
   CHECK(alone.size() == 1);
@@ -324,4 +339,45 @@ TEST_CASE("a worker stalled mid-chunk makes the next loops run on the caller alo
   CHECK_FALSE(detail::running_alone());
   CHECK(ids_of_sleepy_loop().size() == 2);
   CHECK(softmax(x, -1).to_vector() == while_alone);
+}
+
+// A cloud machine's host takes a vCPU away now and then, with nothing else running: a stall of a
+// few milliseconds once in a while. Going alone for each (as the pool did until session 36) ran a
+// third of a Tiny Shakespeare run on one thread. Such stalls drain away as time passes; stalls
+// that keep coming, as on a busy machine, still make the loops run alone. Another test running
+// beside this one would stall the pool's worker for real, so ctest runs it alone.
+TEST_CASE("a short stall now and then keeps both threads, stalls that keep coming do not" *
+          doctest::test_suite("alone-on-the-machine")) {
+  Threads two(2);
+  detail::set_first_backoff_for_testing(60000);  // once alone, alone for the rest of the test
+  struct Restore {
+    ~Restore() { detail::set_first_backoff_for_testing(20); }
+  } restore;
+  // A loaded machine may stretch a 2 ms stall past what the pool allows; the checks that need
+  // the stalls short are made only when they were.
+  bool short_stalls = true;
+  for (int i = 0; i < 6 && short_stalls; ++i) {
+    const auto waited = stalled_loop(2);
+    REQUIRE(waited);
+    short_stalls = *waited < Ms(4);
+    if (!short_stalls) {
+      MESSAGE("a 2 ms stall took 4 ms or more: the machine is too busy to check the drain");
+      break;
+    }
+    REQUIRE_FALSE(detail::running_alone());
+    // 80 ms of quick loops before the next stall: time enough to drain 10 ms of waits.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(80);
+    while (std::chrono::steady_clock::now() < until) parallel_for(64, 1, [](int64_t, int64_t) {});
+  }
+  // Back to back, 2 ms stalls reach the 10 ms after a few.
+  int stalls = 0;
+  while (!detail::running_alone() && stalls < 20) {
+    const auto waited = stalled_loop(2);
+    REQUIRE(waited);
+    short_stalls = short_stalls && *waited < Ms(4);
+    ++stalls;
+  }
+  CHECK(detail::running_alone());
+  if (short_stalls) CHECK(stalls >= 3);
+  CHECK(ids_of_sleepy_loop().size() == 1);
 }
