@@ -99,6 +99,7 @@ bench: deps
 	benchmarks/bench_models.sh build/bench/benchmarks/models_benchmark
 	benchmarks/busy_machine.sh build/bench
 	benchmarks/bench_decode.sh build/bench
+	benchmarks/bench_shakespeare.sh build/bench
 
 # Regenerates the PyTorch reference values of the parity tests (Debian's python3-torch).
 golden:

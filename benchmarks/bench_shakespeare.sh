@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Tiny Shakespeare (issue 12): nanoGPT's CPU recipe, 2000 iterations, as a student runs it:
+# `anatomy train --task lm` against the same recipe in PyTorch (shakespeare_reference.py), each
+# timed as a whole process. Ours, then PyTorch's, then ours again, so that our two runs bracket
+# the reference's on a noisy machine; each is compared with it. Prints a Markdown table of the
+# wall times, the ratios (target: at most 50%) and both validation losses (the same recipe:
+# equal to within seed spread, 1.83 against 1.79 here).
+#
+#     benchmarks/bench_shakespeare.sh [BUILD_DIR]
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+build="${1:-$here/../build/bench}"
+anatomy="$build/cli/anatomy"
+text="$here/../../shared/data/tinyshakespeare/input.txt"
+if [ ! -f "$text" ]; then
+  echo "bench_shakespeare: $text is missing (../shared/data, beside the project); skipped" >&2
+  exit 0
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# Wall seconds of a command; its output to the log named first.
+seconds() {
+  local log=$1 start
+  shift
+  start=$(date +%s.%N)
+  "$@" > "$log" 2>&1
+  python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')"
+}
+ours() { seconds "$work/ours$1.log" "$anatomy" train --task lm --text "$text" --out "$work/run$1" \
+  --lr 2e-3; }
+first=$(ours 1)
+# The reference asks OpenBLAS for this CPU's kernels itself (openblas_core, imported first).
+reference=$(seconds "$work/reference.log" /usr/bin/python3 "$here/shakespeare_reference.py" \
+  "$text" --lr 2e-3)
+second=$(ours 2)
+
+ours_loss=$(grep -ao 'valid loss [0-9.]*' "$work/ours1.log" | tail -n 1 | awk '{print $3}')
+reference_loss=$(grep -ao 'validation loss [0-9.]*' "$work/reference.log" | tail -n 1 |
+  awk '{print $3}')
+echo "| Tiny Shakespeare, 2000 iterations | anatomy s (a run before PyTorch's, one after) | PyTorch s | anatomy / PyTorch (target <= 50%) | validation loss, anatomy and PyTorch |"
+echo "|---|---|---|---|---|"
+python3 - "$first" "$second" "$reference" "$ours_loss" "$reference_loss" << 'EOF'
+import sys
+first, second, reference = map(float, sys.argv[1:4])
+print(f"| wall time, the whole process | {first:.1f}, {second:.1f} | {reference:.1f} "
+      f"| {100 * first / reference:.1f}%, {100 * second / reference:.1f}% "
+      f"| {sys.argv[4]}, {sys.argv[5]} |")
+EOF
