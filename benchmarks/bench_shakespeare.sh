@@ -19,12 +19,18 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# Wall seconds of a command; its output to the log named first.
+# Wall seconds of a command; its output to the log named first. A command that fails stops the
+# benchmark with the end of its output: inside $(...) bash does not stop on an error by itself,
+# and a failed run would be timed as if it had trained.
 seconds() {
   local log=$1 start
   shift
   start=$(date +%s.%N)
-  "$@" > "$log" 2>&1
+  if ! "$@" > "$log" 2>&1; then
+    echo "bench_shakespeare: '$*' failed; the end of its output:" >&2
+    tail -n 5 "$log" >&2
+    exit 1
+  fi
   python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')"
 }
 ours() { seconds "$work/ours$1.log" "$anatomy" train --task lm --text "$text" --out "$work/run$1" \
