@@ -20,8 +20,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -991,12 +993,112 @@ void pack_b_whole(int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb
   }
 }
 
+// B packed whole once per call and shared by the threads that claim its chunks of rows (see gemm):
+// each thread claims panels of B until none are left, packs them, then reads the others' panels
+// once they are done. When every thread packed all of B for itself, the packing (the transposes
+// of the weights, pack_b_rows) was 7% of a Tiny Shakespeare step's samples; shared, measured in
+// turns in one process, step by step, that step (W4) ran 1.013-1.024x as fast and W1 1.013-1.021x
+// (three runs each). A panel another thread claimed but has not finished after kSharedWait (its
+// vCPU taken by the host or another program) is not waited for: the thread then packs all of B
+// for itself, so a stalled thread costs the others a few microseconds, not its stall. Packed
+// values do not depend on which thread packs them: the same bits.
+std::atomic<int> shared_packing_delay_us{0};  // detail::delay_shared_packing_for_testing
+std::atomic<int64_t> own_packings{0};         // detail::own_packings_for_testing
+
+class SharedPackedB {
+ public:
+  // Ready for call `call` of B[K, N]: no panel claimed. Only between calls (no thread in one).
+  void start(uint64_t call, int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb) {
+    call_ = call;
+    caller_ = std::this_thread::get_id();
+    B_ = B, rsb_ = rsb, csb_ = csb;
+    slices_.clear();
+    int64_t offset = 0, first = 0;
+    for (int64_t jc = 0; jc < N; jc += NC) {
+      const int64_t nc = std::min(NC, N - jc), panels = (nc + NR - 1) / NR;
+      for (int64_t pc = 0; pc < K; pc += KC) {
+        const int64_t kc = std::min(KC, K - pc);
+        slices_.push_back({jc, pc, kc, nc, first, offset});
+        first += panels;
+        offset += kc * panels * NR;
+      }
+    }
+    panels_ = first;
+    if (panels_ > capacity_) {
+      done_ = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(panels_));
+      capacity_ = panels_;
+    }
+    next_.store(0, std::memory_order_relaxed);
+    data_ = scratch(buf_, static_cast<size_t>(packed_b_floats(K, N)));
+  }
+  // B packed for this call: the panels this thread claims packed by it, the others waited for;
+  // null when one of them was not done in time (the caller then packs B itself).
+  const float* join() {
+    for (int64_t g; (g = next_.fetch_add(1, std::memory_order_relaxed)) < panels_;) {
+      if (const int us = shared_packing_delay_us.load(std::memory_order_relaxed);
+          us > 0 && g == 0 && std::this_thread::get_id() == caller_)
+        stall_for_testing(us);
+      pack_panel(g);
+      done_[g].store(call_, std::memory_order_release);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t g = 0; g < panels_; ++g)
+      for (int spins = 0; done_[g].load(std::memory_order_acquire) != call_; ++spins) {
+        _mm_pause();
+        if (spins % 64 == 63 && std::chrono::steady_clock::now() - start > kSharedWait) {
+          own_packings.fetch_add(1, std::memory_order_relaxed);
+          return nullptr;
+        }
+      }
+    return data_;
+  }
+
+ private:
+  static constexpr auto kSharedWait = std::chrono::microseconds(20);
+  // Up to `us` microseconds, until another thread has given up waiting for this one.
+  static void stall_for_testing(int us) {
+    const int64_t before = own_packings.load(std::memory_order_relaxed);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+    while (own_packings.load(std::memory_order_relaxed) == before &&
+           std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  struct Slice {
+    int64_t jc, pc, kc, nc;
+    int64_t first;   // the slice's first panel, counted over all slices
+    int64_t offset;  // where its panels start in the packed B
+  };
+  void pack_panel(int64_t g) const {
+    const Slice* s = &slices_.back();
+    while (s->first > g) --s;  // the slices are few (K·N is at most kClaimMaxPackedB floats)
+    const int64_t p = g - s->first;
+    pack_b(B_ + s->pc * rsb_ + s->jc * csb_, rsb_, csb_, s->kc, s->nc, data_ + s->offset, p, p + 1);
+  }
+  uint64_t call_ = 0;
+  std::thread::id caller_;  // the thread that calls gemm
+  int64_t rsb_ = 0, csb_ = 0;
+  const float* B_ = nullptr;
+  std::vector<Slice> slices_;
+  int64_t panels_ = 0, capacity_ = 0;
+  std::unique_ptr<std::atomic<uint64_t>[]> done_;  // the call whose packing each panel holds
+  alignas(64) std::atomic<int64_t> next_{0};       // the next panel to claim
+  std::vector<float, xsimd::aligned_allocator<float, 64>> buf_;
+  float* data_ = nullptr;
+};
+
 // Over 128 rows on several threads, a B of up to this many floats packed (4 MiB) is packed whole
-// by each thread, once per call, and the threads claim chunks of rows (see gemm); a bigger one
+// once per call (SharedPackedB), and the threads claim chunks of rows (see gemm); a bigger one
 // goes by fixed shares, each packing one slice at a time.
 constexpr int64_t kClaimMaxPackedB = int64_t{1} << 20;
 
 }  // namespace
+
+namespace detail {
+void delay_shared_packing_for_testing(int microseconds) {
+  shared_packing_delay_us.store(microseconds, std::memory_order_relaxed);
+}
+int64_t own_packings_for_testing() { return own_packings.load(std::memory_order_relaxed); }
+}  // namespace detail
 
 PackedB pack_b_blocks(int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb) {
   PackedB out;
@@ -1067,9 +1169,10 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
   };
   // The threads claim chunks of rows as they finish the last (parallel_for: up to eight per
   // thread), not one fixed share each: the two vCPUs of a cloud machine are not always equally
-  // fast, and with fixed shares the faster waited for the slower. Each thread packs all of B for
-  // its first chunk of a call and reuses it for its other chunks (PackedPerCall); chunks that
-  // each packed B again ran 1000 x 768 x 128 TN at 117 GFLOP/s where fixed shares ran at 143. A
+  // fast, and with fixed shares the faster waited for the slower. B is packed once per call, by
+  // the threads together at their first chunk (SharedPackedB), and read by their other chunks;
+  // chunks that each packed B again ran 1000 x 768 x 128 TN at 117 GFLOP/s where fixed shares
+  // ran at 143. A
   // chunk's last block asks for the first rows of Aᵀ of the chunk its thread likely claims next
   // (ChunkOrder), as gemm_rows does between its own blocks: without, the weight gradients (TN) over
   // 128 rows ran 3-5% slower than with fixed shares. Measured in turns in one process against fixed
@@ -1077,16 +1180,25 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
   // two threads 0.98-1.36x.
   if (threads > 1 && (packed_b || packed_b_floats(K, N) <= kClaimMaxPackedB)) {
     const uint64_t call = new_call();
+    static thread_local SharedPackedB callers_b;  // this caller's; its threads reach it by `shared`
+    SharedPackedB& shared = callers_b;
+    if (!packed_b) shared.start(call, K, N, B, rsb, csb);
     const ChunkOrder order(row_panels, 1);
     parallel_for(row_panels, 1, [&](int64_t p0, int64_t p1) {
       const auto [n0, n1] = order.next(p0);  // A's rows packed after this chunk
       const Rows next = n0 < n1 ? Rows{A + n0 * MR * rsa, std::min(M, n1 * MR) - n0 * MR} : Rows{};
       if (packed_b) return run_rows(p0, p1, packed_b, next);
+      // This thread's B for the call: the shared one, or its own when that was not ready.
       static thread_local PackedPerCall packed_whole;
-      const float* bp = packed_whole.get(call, packed_b_floats(K, N), [&](float* dst) {
-        pack_b_whole(K, N, B, rsb, csb, dst, false);
-      });
-      run_rows(p0, p1, bp, next);
+      static thread_local std::pair<uint64_t, const float*> joined{0, nullptr};  // call, its B
+      if (joined.first != call) {
+        const float* bp = shared.join();
+        if (!bp)
+          bp = packed_whole.get(call, packed_b_floats(K, N),
+                                [&](float* dst) { pack_b_whole(K, N, B, rsb, csb, dst, false); });
+        joined = {call, bp};
+      }
+      run_rows(p0, p1, joined.second, next);
     });
     return;
   }

@@ -47,6 +47,16 @@ class PackedB {
 };
 PackedB pack_b_blocks(int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb);
 
+namespace detail {
+// For the tests: over 128 rows on several threads, the thread that calls gemm stops before
+// packing the first panel of the B its threads share (a thread whose core was taken mid-packing),
+// until another thread has given up waiting for that panel, or at most this long; 0 ends it.
+void delay_shared_packing_for_testing(int microseconds);
+// For the tests: how many times, since the program started, a thread packed B for itself because
+// a panel of the shared B was not done in time.
+int64_t own_packings_for_testing();
+}  // namespace detail
+
 // Under this many rows of A, B is read where it lies instead of packed (packing B, K·N values,
 // would cost about what the product does).
 inline constexpr int64_t kGemmFewRows = 4;

@@ -228,11 +228,12 @@ TEST_CASE("gemm over 128 rows on two threads packs each call's B anew, in every 
     int64_t M, N, K;
     bool ta, tb;
   };
-  // 400 rows: 50 panels of 8 in 8 chunks; K = 300: two K slices. 136 x 1030 x 1024: B packed
-  // whole would be 1030 x 1024 floats, over the 4 MiB the threads pack whole.
-  for (const Layout& l :
-       {Layout{400, 200, 300, false, true}, Layout{400, 200, 300, false, false},
-        Layout{400, 200, 300, true, false}, Layout{136, 1024, 1030, false, false}}) {
+  // 400 rows: 50 panels of 8 in 8 chunks; K = 300: two K slices. N = 2100: two blocks of columns
+  // (2048 and 52), whose panels the threads share with those of both slices. 136 x 1030 x 1024:
+  // B packed whole would be 1030 x 1024 floats, over the 4 MiB the threads pack whole.
+  for (const Layout& l : {Layout{400, 200, 300, false, true}, Layout{400, 200, 300, false, false},
+                          Layout{400, 200, 300, true, false}, Layout{400, 2100, 300, false, true},
+                          Layout{136, 1024, 1030, false, false}}) {
     const int64_t M = l.M, N = l.N, K = l.K;
     CAPTURE(M);
     CAPTURE(N);
@@ -260,6 +261,39 @@ TEST_CASE("gemm over 128 rows on two threads packs each call's B anew, in every 
     }
     set_num_threads(before);
   }
+}
+
+// Over 128 rows on two threads, the threads pack B together, panel by panel, and each reads the
+// others' panels. When the caller's core is taken while it packs its first panel (here it stops
+// until the worker gives up on it, at most 200 ms), the worker does not wait for it: it packs B
+// for itself and goes on. Both results must be those of one thread: a worker that read the shared
+// B without waiting for the caller's panel would read the previous call's values there (each call
+// has new ones), and one that waited for it would never pack B for itself.
+TEST_CASE("gemm over 128 rows: a thread stalled while packing the shared B is not waited for") {
+  manual_seed(6);
+  const int64_t M = 400, N = 300, K = 200;
+  auto A = randn({M * K}).to_vector();
+  auto B = randn({K * N}).to_vector();
+  const int before = get_num_threads();
+  for (int call = 0; call < 3; ++call) {
+    CAPTURE(call);
+    if (call > 0) {  // same addresses, new values
+      const auto b = randn({K * N}).to_vector();
+      std::copy(b.begin(), b.end(), B.begin());
+    }
+    std::vector<float> C1(M * N), C2(M * N);
+    set_num_threads(1);
+    gemm(M, N, K, A.data(), K, 1, B.data(), 1, K, C1.data(), N, false);  // a linear's forward
+    set_num_threads(2);
+    const int64_t own_before = detail::own_packings_for_testing();
+    if (call > 0) detail::delay_shared_packing_for_testing(200'000);
+    gemm(M, N, K, A.data(), K, 1, B.data(), 1, K, C2.data(), N, false);
+    detail::delay_shared_packing_for_testing(0);
+    // The worker packed B for itself in the calls with a stall (the first has none).
+    if (call > 0) CHECK(detail::own_packings_for_testing() > own_before);
+    CHECK(C1 == C2);
+  }
+  set_num_threads(before);
 }
 
 // One sentence's product: few rows (M = 5, a single block) and enough work for threads, which
