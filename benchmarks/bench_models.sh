@@ -7,6 +7,10 @@
 # cores; with OPENBLAS_NUM_THREADS=1 as well it took 357 ms against 218). So the column names
 # the setting, not the cores used.
 set -euo pipefail
+# A command that fails inside $(...) fails the assignment it is in (set -e alone leaves it
+# to the last command there), and the assignment stops the benchmark: a failed run is
+# never timed, or parsed, as if it had worked.
+shopt -s inherit_errexit
 here="$(cd "$(dirname "$0")" && pwd)"
 # OpenBLAS's kernels for this CPU in every PyTorch run, asked once (see openblas_core.py).
 core=$(/usr/bin/python3 "$here/openblas_core.py")
@@ -17,14 +21,17 @@ bin="${1:-$here/../build/bench/benchmarks/models_benchmark}"
 # rounds (one round each swung W1's ratio from 2.45x to 3.48x within an hour).
 all=()
 for _ in 1 2 3; do
-  all+=("$("$bin" 2)" "$(/usr/bin/python3 "$here/models_benchmark.py" 1)"
-    "$(/usr/bin/python3 "$here/models_benchmark.py" 2)")
+  ours=$("$bin" 2)
+  torch_one=$(/usr/bin/python3 "$here/models_benchmark.py" 1)
+  torch_two=$(/usr/bin/python3 "$here/models_benchmark.py" 2)
+  all+=("$ours" "$torch_one" "$torch_two")
 done
 # median WORKLOAD FIRST: the median of the workload's times in all[FIRST], all[FIRST + 3], ...
 median() {
-  local w=$1 i vals=()
+  local w=$1 i v vals=()
   for ((i = $2; i < ${#all[@]}; i += 3)); do
-    vals+=("$(echo "${all[$i]}" | grep "^$w" | sed 's/.*: //')")
+    v=$(echo "${all[$i]}" | grep "^$w" | sed 's/.*: //')
+    vals+=("$v")
   done
   python3 -c "import statistics, sys; print(f'{statistics.median(map(float, sys.argv[1:])):.2f}')" \
     "${vals[@]}"

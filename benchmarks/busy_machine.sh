@@ -5,6 +5,10 @@
 # target is a ratio (default threads / one thread) of at most 1.5.
 #   benchmarks/busy_machine.sh [build dir, default build/bench]
 set -euo pipefail
+# A command that fails inside $(...) fails the assignment it is in (set -e alone leaves it
+# to the last command there), and the assignment stops the benchmark: a failed run is
+# never timed, or parsed, as if it had worked.
+shopt -s inherit_errexit
 here="$(cd "$(dirname "$0")" && pwd)"
 build="${1:-$here/../build/bench}"
 bench="$build/benchmarks/models_benchmark"
@@ -12,7 +16,7 @@ tutorial="$build/tutorials/10_seq2seq_translation"
 cores=$(nproc)
 
 pids=()
-stop() { ((${#pids[@]})) && kill "${pids[@]}" 2>/dev/null || true; }
+stop() { if ((${#pids[@]})); then kill "${pids[@]}" 2>/dev/null || true; fi; }
 trap stop EXIT
 for _ in $(seq "$cores"); do
   (while :; do :; done) &
@@ -34,7 +38,11 @@ tut() {
 # noisy machine; the table gives each one's median.
 runs=()
 for _ in 1 2 3; do
-  runs+=("$(w1 1) $(w1 "$cores") $(tut OMP_NUM_THREADS=1) $(tut OMP_NUM_THREADS="$cores")")
+  w1_one=$(w1 1)
+  w1_all=$(w1 "$cores")
+  tut_one=$(tut OMP_NUM_THREADS=1)
+  tut_all=$(tut OMP_NUM_THREADS="$cores")
+  runs+=("$w1_one $w1_all $tut_one $tut_all")
 done
 echo "| busy machine ($cores competitors), median of 3 | 1 thread | $cores threads | ratio (target <= 1.5) |"
 echo "|---|---|---|---|"
