@@ -995,13 +995,13 @@ void pack_b_whole(int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb
 
 // B packed whole once per call and shared by the threads that claim its chunks of rows (see gemm):
 // each thread claims panels of B until none are left, packs them, then reads the others' panels
-// once they are done. When every thread packed all of B for itself, the packing (the transposes
-// of the weights, pack_b_rows) was 7% of a Tiny Shakespeare step's samples; shared, measured in
-// turns in one process, step by step, that step (W4) ran 1.013-1.024x as fast and W1 1.013-1.021x
-// (three runs each). A panel another thread claimed but has not finished after kSharedWait (its
-// vCPU taken by the host or another program) is not waited for: the thread then packs all of B
-// for itself, so a stalled thread costs the others a few microseconds, not its stall. Packed
-// values do not depend on which thread packs them: the same bits.
+// once they are done. When every thread packed all of B for itself, the weights' transposes and
+// pack_b_rows ran twice (all packing was 6.9% of a Tiny Shakespeare run's samples); shared,
+// measured in turns in one process, step by step, the Tiny Shakespeare step (W4) ran 1.013-1.024x
+// as fast and W1 1.013-1.021x (three runs each). A panel another thread claimed but has not
+// finished after kSharedWait (its vCPU taken by the host or another program) is not waited for: the
+// thread then packs all of B for itself, so a stalled thread costs the others a few microseconds,
+// not its stall. Packed values do not depend on which thread packs them: the same bits.
 std::atomic<int> shared_packing_delay_us{0};  // detail::delay_shared_packing_for_testing
 std::atomic<int64_t> own_packings{0};         // detail::own_packings_for_testing
 

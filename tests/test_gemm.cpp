@@ -216,12 +216,12 @@ TEST_CASE("gemm with Bᵀ row-major on two threads packs each call's A anew, in 
   set_num_threads(before);
 }
 
-// Over 128 rows on two threads, the threads claim chunks of rows, and each packs all of B once
-// per call, for its first chunk. A second call with new values in the same buffers (the next
-// batch's activations) must pack them again: a packing kept by address, or one thread's packing
-// taken for another's, gives an earlier call's results. The operands in every layout the models
-// use (forward NT, input gradient NN, weight gradient TN), and a B too big to pack whole (fixed
-// shares, one slice at a time).
+// Over 128 rows on two threads, the threads claim chunks of rows, and pack B together once per
+// call, at their first chunks. A second call with new values in the same buffers (the next
+// batch's activations) must pack them again: a packing kept by address, or a panel taken from an
+// earlier call's shared packing, gives an earlier call's results. The operands in every layout the
+// models use (forward NT, input gradient NN, weight gradient TN), and a B too big to pack whole
+// (fixed shares, one slice at a time).
 TEST_CASE("gemm over 128 rows on two threads packs each call's B anew, in every thread") {
   manual_seed(4);
   struct Layout {
