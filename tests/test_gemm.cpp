@@ -24,6 +24,13 @@ std::vector<float> naive(int64_t M, int64_t N, int64_t K, const std::vector<floa
   return C;
 }
 
+// New random values in the same buffer: the next batch in the same tensor, which a packing kept
+// by address, or one left from an earlier call, would miss.
+void refill(std::vector<float>& v) {
+  const auto fresh = randn({static_cast<int64_t>(v.size())}).to_vector();
+  std::copy(fresh.begin(), fresh.end(), v.begin());
+}
+
 }  // namespace
 
 TEST_CASE("gemm matches a naive loop on awkward shapes and strides") {
@@ -200,10 +207,7 @@ TEST_CASE("gemm with Bᵀ row-major on two threads packs each call's A anew, in 
   const int before = get_num_threads();
   for (int call = 0; call < 3; ++call) {
     CAPTURE(call);
-    if (call > 0) {
-      const auto fresh = randn({M * K}).to_vector();
-      std::copy(fresh.begin(), fresh.end(), A.begin());  // same address, new values
-    }
+    if (call > 0) refill(A);
     std::vector<float> C1(M * N), C2(M * N);
     set_num_threads(1);
     gemm(M, N, K, A.data(), K, 1, B.data(), 1, K, C1.data(), N, false);
@@ -245,10 +249,9 @@ TEST_CASE("gemm over 128 rows on two threads packs each call's B anew, in every 
     const int before = get_num_threads();
     for (int call = 0; call < 3; ++call) {
       CAPTURE(call);
-      if (call > 0) {  // same addresses, new values
-        const auto a = randn({M * K}).to_vector(), b = randn({K * N}).to_vector();
-        std::copy(a.begin(), a.end(), A.begin());
-        std::copy(b.begin(), b.end(), B.begin());
+      if (call > 0) {
+        refill(A);
+        refill(B);
       }
       std::vector<float> C1(M * N), C2(M * N);
       set_num_threads(1);
@@ -277,10 +280,7 @@ TEST_CASE("gemm over 128 rows: a thread stalled while packing the shared B is no
   const int before = get_num_threads();
   for (int call = 0; call < 3; ++call) {
     CAPTURE(call);
-    if (call > 0) {  // same addresses, new values
-      const auto b = randn({K * N}).to_vector();
-      std::copy(b.begin(), b.end(), B.begin());
-    }
+    if (call > 0) refill(B);
     std::vector<float> C1(M * N), C2(M * N);
     set_num_threads(1);
     gemm(M, N, K, A.data(), K, 1, B.data(), 1, K, C1.data(), N, false);  // a linear's forward
