@@ -1172,12 +1172,11 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t 
   // fast, and with fixed shares the faster waited for the slower. B is packed once per call, by
   // the threads together at their first chunk (SharedPackedB), and read by their other chunks;
   // chunks that each packed B again ran 1000 x 768 x 128 TN at 117 GFLOP/s where fixed shares
-  // ran at 143. A
-  // chunk's last block asks for the first rows of Aᵀ of the chunk its thread likely claims next
-  // (ChunkOrder), as gemm_rows does between its own blocks: without, the weight gradients (TN) over
-  // 128 rows ran 3-5% slower than with fixed shares. Measured in turns in one process against fixed
-  // shares: the Tiny Shakespeare step (W4) 1.04-1.10x, W1 0.99-1.06x; the products over 128 rows on
-  // two threads 0.98-1.36x.
+  // ran at 143. A chunk's last block asks for the first rows of Aᵀ of the chunk its thread likely
+  // claims next (ChunkOrder), as gemm_rows does between its own blocks: without, the weight
+  // gradients (TN) over 128 rows ran 3-5% slower than with fixed shares. Measured in turns in one
+  // process against fixed shares: the Tiny Shakespeare step (W4) 1.04-1.10x, W1 0.99-1.06x; the
+  // products over 128 rows on two threads 0.98-1.36x.
   if (threads > 1 && (packed_b || packed_b_floats(K, N) <= kClaimMaxPackedB)) {
     const uint64_t call = new_call();
     static thread_local SharedPackedB callers_b;  // this caller's; its threads reach it by `shared`
