@@ -972,25 +972,40 @@ int64_t packed_b_floats(int64_t K, int64_t N) {
   return K * ((N + NR - 1) / NR) * NR;
 }
 
+// One KC slice of one NC block of columns of B packed whole: B[pc:pc+kc, jc:jc+nc], its `panels`
+// panels at `offset` floats into the packing.
+struct PackedSlice {
+  int64_t jc, pc, kc, nc, panels, offset;
+};
+
+// fn(slice) for the slices of B[K, N] packed whole, in the order of the packing (see
+// packed_b_floats).
+template <typename F>
+void for_each_packed_slice(int64_t K, int64_t N, F&& fn) {
+  int64_t offset = 0;
+  for (int64_t jc = 0; jc < N; jc += NC) {
+    const int64_t nc = std::min(NC, N - jc), panels = (nc + NR - 1) / NR;
+    for (int64_t pc = 0; pc < K; pc += KC) {
+      const int64_t kc = std::min(KC, K - pc);
+      fn(PackedSlice{jc, pc, kc, nc, panels, offset});
+      offset += kc * panels * NR;
+    }
+  }
+}
+
 // B[K, N] packed whole into dst (packed_b_floats(K, N) floats, 64-byte aligned), each slice's
 // panels split among the threads when `threaded`.
 void pack_b_whole(int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb, float* dst,
                   bool threaded) {
-  for (int64_t jc = 0; jc < N; jc += NC) {
-    const int64_t nc = std::min(NC, N - jc);
-    const int64_t panels = (nc + NR - 1) / NR;
-    for (int64_t pc = 0; pc < K; pc += KC) {
-      const int64_t kc = std::min(KC, K - pc);
-      auto some = [&](int64_t p0, int64_t p1) {
-        pack_b(B + pc * rsb + jc * csb, rsb, csb, kc, nc, dst, p0, p1);
-      };
-      if (threaded)
-        parallel_for(panels, 1, some);
-      else
-        some(0, panels);
-      dst += kc * panels * NR;
-    }
-  }
+  for_each_packed_slice(K, N, [&](const PackedSlice& s) {
+    auto some = [&](int64_t p0, int64_t p1) {
+      pack_b(B + s.pc * rsb + s.jc * csb, rsb, csb, s.kc, s.nc, dst + s.offset, p0, p1);
+    };
+    if (threaded)
+      parallel_for(s.panels, 1, some);
+    else
+      some(0, s.panels);
+  });
 }
 
 // B packed whole once per call and shared by the threads that claim its chunks of rows (see gemm):
@@ -1013,17 +1028,11 @@ class SharedPackedB {
     caller_ = std::this_thread::get_id();
     B_ = B, rsb_ = rsb, csb_ = csb;
     slices_.clear();
-    int64_t offset = 0, first = 0;
-    for (int64_t jc = 0; jc < N; jc += NC) {
-      const int64_t nc = std::min(NC, N - jc), panels = (nc + NR - 1) / NR;
-      for (int64_t pc = 0; pc < K; pc += KC) {
-        const int64_t kc = std::min(KC, K - pc);
-        slices_.push_back({jc, pc, kc, nc, first, offset});
-        first += panels;
-        offset += kc * panels * NR;
-      }
-    }
-    panels_ = first;
+    panels_ = 0;
+    for_each_packed_slice(K, N, [&](const PackedSlice& s) {
+      slices_.push_back({s, panels_});
+      panels_ += s.panels;
+    });
     if (panels_ > capacity_) {
       done_ = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(panels_));
       capacity_ = panels_;
@@ -1044,7 +1053,7 @@ class SharedPackedB {
     const auto start = std::chrono::steady_clock::now();
     for (int64_t g = 0; g < panels_; ++g)
       for (int spins = 0; done_[g].load(std::memory_order_acquire) != call_; ++spins) {
-        _mm_pause();
+        detail::spin_pause();
         if (spins % 64 == 63 && std::chrono::steady_clock::now() - start > kSharedWait) {
           own_packings.fetch_add(1, std::memory_order_relaxed);
           return nullptr;
@@ -1064,15 +1073,15 @@ class SharedPackedB {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   struct Slice {
-    int64_t jc, pc, kc, nc;
-    int64_t first;   // the slice's first panel, counted over all slices
-    int64_t offset;  // where its panels start in the packed B
+    PackedSlice at;
+    int64_t first;  // the slice's first panel, counted over all slices
   };
   void pack_panel(int64_t g) const {
     const Slice* s = &slices_.back();
     while (s->first > g) --s;  // the slices are few (K·N is at most kClaimMaxPackedB floats)
+    const PackedSlice& a = s->at;
     const int64_t p = g - s->first;
-    pack_b(B_ + s->pc * rsb_ + s->jc * csb_, rsb_, csb_, s->kc, s->nc, data_ + s->offset, p, p + 1);
+    pack_b(B_ + a.pc * rsb_ + a.jc * csb_, rsb_, csb_, a.kc, a.nc, data_ + a.offset, p, p + 1);
   }
   uint64_t call_ = 0;
   std::thread::id caller_;  // the thread that calls gemm

@@ -35,13 +35,6 @@
 #include <utility>
 #include <vector>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define ANATOMY_PAUSE() _mm_pause()
-#else
-#define ANATOMY_PAUSE() ((void)0)
-#endif
-
 namespace anatomy {
 
 namespace {
@@ -84,7 +77,7 @@ void spin_then_wait(Ready ready, const std::atomic<uint32_t>& word, uint32_t old
   const auto start = std::chrono::steady_clock::now();
   for (int i = 1;; ++i) {
     if (ready()) return;
-    ANATOMY_PAUSE();
+    detail::spin_pause();
     if (i % 64 == 0 && std::chrono::steady_clock::now() - start > kSpin) break;
   }
   while (!ready()) {

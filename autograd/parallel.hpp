@@ -43,6 +43,13 @@ void pause_publishing_for_testing(int every, int microseconds);
 bool running_alone();
 // For the tests: how long loops first run alone after a stall (20 ms unless set).
 void set_first_backoff_for_testing(int milliseconds);
+// One step of a spin-wait: x86's pause, which tells the core that this thread only waits (less
+// power, and a waiting loop that does not flood the memory system); nothing elsewhere.
+inline void spin_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
 }  // namespace detail
 
 // How many chunks parallel_for(n, grain, ...) makes: up to eight per thread (so a thread that falls
