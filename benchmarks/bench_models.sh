@@ -7,10 +7,7 @@
 # cores; with OPENBLAS_NUM_THREADS=1 as well it took 357 ms against 218). So the column names
 # the setting, not the cores used.
 set -euo pipefail
-# A command that fails inside $(...) fails the assignment it is in (set -e alone leaves it
-# to the last command there), and the assignment stops the benchmark: a failed run is
-# never timed, or parsed, as if it had worked.
-shopt -s inherit_errexit
+shopt -s inherit_errexit # a failure inside $(...) fails its assignment, which stops the script
 here="$(cd "$(dirname "$0")" && pwd)"
 # OpenBLAS's kernels for this CPU in every PyTorch run, asked once (see openblas_core.py).
 core=$(/usr/bin/python3 "$here/openblas_core.py")

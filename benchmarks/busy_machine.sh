@@ -5,10 +5,7 @@
 # target is a ratio (default threads / one thread) of at most 1.5.
 #   benchmarks/busy_machine.sh [build dir, default build/bench]
 set -euo pipefail
-# A command that fails inside $(...) fails the assignment it is in (set -e alone leaves it
-# to the last command there), and the assignment stops the benchmark: a failed run is
-# never timed, or parsed, as if it had worked.
-shopt -s inherit_errexit
+shopt -s inherit_errexit # a failure inside $(...) fails its assignment, which stops the script
 here="$(cd "$(dirname "$0")" && pwd)"
 build="${1:-$here/../build/bench}"
 bench="$build/benchmarks/models_benchmark"
