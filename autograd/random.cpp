@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <utility>
 
 #ifdef __AVX2__
 #include <immintrin.h>
@@ -160,12 +161,20 @@ void Generator::set_state(const State& s) {
   spare_ = s.spare;
 }
 
-Generator& default_generator() {
+namespace {
+Generator& process_generator() {
   static Generator generator(0);
   return generator;
 }
+thread_local Generator* guarded = nullptr;  // the innermost GeneratorGuard's on this thread
+}  // namespace
 
-void manual_seed(uint64_t seed) { default_generator().seed_(seed); }
+Generator& default_generator() { return guarded ? *guarded : process_generator(); }
+
+void manual_seed(uint64_t seed) { process_generator().seed_(seed); }
+
+GeneratorGuard::GeneratorGuard(Generator& g) : previous_(std::exchange(guarded, &g)) {}
+GeneratorGuard::~GeneratorGuard() { guarded = previous_; }
 
 Tensor randn(Shape shape) {
   Tensor t = empty(std::move(shape));

@@ -51,8 +51,24 @@ class Generator {
   float spare_ = 0.0f;
 };
 
+// The generator of randn, dropout and the rest: the process's one, or on a thread inside a
+// GeneratorGuard, the guard's.
 Generator& default_generator();
-void manual_seed(uint64_t seed);
+void manual_seed(uint64_t seed);  // seeds the process's generator
+
+// While alive, default_generator() on this thread is `g`: the parts of a data-parallel step
+// (nn::DataParallel) run at once on different threads, and each draws its dropout masks from a
+// generator of its own, so that the draws do not depend on which thread came first.
+class GeneratorGuard {
+ public:
+  explicit GeneratorGuard(Generator& g);
+  ~GeneratorGuard();
+  GeneratorGuard(const GeneratorGuard&) = delete;
+  GeneratorGuard& operator=(const GeneratorGuard&) = delete;
+
+ private:
+  Generator* previous_;
+};
 
 // fn(gen, begin, end) over [0, n) in chunks split between threads, where `gen` is the default
 // generator jumped ahead to element `begin`, each element taking `draws` calls of next_u32.

@@ -6,6 +6,7 @@
 #include "nn/checkpoint.hpp"
 #include "nn/clip_grad.hpp"
 #include "nn/container.hpp"
+#include "nn/data_parallel.hpp"
 #include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
 #include "nn/init.hpp"

@@ -179,8 +179,22 @@ std::string format_metrics(const Metrics& m) {
   return s;
 }
 
+// The rows of a batch (Trainer::batch): every tensor's size along dim 0, which must agree.
+static int64_t batch_rows(const std::vector<Tensor>& tensors) {
+  if (tensors.empty()) throw Error("Trainer: batch returned no tensors");
+  const int64_t rows = tensors[0].dim() > 0 ? tensors[0].size(0) : 0;
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i].dim() == 0 || tensors[i].size(0) != rows || rows == 0)
+      throw Error(fmt::format(
+          "Trainer: batch's tensors must share their first dimension, the batch (of at least one "
+          "row): tensor 0 has shape {}, tensor {} {}",
+          tensors[0].shape().str(), i, tensors[i].shape().str()));
+  return rows;
+}
+
 TrainResult Trainer::fit() {
-  if (!batches || !loss) throw Error("Trainer: set batches and loss before fit()");
+  if (!batches || (!loss && !(batch && batch_loss)))
+    throw Error("Trainer: set batches, and loss (or batch and batch_loss), before fit()");
   if (o_.epochs < 1) throw Error(fmt::format("Trainer: epochs must be >= 1 (got {})", o_.epochs));
   const auto started = Clock::now();
   const bool saving = !o_.run_dir.empty();
@@ -264,6 +278,60 @@ TrainResult Trainer::fit() {
     epoch_start = Clock::now();
   };
 
+  // A step's forward, and its backward into the model's .grad: over the whole batch, or over
+  // the parts of a data-parallel one. (Anomaly checks see the ops of their own thread only, so
+  // detect_anomaly trains on one.)
+  std::optional<nn::DataParallel> parallel;
+  if (replicate && !o_.detect_anomaly) parallel.emplace(model_, replicate);
+  std::vector<BatchLoss> parts;  // this step's, until its backward
+  auto forward = [&]() -> BatchLoss {
+    if (loss) {
+      parts = {loss(epoch_, batch_)};
+      return parts[0];
+    }
+    const std::vector<Tensor> tensors = batch(epoch_, batch_);
+    const int64_t rows = batch_rows(tensors);
+    const int64_t n = parallel ? parallel->parts(rows) : 1;
+    parts.assign(n, BatchLoss{});
+    if (n == 1) {
+      parts[0] = batch_loss(model_, tensors);
+      return parts[0];
+    }
+    parallel->run(n, [&](int64_t k, nn::Module& model) {
+      const auto [begin, end] = nn::DataParallel::part_rows(rows, k, n);
+      std::vector<Tensor> part;
+      for (const Tensor& t : tensors) part.push_back(t.slice(0, begin, end));
+      parts[k] = batch_loss(model, part);
+    });
+    // The batch's loss: the parts' means, weighted by their tokens.
+    BatchLoss whole{Tensor(), 0, 0.0};
+    double sum = 0;
+    for (const BatchLoss& p : parts) {
+      whole.tokens += p.tokens;
+      sum += p.loss.item<double>() * static_cast<double>(p.tokens);
+      whole.nll += p.nll * static_cast<double>(p.tokens);  // NaN if any part has none
+    }
+    const double tokens = static_cast<double>(std::max<int64_t>(whole.tokens, 1));
+    whole.loss = full({}, static_cast<float>(sum / tokens));
+    whole.nll /= tokens;
+    return whole;
+  };
+  auto backward = [&] {
+    if (parts.size() == 1) {
+      parts[0].loss.backward();
+    } else {
+      int64_t tokens = 0;
+      for (const BatchLoss& p : parts) tokens += p.tokens;
+      parallel->run(static_cast<int64_t>(parts.size()), [&](int64_t k, nn::Module&) {
+        const Tensor& l = parts[k].loss;
+        l.backward(full(l.shape(), static_cast<float>(parts[k].tokens) /
+                                       static_cast<float>(std::max<int64_t>(tokens, 1))));
+      });
+      parallel->reduce_gradients();
+    }
+    parts.clear();
+  };
+
   for (; epoch_ < o_.epochs && !stop; ++epoch_, batch_ = 0) {
     const int64_t n = batches(epoch_);
     ProgressBar bar(o_.unit == "epoch" ? fmt::format("epoch {}/{}", epoch_ + 1, o_.epochs)
@@ -282,7 +350,7 @@ TrainResult Trainer::fit() {
         stop = true;
         break;
       }
-      const BatchLoss b = loss(epoch_, batch_);
+      const BatchLoss b = forward();
       const double l = b.loss.item<double>();
       if (!std::isfinite(l)) {  // before backward: the weights and the last checkpoint stay finite
         throw Error(fmt::format(
@@ -295,7 +363,7 @@ TrainResult Trainer::fit() {
             saving ? fmt::format("; {} keeps its last checkpoint", o_.run_dir) : ""));
       }
       optimizer_.zero_grad();
-      b.loss.backward();
+      backward();
       if (o_.clip > 0) nn::clip_grad_norm_(model_.parameters(), static_cast<float>(o_.clip));
       optimizer_.step();
       if (schedule_) schedule_->step();

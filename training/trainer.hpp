@@ -69,8 +69,18 @@ class Trainer {
   // How many batches epoch `epoch` has; called once at the start of each epoch (it may build
   // and shuffle them). Required.
   std::function<int64_t(int64_t epoch)> batches;
-  // The loss of one batch, the model in training mode. Required.
+  // The loss of one batch, the model in training mode. Required, unless batch and batch_loss are
+  // set instead.
   std::function<BatchLoss(int64_t epoch, int64_t batch)> loss;
+  // Or the same in two halves: the batch's tensors (inputs and targets, each with the batch
+  // along dim 0), and the loss that `model` gives (a part of) them, a mean over its `tokens`.
+  std::function<std::vector<Tensor>(int64_t epoch, int64_t batch)> batch;
+  std::function<BatchLoss(nn::Module& model, const std::vector<Tensor>& batch)> batch_loss;
+  // With those two, data parallelism (nn::DataParallel): a new model like the trained one. A step
+  // then splits its batch's rows between the threads, and each computes its part's loss and
+  // gradient with a replica of the model; the batch's loss and gradient are the parts' weighted
+  // by their tokens, as one pass over the whole batch gives them (up to rounding). Optional.
+  std::function<std::shared_ptr<nn::Module>()> replicate;
   // Validation metrics, with "valid_loss"; `final` is the last evaluation of the run. Optional.
   std::function<Metrics(bool final)> evaluate;
   // Whether `now` is better than `best` (default: lower valid_loss).

@@ -1,0 +1,107 @@
+#include "nn/data_parallel.hpp"
+
+#include <fmt/format.h>
+
+namespace anatomy::nn {
+
+DataParallel::DataParallel(Module& module, std::function<std::shared_ptr<Module>()> replicate)
+    : module_(module), replicate_(std::move(replicate)) {
+  if (!replicate_) throw Error("DataParallel: replicate must build a module (got none)");
+}
+
+int64_t DataParallel::parts(int64_t rows) const {
+  if (in_parallel()) return 1;
+  return std::clamp<int64_t>(rows, 1, get_num_threads());
+}
+
+std::pair<int64_t, int64_t> DataParallel::part_rows(int64_t rows, int64_t k, int64_t n) {
+  if (n < 1 || k < 0 || k >= n || rows < n)
+    throw Error(fmt::format(
+        "DataParallel: part {} of {} of {} rows: expected 0 <= part < parts <= rows", k, n, rows));
+  const int64_t size = rows / n, longer = rows % n;  // the first `longer` parts get one more
+  const int64_t begin = k * size + std::min(k, longer);
+  return {begin, begin + size + (k < longer ? 1 : 0)};
+}
+
+Module& DataParallel::replica(int64_t k) {
+  while (static_cast<int64_t>(replicas_.size()) < k) {
+    // Its initial values are overwritten, so the random numbers they took are given back: the
+    // run draws the same numbers whether or not a replica was built.
+    const Generator before = default_generator();
+    std::shared_ptr<Module> r = replicate_();
+    default_generator() = before;
+    if (!r) throw Error("DataParallel: replicate returned no module");
+    replicas_.push_back(std::move(r));
+  }
+  Module& r = *replicas_[k - 1];
+  // Tied again at each use: cheap, and a module whose parameters got new storage (a load that
+  // replaced them) is still shared, not silently trained apart from its replicas.
+  const auto mine = module_.named_parameters(), theirs = r.named_parameters();
+  if (mine.size() != theirs.size())
+    throw Error(fmt::format("DataParallel: the replica has {} parameters, the module {}",
+                            theirs.size(), mine.size()));
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const auto& [name, p] = mine[i];
+    const auto& [rname, q] = theirs[i];
+    if (name != rname || p.shape() != q.shape() || p.strides() != q.strides())
+      throw Error(fmt::format(
+          "DataParallel: the replica's parameter {} is '{}' of shape {}, the module's '{}' of "
+          "shape {}: replicate must build a module like the trained one",
+          i, rname, q.shape().str(), name, p.shape().str()));
+    q.impl()->storage = p.impl()->storage;
+    q.impl()->offset = p.impl()->offset;
+  }
+  r.train(module_.is_training());
+  return r;
+}
+
+void DataParallel::run(int64_t n, const std::function<void(int64_t, Module&)>& fn) {
+  if (n < 1) throw Error(fmt::format("DataParallel: run needs at least one part (got {})", n));
+  if (n == 1) {
+    fn(0, module_);
+    return;
+  }
+  std::vector<Module*> models{&module_};
+  for (int64_t k = 1; k < n; ++k) models.push_back(&replica(k));
+  // Part k's generator is seeded from the default generator's state and k. The default
+  // generator moves on only when a part drew a number: a run without dropout then draws what a
+  // one-thread run draws (the same batches), and one with dropout gets new masks each step.
+  Generator& g = default_generator();
+  const Generator::State at = g.get_state();
+  std::vector<Generator> generators;
+  for (int64_t k = 0; k < n; ++k) {
+    uint64_t seed = at.state ^ (at.inc * 0x9E3779B97F4A7C15ULL) ^ static_cast<uint64_t>(k + 1);
+    seed = (seed ^ (seed >> 31)) * 0xBF58476D1CE4E5B9ULL;  // splitmix64's mixing
+    generators.emplace_back(seed ^ (seed >> 29));
+  }
+  const std::vector<Generator> fresh = generators;
+  parallel_for(n, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      GeneratorGuard own(generators[k]);
+      fn(k, *models[k]);
+    }
+  });
+  for (int64_t k = 0; k < n; ++k)
+    if (generators[k].get_state().state != fresh[k].get_state().state) {
+      g.next_u32();
+      break;
+    }
+}
+
+void DataParallel::reduce_gradients() {
+  const std::vector<Tensor> mine = module_.parameters();
+  for (const auto& r : replicas_) {
+    const std::vector<Tensor> theirs = r->parameters();
+    for (size_t i = 0; i < mine.size() && i < theirs.size(); ++i) {
+      const Tensor g = theirs[i].grad();
+      if (!g.defined()) continue;
+      if (mine[i].grad().defined())
+        mine[i].grad().add_(g);
+      else
+        mine[i].set_grad(g);
+      theirs[i].zero_grad();
+    }
+  }
+}
+
+}  // namespace anatomy::nn
