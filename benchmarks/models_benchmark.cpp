@@ -70,11 +70,22 @@ int main(int argc, char** argv) {
     gpt.train();
     nn::AdamW opt(gpt.parameters(), {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.1});
     Tensor x = randint(0, 65, {12, 64}), y = randint(0, 65, {12, 64});
+    // As the trainer steps it: the batch's rows split between the threads (nn::DataParallel).
+    nn::DataParallel parallel(gpt, [&] { return std::make_shared<TransformerForCausalLM>(w4); });
+    const int64_t n = parallel.parts(12);
+    std::vector<Tensor> losses(n);
     const double step = median_ms(3, 30, [&] {
-      Tensor logits = gpt.forward(x);
-      Tensor loss = cross_entropy(logits.reshape({-1, 65}), y.reshape({-1}));
+      parallel.run(n, [&](int64_t k, nn::Module& m) {
+        const auto [b, e] = nn::DataParallel::part_rows(12, k, n);
+        Tensor logits = static_cast<TransformerForCausalLM&>(m).forward(x.slice(0, b, e));
+        losses[k] = cross_entropy(logits.reshape({-1, 65}), y.slice(0, b, e).reshape({-1}));
+      });
       opt.zero_grad();
-      loss.backward();
+      parallel.run(n, [&](int64_t k, nn::Module&) {
+        const auto [b, e] = nn::DataParallel::part_rows(12, k, n);
+        losses[k].backward(full({}, static_cast<float>(e - b) / 12.0f));
+      });
+      parallel.reduce_gradients();
       nn::clip_grad_norm_(gpt.parameters(), 1.0);
       opt.step();
     });

@@ -32,6 +32,17 @@ std::string bytes(const std::string& path) {
 
 const std::string kQuick = "--preset tiny --limit 1500";
 
+// A text file of 400 lines for the language model, some ending in "\r\n"; returns its path.
+std::string lm_text(const std::string& name) {
+  const std::string text = fresh_dir(name) + ".txt";
+  std::ofstream f(text);
+  const char* lines[] = {"To be, or not to be: that is the question.",
+                         "Whether 'tis nobler in the mind to suffer", "The slings and arrows",
+                         "Or to take arms against a sea of troubles,"};
+  for (int i = 0; i < 400; ++i) f << lines[i % 4] << (i % 9 == 0 ? "\r\n" : "\n");
+  return text;
+}
+
 }  // namespace
 
 // These train through the `anatomy` command: label end-to-end (the sanitizer run skips them).
@@ -496,14 +507,7 @@ TEST_CASE(
 // The character language model: a text with line breaks trains, its checkpoint generates, and a
 // run interrupted by Ctrl-C resumes to exactly the weights of an uninterrupted run.
 TEST_CASE("language model: trains on a text, generates, and resumes after Ctrl-C bit for bit") {
-  const std::string text = fresh_dir("lm_text") + ".txt";
-  {
-    std::ofstream f(text);
-    const char* lines[] = {"To be, or not to be: that is the question.",
-                           "Whether 'tis nobler in the mind to suffer", "The slings and arrows",
-                           "Or to take arms against a sea of troubles,"};
-    for (int i = 0; i < 400; ++i) f << lines[i % 4] << (i % 9 == 0 ? "\r\n" : "\n");
-  }
+  const std::string text = lm_text("lm_text");
   const std::string whole = fresh_dir("lm_whole"), cut = fresh_dir("lm_cut");
   // --lr and --warmup are not repeated on --resume: the run keeps its own.
   const std::string args =
@@ -557,6 +561,41 @@ TEST_CASE("language model: trains on a text, generates, and resumes after Ctrl-C
   auto r = run("train --task lm --resume --out " + cut + " --threads 1 --text " + text);
   REQUIRE_MESSAGE(r.code == 0, r.output);
   CHECK(r.output.find("resuming") != std::string::npos);
+  CHECK(bytes(whole + "/last/model.safetensors") == bytes(cut + "/last/model.safetensors"));
+}
+
+// With two threads the language model trains data-parallel (each thread a part of every
+// batch, nn::DataParallel): what one thread learns, up to rounding, and a run interrupted by
+// Ctrl-C still resumes to exactly the weights of an uninterrupted one.
+TEST_CASE("language model on two threads: the one-thread result, and an exact resume") {
+  const std::string text = lm_text("lm_text2");
+  const std::string args = " --preset tiny --lr 3e-3 --warmup 20 --text " + text;
+  const std::string one = fresh_dir("lm_one"), two = fresh_dir("lm_two");
+  auto a = run("train --task lm --iters 300 --threads 1 --out " + one + args);
+  REQUIRE_MESSAGE(a.code == 0, a.output);
+  auto b = run("train --task lm --iters 300 --threads 2 --out " + two + args);
+  REQUIRE_MESSAGE(b.code == 0, b.output);
+  auto run_json = [](const std::string& dir) {
+    std::ifstream f(dir + "/run.json");
+    return nlohmann::json::parse(f);
+  };
+  const auto ma = run_json(one), mb = run_json(two);
+  REQUIRE(ma["curve"].size() == mb["curve"].size());
+  for (size_t i = 0; i < ma["curve"].size(); ++i)  // the same batches, summed in other orders
+    CHECK(mb["curve"][i][1].get<double>() ==
+          doctest::Approx(ma["curve"][i][1].get<double>()).epsilon(1e-3));
+  CHECK(mb["best"]["valid_loss"].get<double>() ==
+        doctest::Approx(ma["best"]["valid_loss"].get<double>()).epsilon(1e-3));
+  CHECK(bytes(one + "/last/model.safetensors") != bytes(two + "/last/model.safetensors"));
+
+  const std::string whole = fresh_dir("lm_whole2"), cut = fresh_dir("lm_cut2");
+  const std::string longer = " --iters 1500 --threads 2" + args;
+  auto w = run("train --task lm --out " + whole + longer);
+  REQUIRE_MESSAGE(w.code == 0, w.output);
+  auto c = run("train --task lm --out " + cut + longer, "timeout --preserve-status -s INT 1 ");
+  REQUIRE_MESSAGE(c.code == 130, c.output);
+  auto r = run("train --task lm --resume --out " + cut + " --threads 2 --text " + text);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
   CHECK(bytes(whole + "/last/model.safetensors") == bytes(cut + "/last/model.safetensors"));
 }
 

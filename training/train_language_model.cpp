@@ -54,22 +54,31 @@ std::pair<Tensor, Tensor> sample(const std::vector<int64_t>& ids, int64_t batch,
   return {from_vector(x, {batch, T}), from_vector(y, {batch, T})};
 }
 
-Tensor lm_loss(models::TransformerForCausalLM& model, const Tensor& x, const Tensor& y) {
-  Tensor logits = model.forward(x);  // [B, T, V]
+// `model`: the TransformerForCausalLM or one of its replicas.
+Tensor lm_loss(nn::Module& model, const Tensor& x, const Tensor& y) {
+  Tensor logits = dynamic_cast<models::TransformerForCausalLM&>(model).forward(x);  // [B, T, V]
   return cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}));
 }
 
-double estimate_loss(models::TransformerForCausalLM& model, const std::vector<int64_t>& ids,
+// The mean loss of `iters` fixed batches. With more than one thread, each thread evaluates
+// every n-th batch with its own replica of the model (nn::DataParallel): a forward pass over one
+// batch is too small to keep two cores busy, two at once are not.
+double estimate_loss(nn::DataParallel& parallel, nn::Module& model, const std::vector<int64_t>& ids,
                      int64_t batch, int64_t T, int64_t iters) {
-  NoGradGuard no_grad;
-  FrozenWeightsGuard frozen;  // the batches only read the weights: each is packed once
   model.eval();
   Generator g(1234);  // the same windows every time, and the training generator untouched
+  std::vector<std::pair<Tensor, Tensor>> batches;
+  for (int64_t i = 0; i < iters; ++i) batches.push_back(sample(ids, batch, T, g));
+  std::vector<double> losses(iters);
+  const int64_t n = parallel.parts(iters);
+  parallel.run(n, [&](int64_t k, nn::Module& m) {
+    NoGradGuard no_grad;        // on this thread: each part runs on its own
+    FrozenWeightsGuard frozen;  // the batches only read the weights: each is packed once
+    for (int64_t i = k; i < iters; i += n)
+      losses[i] = lm_loss(m, batches[i].first, batches[i].second).item<double>();
+  });
   double total = 0;
-  for (int64_t i = 0; i < iters; ++i) {
-    auto [x, y] = sample(ids, batch, T, g);
-    total += lm_loss(model, x, y).item<double>();
-  }
+  for (double l : losses) total += l;  // in batch order, whichever thread computed each
   return total / static_cast<double>(iters);
 }
 
@@ -179,14 +188,20 @@ int train_language_model(const TrainOptions& o) {
                    .detect_anomaly = o.detect_anomaly});
   trainer.run_info = meta;
   trainer.batches = [&](int64_t) { return iters; };
-  auto& g = default_generator();
-  trainer.loss = [&](int64_t, int64_t) {
-    auto [x, y] = sample(train_ids, p.batch, block, g);
-    return BatchLoss{lm_loss(model, x, y), p.batch * block};
+  trainer.batch = [&](int64_t, int64_t) {
+    auto [x, y] = sample(train_ids, p.batch, block, default_generator());
+    return std::vector<Tensor>{x, y};
   };
+  trainer.batch_loss = [](nn::Module& m, const std::vector<Tensor>& xy) {
+    return BatchLoss{lm_loss(m, xy[0], xy[1]), xy[0].numel()};
+  };
+  // Each thread trains on its own rows of the batch (nn::DataParallel).
+  trainer.replicate = [&] { return std::make_shared<models::TransformerForCausalLM>(config); };
   // 50 fixed batches on the way, 200 at the end (the number the README reports).
+  nn::DataParallel evaluators(model, trainer.replicate);
   trainer.evaluate = [&](bool final) {
-    return Metrics{{"valid_loss", estimate_loss(model, val_ids, p.batch, block, final ? 200 : 50)}};
+    return Metrics{{"valid_loss",
+                    estimate_loss(evaluators, model, val_ids, p.batch, block, final ? 200 : 50)}};
   };
   const TrainResult r = trainer.fit();
   if (r.interrupted) {
