@@ -1,7 +1,8 @@
 // nn::DataParallel and the Trainer's data-parallel step: the parts' gradients add up to the whole
 // batch's (parts of unequal size weighted by their tokens), replicas share the module's weights,
 // a part's dropout draws do not depend on which thread runs it, and a replica unlike the module
-// is refused. GeneratorGuard, which gives each part its generator, is tested here too.
+// is refused. GeneratorGuard, which gives each part its generator, is tested here too, and the
+// Trainer creating a run folder of its own.
 #include <mutex>
 #include <set>
 #include <thread>
@@ -262,4 +263,26 @@ TEST_CASE("Trainer with batch, batch_loss and replicate: two threads train as on
         trainer.fit();
       },
       {"Trainer", "first dimension", "[2, 3]", "tensor 1 [3, 3]"});
+}
+
+TEST_CASE(
+    "Trainer: a run folder that does not exist yet is created, as the README's example needs") {
+  const auto dir = std::filesystem::temp_directory_path() / "anatomy_trainer_new_folder" / "run";
+  std::filesystem::remove_all(dir.parent_path());
+  const auto config = tiny_gpt(0.0);
+  models::TransformerForCausalLM model(config);
+  nn::AdamW opt(model.parameters(), {});
+  training::Trainer trainer(model, opt, nullptr, {.run_dir = dir.string(), .quiet = true});
+  trainer.batches = [](int64_t) { return 2; };
+  trainer.batch = [](int64_t, int64_t) {
+    return std::vector<Tensor>{randint(0, 23, {2, 16}), randint(0, 23, {2, 16})};
+  };
+  trainer.batch_loss = [](nn::Module& m, const std::vector<Tensor>& xy) {
+    return training::BatchLoss{lm_loss(m, xy[0], xy[1]), xy[0].numel()};
+  };
+  CHECK(trainer.fit().step == 2);
+  CHECK(std::filesystem::exists(dir / "last" / "model.safetensors"));
+  CHECK(std::filesystem::exists(dir / "last" / "training.safetensors"));
+  CHECK(std::filesystem::exists(dir / "run.json"));
+  std::filesystem::remove_all(dir.parent_path());
 }

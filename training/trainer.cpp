@@ -198,10 +198,20 @@ TrainResult Trainer::fit() {
   if (o_.epochs < 1) throw Error(fmt::format("Trainer: epochs must be >= 1 (got {})", o_.epochs));
   const auto started = Clock::now();
   const bool saving = !o_.run_dir.empty();
-  if (o_.resume)
+  if (o_.resume) {
     restore();
-  else if (saving)
+  } else if (saving) {
+    // A run folder of one's own (the README's example) need not exist yet: `anatomy train`
+    // creates it with RunDir::create, a program using the Trainer directly may not have.
+    for (const char* sub : {"best", "last"}) {
+      std::error_code ec;
+      std::filesystem::create_directories(RunDir{o_.run_dir}.file(sub), ec);
+      if (ec)
+        throw Error(fmt::format("Trainer: cannot create {} ({})", RunDir{o_.run_dir}.file(sub),
+                                ec.message()));
+    }
     save(false, epoch_, batch_);  // a run from the start: resume and translate work at once
+  }
   SignalScope signals;
   std::optional<DetectAnomaly> anomaly;
   if (o_.detect_anomaly) anomaly.emplace(model_.named_parameters());
