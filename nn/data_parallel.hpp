@@ -44,9 +44,10 @@ class DataParallel {
 
   // fn(k, model) for every part k of n at once, one a thread: model is the module for part 0 and
   // replica k for the others, in the module's training mode. With n > 1 each part draws random
-  // numbers (dropout) from a generator of its own, seeded from the default generator's next
-  // numbers, so the result is the same for a fixed seed and thread count; with n = 1,
-  // fn(0, module) runs here as a plain call would. The first exception is rethrown.
+  // numbers (dropout) from a generator of its own, seeded from the default generator's state and
+  // k, so the result is the same for a fixed seed and thread count (the default generator moves
+  // on by one number when a part drew); with n = 1, fn(0, module) runs here as a plain call
+  // would. The first exception is rethrown.
   void run(int64_t n, const std::function<void(int64_t k, Module& model)>& fn);
 
   // Adds every replica's gradients into the module's (in part order, so the sum is the same each

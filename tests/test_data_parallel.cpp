@@ -129,8 +129,8 @@ TEST_CASE("DataParallel on two threads: the summed gradients are the whole batch
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) CHECK_CLOSE(got[i], want[i], 1e-6, 1e-4);
   // The replica's own gradients were handed over, not left to add into the next step.
-  for (const auto& [name, p] : seen[1]->named_parameters())
-    CHECK_MESSAGE(!p.grad().defined(), name);
+  for (const auto& named : seen[1]->named_parameters())
+    CHECK_MESSAGE(!named.second.grad().defined(), named.first);
 
   // An optimizer step on the module is what the replica computes with next.
   nn::AdamW opt(model.parameters(), {.lr = 1e-2});
@@ -241,7 +241,9 @@ TEST_CASE("Trainer with batch, batch_loss and replicate: two threads train as on
   };
   const auto one = train(1, true), two = train(2, true), start = train(1, false);
   int moved = 0, differ = 0;
-  for (const auto& [name, w] : one) {
+  for (const auto& named : one) {
+    const std::string& name = named.first;
+    const Tensor& w = named.second;
     CHECK_MESSAGE(compare(two.at(name), w, 2e-5, 1e-3).empty(), name);
     differ += two.at(name).to_vector() != w.to_vector();  // the parts' sum: other rounding
     moved += start.at(name).to_vector() != w.to_vector();

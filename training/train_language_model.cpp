@@ -70,7 +70,8 @@ double estimate_loss(nn::DataParallel& parallel, nn::Module& model, const std::v
   std::vector<std::pair<Tensor, Tensor>> batches;
   for (int64_t i = 0; i < iters; ++i) batches.push_back(sample(ids, batch, T, g));
   std::vector<double> losses(iters);
-  const int64_t n = parallel.parts(iters);
+  // Anomaly checks (--detect-anomaly) see the ops of their own thread only: then one thread.
+  const int64_t n = is_anomaly_enabled() ? 1 : parallel.parts(iters);
   parallel.run(n, [&](int64_t k, nn::Module& m) {
     NoGradGuard no_grad;        // on this thread: each part runs on its own
     FrozenWeightsGuard frozen;  // the batches only read the weights: each is packed once
