@@ -4,7 +4,6 @@
 // is refused. GeneratorGuard, which gives each part its generator, is tested here too, and the
 // Trainer creating a run folder of its own.
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include "helpers.hpp"
