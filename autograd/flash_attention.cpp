@@ -166,76 +166,145 @@ template <int NV>
                                                simd::batch (&v)[NV]) {
   const simd::batch hidden(kNegInf), sb(scale);
   for (int c = 0; c < NV; ++c) {
-    simd::batch x = simd::row_load<NV>(row, c, keys, kNegInf) * sb;
-    if (bias) x = x + simd::row_load<NV>(bias, c, keys);
+    const simd::batch products = simd::row_load<NV>(row, c, keys, kNegInf);
+    // One rounding with a bias (a fused multiply-add), whichever way the compiler would contract.
+    simd::batch x =
+        bias ? xsimd::fma(products, sb, simd::row_load<NV>(bias, c, keys)) : products * sb;
     if (mask) x = xsimd::select(simd::row_load<NV>(mask, c, keys) == simd::batch(0.0f), hidden, x);
     v[c] = x;
   }
 }
 
-// softmax of one row in place, each weight times its dropout multiplier (drop; null: none);
-// returns the row's log-sum-exp (-inf when every key is hidden: the weights are then 0, not NaN).
+// The rows of a block are computed in groups of R (kGroupRows), each group's vectors side by
+// side. A row alone is one long chain of dependent steps (a maximum across lanes, the exps, a sum
+// across lanes, a divide), and the core waited on each of them; R independent chains fill those
+// waits. Each row's values are computed as they would be alone (R = 1), so the bits are the same.
+// Against rows one at a time, on W1's attention (32 x 4 heads of 24 queries and 24 keys, dropout
+// 0.1, one thread): the forward 1.47x as fast without a mask and 1.11-1.21x with the causal one,
+// the backward 1.19-1.23x and 1.07x; a W1 step 1.016x on one thread, 1.017-1.022x on two.
 template <int NV>
-float softmax_row(float* row, const float* bias, const float* mask, const float* drop, int64_t keys,
-                  float scale) {
-  simd::batch v[NV];
-  load_scores<NV>(row, bias, mask, keys, scale, v);
-  simd::batch top_v = v[0];
-  for (int c = 1; c < NV; ++c) top_v = simd::extremum<true>(top_v, v[c]);
-  const float top =
-      xsimd::any(xsimd::isnan(top_v)) ? std::numeric_limits<float>::quiet_NaN() : simd::hmax(top_v);
-  if (top == kNegInf) {
-    std::fill(row, row + keys, 0.0f);
-    return kNegInf;
+inline constexpr int kGroupRows = NV >= 8 ? 1 : 8 / NV;  // 8 vectors of the 32 registers
+
+// Where R consecutive rows from row i of matrix g find their bias, mask and dropout multipliers
+// (drop: Tk per row; null: none).
+template <int R>
+struct RowInputs {
+  const float *bias[R], *mask[R], *drop[R];
+  RowInputs(const Problem& p, int64_t g, int64_t i, const float* drop_rows) {
+    for (int r = 0; r < R; ++r) {
+      bias[r] = bias_row(p, g, i + r);
+      mask[r] = mask_row(p, g, i + r);
+      drop[r] = drop_rows ? drop_rows + r * p.Tk : nullptr;
+    }
   }
-  const simd::batch tb(top);
-  simd::batch total_v(0.0f);
-  for (int c = 0; c < NV; ++c) {
-    v[c] = xsimd::exp(v[c] - tb);
-    total_v += v[c];
-  }
-  const float total = xsimd::hadd(total_v);
-  const simd::batch inv(1.0f / total);
-  for (int c = 0; c < NV; ++c) {
-    simd::batch w = v[c] * inv;
-    if (drop) w = w * simd::row_load<NV>(drop, c, keys);
-    simd::row_store<NV>(row, c, keys, w);
-  }
-  return top + std::log(total);
+};
+
+// fn(r, R) for the groups of rows [0, rows): R = kGroupRows<NV> rows from r, then the rows
+// left one at a time (R = 1), R a std::integral_constant.
+template <int NV, typename F>
+void in_groups(int64_t rows, F&& fn) {
+  constexpr int R = kGroupRows<NV>;
+  int64_t r = 0;
+  for (; r + R <= rows; r += R) fn(r, std::integral_constant<int, R>{});
+  for (; r < rows; ++r) fn(r, std::integral_constant<int, 1>{});
 }
 
-// The forward's weights of one row again from its log-sum-exp l: w = exp(score - l), in place;
-// with dropout, also a = w ⊙ the multipliers into `a`.
-template <int NV>
-void weights_row(float* row, const float* bias, const float* mask, const float* drop, float* a,
-                 int64_t keys, float scale, float l) {
-  simd::batch v[NV];
-  load_scores<NV>(row, bias, mask, keys, scale, v);
-  const simd::batch lb(l);
-  for (int c = 0; c < NV; ++c) {
-    const simd::batch w = l == kNegInf ? simd::batch(0.0f) : xsimd::exp(v[c] - lb);
-    simd::row_store<NV>(row, c, keys, w);
-    if (drop) simd::row_store<NV>(a, c, keys, w * simd::row_load<NV>(drop, c, keys));
+// softmax of R rows of s (keys floats apart) in place, each weight times its dropout multiplier;
+// their log-sum-exps into lse (-inf for a row with every key hidden: its weights are then 0, not
+// NaN).
+template <int NV, int R>
+void softmax_group(float* s, const RowInputs<R>& in, int64_t keys, float scale, float* lse) {
+  simd::batch v[R][NV];
+  float top[R], total[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+    load_scores<NV>(s + r * keys, in.bias[r], in.mask[r], keys, scale, v[r]);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    simd::batch top_v = v[r][0];
+    for (int c = 1; c < NV; ++c) top_v = simd::extremum<true>(top_v, v[r][c]);
+    top[r] = xsimd::any(xsimd::isnan(top_v)) ? std::numeric_limits<float>::quiet_NaN()
+                                             : simd::hmax(top_v);
+  }
+  // A row with every key hidden (top -inf) computes NaNs here; it is written over below.
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const simd::batch tb(top[r]);
+    simd::batch total_v(0.0f);
+    for (int c = 0; c < NV; ++c) {
+      v[r][c] = xsimd::exp(v[r][c] - tb);
+      total_v += v[r][c];
+    }
+    total[r] = xsimd::hadd(total_v);
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const simd::batch inv(1.0f / total[r]);
+    for (int c = 0; c < NV; ++c) {
+      simd::batch w = v[r][c] * inv;
+      if (in.drop[r]) w = w * simd::row_load<NV>(in.drop[r], c, keys);
+      simd::row_store<NV>(s + r * keys, c, keys, w);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    if (top[r] == kNegInf) {
+      std::fill(s + r * keys, s + (r + 1) * keys, 0.0f);
+      lse[r] = kNegInf;
+    } else {
+      lse[r] = top[r] + std::log(total[r]);
+    }
   }
 }
 
-// dS = w ⊙ (dW - Σ w ⊙ dW) for one row, dW = dA ⊙ the dropout multipliers, in place of dA (d),
-// then times the scale (s = q·k / √D). The bias's gradient, dS itself, goes to db (null: none).
-template <int NV>
-void softmax_grad_row(const float* w, float* d, const float* drop, float* db, int64_t keys,
-                      float scale) {
-  simd::batch wv[NV], dv[NV], dot_v(0.0f);
-  for (int c = 0; c < NV; ++c) {
-    wv[c] = simd::row_load<NV>(w, c, keys);
-    dv[c] = simd::row_load<NV>(d, c, keys);
-    if (drop) dv[c] = dv[c] * simd::row_load<NV>(drop, c, keys);
-    dot_v = xsimd::fma(wv[c], dv[c], dot_v);
+// The forward's weights of R rows again from their log-sum-exps l: w = exp(score - l), in place;
+// with dropout, also a = w ⊙ the multipliers into `a` (keys floats from row to row, as s).
+template <int NV, int R>
+void weights_group(float* s, const RowInputs<R>& in, float* a, int64_t keys, float scale,
+                   const float* l) {
+  simd::batch v[R][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+    load_scores<NV>(s + r * keys, in.bias[r], in.mask[r], keys, scale, v[r]);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const simd::batch lb(l[r]);
+    for (int c = 0; c < NV; ++c) {
+      const simd::batch w = l[r] == kNegInf ? simd::batch(0.0f) : xsimd::exp(v[r][c] - lb);
+      simd::row_store<NV>(s + r * keys, c, keys, w);
+      if (in.drop[r])
+        simd::row_store<NV>(a + r * keys, c, keys, w * simd::row_load<NV>(in.drop[r], c, keys));
+    }
   }
-  const simd::batch dot(xsimd::hadd(dot_v)), sb(scale);
-  for (int c = 0; c < NV; ++c) {
-    const simd::batch ds = wv[c] * (dv[c] - dot);
-    if (db) simd::row_store<NV>(db, c, keys, ds);
-    simd::row_store<NV>(d, c, keys, ds * sb);
+}
+
+// dS = w ⊙ (dW - Σ w ⊙ dW) for R rows, dW = dA ⊙ the dropout multipliers, in place of dA (d),
+// then times the scale (s = q·k / √D). The bias's gradient, dS itself, goes to db (row r's at
+// db + r * Tk; null: none).
+template <int NV, int R>
+void softmax_grad_group(const float* w, float* d, const RowInputs<R>& in, float* db, int64_t Tk,
+                        int64_t keys, float scale) {
+  simd::batch wv[R][NV], dv[R][NV];
+  float dot[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    simd::batch dot_v(0.0f);
+    for (int c = 0; c < NV; ++c) {
+      wv[r][c] = simd::row_load<NV>(w + r * keys, c, keys);
+      dv[r][c] = simd::row_load<NV>(d + r * keys, c, keys);
+      if (in.drop[r]) dv[r][c] = dv[r][c] * simd::row_load<NV>(in.drop[r], c, keys);
+      dot_v = xsimd::fma(wv[r][c], dv[r][c], dot_v);
+    }
+    dot[r] = xsimd::hadd(dot_v);
+  }
+  const simd::batch sb(scale);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const simd::batch dot_r(dot[r]);
+    for (int c = 0; c < NV; ++c) {
+      const simd::batch ds = wv[r][c] * (dv[r][c] - dot_r);
+      if (db) simd::row_store<NV>(db + r * Tk, c, keys, ds);
+      simd::row_store<NV>(d + r * keys, c, keys, ds * sb);
+    }
   }
 }
 
@@ -257,7 +326,7 @@ void scale_rows(const Problem& p, int64_t g, int64_t i0, int64_t rows, int64_t k
 }
 
 // softmax of s's rows in place, times their dropout multipliers (drop, Tk per row; null: none),
-// their log-sum-exps into l, as softmax_row.
+// their log-sum-exps into l, as softmax_group.
 void softmax_rows(float* s, int64_t rows, int64_t keys, const float* drop, int64_t Tk, float* l) {
   for (int64_t r = 0; r < rows; ++r) {
     float* w = s + r * keys;
@@ -279,7 +348,7 @@ void softmax_rows(float* s, int64_t rows, int64_t keys, const float* drop, int64
   }
 }
 
-// The weights of s's rows again from their log-sum-exps l, as weights_row.
+// The weights of s's rows again from their log-sum-exps l, as weights_group.
 void weights_rows(float* s, int64_t rows, int64_t keys, const float* drop, int64_t Tk,
                   const float* l, float* a) {
   for (int64_t r = 0; r < rows; ++r) {
@@ -296,7 +365,7 @@ void weights_rows(float* s, int64_t rows, int64_t keys, const float* drop, int64
   }
 }
 
-// The softmax's gradients of rows, as softmax_grad_row (db: row r's at db + r * Tk).
+// The softmax's gradients of rows, as softmax_grad_group (db: row r's at db + r * Tk).
 void softmax_grad_rows(const float* w, float* d, int64_t rows, int64_t keys, const float* drop,
                        float* db, int64_t Tk, float scale) {
   for (int64_t r = 0; r < rows; ++r) {
@@ -413,10 +482,12 @@ Tensor flash_attention(const Tensor& query, const Tensor& key, const Tensor& val
       float* l = pl + g * p.Tq + i0;
       if (in_registers(p, keys)) {
         simd::with_row_vectors(keys, [&](auto nv) {
-          for (int64_t r = 0; r < rows; ++r)
-            l[r] = softmax_row<decltype(nv)::value>(
-                s + r * keys, bias_row(p, g, i0 + r), mask_row(p, g, i0 + r),
-                p.dropout ? m + r * p.Tk : nullptr, keys, p.scale);
+          constexpr int NV = decltype(nv)::value;
+          in_groups<NV>(rows, [&](int64_t r, auto group) {
+            constexpr int R = decltype(group)::value;
+            const RowInputs<R> in(p, g, i0 + r, p.dropout ? m + r * p.Tk : nullptr);
+            softmax_group<NV, R>(s + r * keys, in, keys, p.scale, l + r);
+          });
         });
       } else {
         scale_rows(p, g, i0, rows, keys, s);
@@ -469,11 +540,13 @@ Tensor flash_attention(const Tensor& query, const Tensor& key, const Tensor& val
               // s becomes the weights w, and with dropout da the dropped-out weights a = w ⊙ m
               if (fast) {
                 simd::with_row_vectors(keys, [&](auto nv) {
-                  for (int64_t r = 0; r < rows; ++r)
-                    weights_row<decltype(nv)::value>(
-                        s + r * keys, bias_row(p, g, i0 + r), mask_row(p, g, i0 + r),
-                        drop ? drop + r * p.Tk : nullptr, da + r * keys, keys, p.scale,
-                        pl[g * p.Tq + i0 + r]);
+                  constexpr int NV = decltype(nv)::value;
+                  in_groups<NV>(rows, [&](int64_t r, auto group) {
+                    constexpr int R = decltype(group)::value;
+                    weights_group<NV, R>(
+                        s + r * keys, RowInputs<R>(p, g, i0 + r, drop ? drop + r * p.Tk : nullptr),
+                        da + r * keys, keys, p.scale, pl + g * p.Tq + i0 + r);
+                  });
                 });
               } else {
                 scale_rows(p, g, i0, rows, keys, s);
@@ -491,10 +564,14 @@ Tensor flash_attention(const Tensor& query, const Tensor& key, const Tensor& val
                   std::fill(db + r * p.Tk + keys, db + (r + 1) * p.Tk, 0.0f);
               if (fast) {
                 simd::with_row_vectors(keys, [&](auto nv) {
-                  for (int64_t r = 0; r < rows; ++r)
-                    softmax_grad_row<decltype(nv)::value>(
-                        s + r * keys, da + r * keys, drop ? drop + r * p.Tk : nullptr,
-                        db ? db + r * p.Tk : nullptr, keys, p.scale);
+                  constexpr int NV = decltype(nv)::value;
+                  in_groups<NV>(rows, [&](int64_t r, auto group) {
+                    constexpr int R = decltype(group)::value;
+                    softmax_grad_group<NV, R>(
+                        s + r * keys, da + r * keys,
+                        RowInputs<R>(p, g, i0 + r, drop ? drop + r * p.Tk : nullptr),
+                        db ? db + r * p.Tk : nullptr, p.Tk, keys, p.scale);
+                  });
                 });
               } else {
                 softmax_grad_rows(s, da, rows, keys, drop, db, p.Tk, p.scale);
