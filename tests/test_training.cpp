@@ -30,6 +30,25 @@ std::string bytes(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
+// `anatomy train` with `args` on one thread into `one` and on two into `two`: both succeed, and
+// only the second says it splits every batch between the threads. Returns their run.json.
+std::pair<nlohmann::json, nlohmann::json> train_on_one_and_two(const std::string& args,
+                                                               const std::string& one,
+                                                               const std::string& two) {
+  auto a = run("train --threads 1 --out " + one + " " + args);
+  REQUIRE_MESSAGE(a.code == 0, a.output);
+  CHECK(a.output.find("data parallel") == std::string::npos);
+  auto b = run("train --threads 2 --out " + two + " " + args);
+  REQUIRE_MESSAGE(b.code == 0, b.output);
+  CHECK(b.output.find("data parallel: each batch's rows split between 2 threads") !=
+        std::string::npos);
+  auto run_json = [](const std::string& dir) {
+    std::ifstream f(dir + "/run.json");
+    return nlohmann::json::parse(f);
+  };
+  return {run_json(one), run_json(two)};
+}
+
 const std::string kQuick = "--preset tiny --limit 1500";
 
 // A text file of 400 lines for the language model, some ending in "\r\n"; returns its path.
@@ -571,15 +590,8 @@ TEST_CASE("language model on two threads: the one-thread result, and an exact re
   const std::string text = lm_text("lm_text2");
   const std::string args = " --preset tiny --lr 3e-3 --warmup 20 --text " + text;
   const std::string one = fresh_dir("lm_one"), two = fresh_dir("lm_two");
-  auto a = run("train --task lm --iters 300 --threads 1 --out " + one + args);
-  REQUIRE_MESSAGE(a.code == 0, a.output);
-  auto b = run("train --task lm --iters 300 --threads 2 --out " + two + args);
-  REQUIRE_MESSAGE(b.code == 0, b.output);
-  auto run_json = [](const std::string& dir) {
-    std::ifstream f(dir + "/run.json");
-    return nlohmann::json::parse(f);
-  };
-  const auto ma = run_json(one), mb = run_json(two);
+  const auto runs = train_on_one_and_two("--task lm --iters 300" + args, one, two);
+  const nlohmann::json &ma = runs.first, &mb = runs.second;
   REQUIRE(ma["curve"].size() == mb["curve"].size());
   for (size_t i = 0; i < ma["curve"].size(); ++i)  // the same batches, summed in other orders
     CHECK(mb["curve"][i][1].get<double>() ==
@@ -596,6 +608,54 @@ TEST_CASE("language model on two threads: the one-thread result, and an exact re
   REQUIRE_MESSAGE(c.code == 130, c.output);
   auto r = run("train --task lm --resume --out " + cut + " --threads 2 --text " + text);
   REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(bytes(whole + "/last/model.safetensors") == bytes(cut + "/last/model.safetensors"));
+}
+
+// Translation steps split between the threads as the language model's do (nn::DataParallel).
+// Without dropout, two threads learn what one learns, to rounding; the parts are weighted by
+// their targets, not their rows: every source has 12 words, so the batches mix targets of 1 and
+// of 11 words, and parts of the same rows hold different numbers of target tokens. With
+// dropout, a run stopped by Ctrl-C resumes on two threads to the bits of one that was not
+// stopped (each part's dropout generator comes from the checkpointed one).
+TEST_CASE("translation on two threads: the one-thread result, and an exact resume") {
+  const std::string one = fresh_dir("tr_one"), two = fresh_dir("tr_two");
+  const std::string tsv = one + "_train.tsv";
+  {
+    std::ofstream f(tsv);
+    for (int i = 0; i < 400; ++i) {
+      std::string source, target;
+      for (int w = 0; w < 12; ++w) source += fmt::format("{}w{}", w ? " " : "", (i * 7 + w) % 30);
+      for (int w = 0; w < (i % 3 == 0 ? 11 : 1); ++w)
+        target += fmt::format("{}v{}", w ? " " : "", (i * 7 + w) % 30);
+      f << source << "\t" << target << "\n";
+    }
+  }
+  const std::string args = " --corpus " + tsv +
+                           " --epochs 2 --vocab-size 80 --max-tokens 1200 --preset tiny "
+                           "--set hidden_dropout_prob=0 --set attention_probs_dropout_prob=0";
+  const auto runs = train_on_one_and_two(args, one, two);
+  const nlohmann::json &ma = runs.first, &mb = runs.second;
+  REQUIRE(ma["history"].size() == 2);
+  REQUIRE(mb["history"].size() == 2);
+  for (const char* key : {"train_loss", "valid_loss"})
+    for (size_t e = 0; e < 2; ++e) {
+      CAPTURE(key);
+      CAPTURE(e);
+      CHECK(mb["history"][e][key].get<double>() ==
+            doctest::Approx(ma["history"][e][key].get<double>()).epsilon(1e-4));
+    }
+
+  const std::string whole = fresh_dir("tr_whole2"), cut = fresh_dir("tr_cut2");
+  const std::string longer =
+      " --task copy --epochs 6 --no-early-stop --preset tiny --limit 8000 --threads 2";
+  auto w = run("train --out " + whole + longer);
+  REQUIRE_MESSAGE(w.code == 0, w.output);
+  auto c = run("train --out " + cut + longer, "timeout --preserve-status -s INT 1 ");
+  REQUIRE_MESSAGE(c.code == 130, c.output);
+  auto r = run("train --task copy --epochs 6 --no-early-stop --resume --threads 2 --out " + cut +
+               " --preset tiny --limit 8000");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(r.output.find("resuming") != std::string::npos);
   CHECK(bytes(whole + "/last/model.safetensors") == bytes(cut + "/last/model.safetensors"));
 }
 

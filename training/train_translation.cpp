@@ -3,6 +3,7 @@
 // loss, BLEU and exact match after every epoch.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -48,6 +49,13 @@ void write_split(const std::string& path, const std::vector<data::Pair>& pairs) 
   std::string text;
   for (const auto& p : pairs) text += p.source + "\t" + p.target + "\n";
   write_file_atomically(path, text);
+}
+
+// Targets that are not padding (id 0): the tokens a batch's loss is the mean over.
+int64_t non_pad(const Tensor& targets) {
+  const Tensor t = targets.contiguous();
+  const int64_t* id = t.data_ptr<int64_t>();
+  return t.numel() - std::count(id, id + t.numel(), int64_t{0});
 }
 
 }  // namespace
@@ -267,11 +275,14 @@ int train_translation(const TrainOptions& o) {
     return static_cast<int64_t>(batches.size());
   };
   const auto smoothing = static_cast<float>(o.label_smoothing);
-  trainer.loss = [&](int64_t, int64_t b) {
+  trainer.batch = [&](int64_t, int64_t b) {
     const data::Batch& batch = batches[b];
-    Tensor logits = model.forward(batch.source, batch.target_in);  // [B, T, V]
-    logits = logits.reshape({-1, logits.size(-1)});
-    const Tensor targets = batch.target_out.reshape({-1});
+    return std::vector<Tensor>{batch.source, batch.target_in, batch.target_out};
+  };
+  trainer.batch_loss = [smoothing](nn::Module& m, const std::vector<Tensor>& batch) {
+    Tensor logits = static_cast<models::Seq2SeqTransformer&>(m).forward(batch[0], batch[1]);
+    logits = logits.reshape({-1, logits.size(-1)});  // [B * T, V]
+    const Tensor targets = batch[2].reshape({-1});
     // The plain NLL comes from the same pass: the validation loss is one (fairseq's nll_loss).
     double nll = 0;
     BatchLoss out{cross_entropy(logits, targets,
@@ -279,10 +290,12 @@ int train_translation(const TrainOptions& o) {
                                  .label_smoothing = smoothing,
                                  .reduction = "mean",
                                  .nll = smoothing > 0 ? &nll : nullptr}),
-                  batch.target_tokens};
+                  non_pad(targets)};
     if (smoothing > 0) out.nll = nll;
     return out;
   };
+  // Each thread trains on its own rows of the batch (nn::DataParallel).
+  trainer.replicate = [&] { return std::make_shared<models::Seq2SeqTransformer>(config); };
   trainer.evaluate = [&](bool) { return validate(tr, valid, max_tokens); };
   trainer.better = better;
   if (o.early_stop)

@@ -293,6 +293,8 @@ TrainResult Trainer::fit() {
   // detect_anomaly trains on one.)
   std::optional<nn::DataParallel> parallel;
   if (replicate && !o_.detect_anomaly) parallel.emplace(model_, replicate);
+  if (parallel && get_num_threads() > 1 && !o_.quiet)
+    fmt::print("data parallel: each batch's rows split between {} threads\n", get_num_threads());
   std::vector<BatchLoss> parts;  // this step's, until its backward
   auto forward = [&]() -> BatchLoss {
     if (loss) {
