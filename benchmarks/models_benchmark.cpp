@@ -1,7 +1,7 @@
 // W1 and W2: the model-level workloads, timed the same way as models_benchmark.py times
 // PyTorch (warm-up, then the median of repeated runs). bench_models.sh runs both side by side.
 //   W1  a seq2seq training step: batch 32, 24 source and 24 target tokens, hidden 128, 4 heads,
-//       FFN 512, 2 + 2 layers, vocab 1000, AdamW
+//       FFN 512, 2 + 2 layers, vocab 1000, AdamW (no clipping, as models_benchmark.py)
 //   W2  inference with a BERT-base-sized encoder: 12 layers, hidden 768, 12 heads, FFN 3072,
 //       batch 1, 128 tokens, no grad
 //   W4  a training step of the Tiny Shakespeare recipe (anatomy train --task lm): a GPT of 4
@@ -32,6 +32,31 @@ double median_ms(int warmup, int runs, F f) {
   return ms[ms.size() / 2];
 }
 
+// One training step as the Trainer takes it with its batch, batch_loss and replicate plug-ins:
+// each thread a part of the batch's rows (nn::DataParallel), the parts' mean losses weighted by
+// their rows (every row here has the same number of tokens), the replicas' gradients added into
+// the model's, clipped to `clip` (0: not), and the optimizer's step. part_loss(module, begin,
+// end): the mean loss of rows [begin, end).
+template <typename PartLoss>
+void parallel_step(nn::DataParallel& parallel, int64_t rows, nn::Optimizer& opt, double clip,
+                   PartLoss part_loss) {
+  const int64_t n = parallel.parts(rows);
+  std::vector<Tensor> losses(static_cast<size_t>(n));
+  parallel.run(n, [&](int64_t k, nn::Module& m) {
+    const auto [b, e] = nn::DataParallel::part_rows(rows, k, n);
+    losses[static_cast<size_t>(k)] = part_loss(m, b, e);
+  });
+  opt.zero_grad();
+  parallel.run(n, [&](int64_t k, nn::Module&) {
+    const auto [b, e] = nn::DataParallel::part_rows(rows, k, n);
+    losses[static_cast<size_t>(k)].backward(
+        full({}, static_cast<float>(e - b) / static_cast<float>(rows)));
+  });
+  parallel.reduce_gradients();
+  if (clip > 0) nn::clip_grad_norm_(opt.params(), static_cast<float>(clip));
+  opt.step();
+}
+
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   // A second argument runs one workload only (W1 or W2), e.g. under perf record.
@@ -48,12 +73,14 @@ int main(int argc, char** argv) {
     nn::AdamW opt(model.parameters(), {.lr = 1e-4});
     Tensor src = randint(1, 1000, {32, 24}), tgt_in = randint(1, 1000, {32, 24}),
            tgt_out = randint(1, 1000, {32, 24});
+    // As the trainer steps it (anatomy train, translation): rows split between the threads.
+    nn::DataParallel parallel(model, [&] { return std::make_shared<Seq2SeqTransformer>(w1); });
     const double step = median_ms(3, 20, [&] {
-      Tensor logits = model.forward(src, tgt_in);
-      Tensor loss = cross_entropy(logits.reshape({-1, 1000}), tgt_out.reshape({-1}));
-      opt.zero_grad();
-      loss.backward();
-      opt.step();
+      parallel_step(parallel, 32, opt, 0.0, [&](nn::Module& m, int64_t b, int64_t e) {
+        Tensor logits =
+            static_cast<Seq2SeqTransformer&>(m).forward(src.slice(0, b, e), tgt_in.slice(0, b, e));
+        return cross_entropy(logits.reshape({-1, 1000}), tgt_out.slice(0, b, e).reshape({-1}));
+      });
     });
     fmt::print("W1 seq2seq training step (ms): {:.2f}\n", step);
   }
@@ -70,24 +97,13 @@ int main(int argc, char** argv) {
     gpt.train();
     nn::AdamW opt(gpt.parameters(), {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.1});
     Tensor x = randint(0, 65, {12, 64}), y = randint(0, 65, {12, 64});
-    // As the trainer steps it: the batch's rows split between the threads (nn::DataParallel).
+    // As the trainer steps it (anatomy train --task lm): rows split between the threads.
     nn::DataParallel parallel(gpt, [&] { return std::make_shared<TransformerForCausalLM>(w4); });
-    const int64_t n = parallel.parts(12);
-    std::vector<Tensor> losses(n);
     const double step = median_ms(3, 30, [&] {
-      parallel.run(n, [&](int64_t k, nn::Module& m) {
-        const auto [b, e] = nn::DataParallel::part_rows(12, k, n);
+      parallel_step(parallel, 12, opt, 1.0, [&](nn::Module& m, int64_t b, int64_t e) {
         Tensor logits = static_cast<TransformerForCausalLM&>(m).forward(x.slice(0, b, e));
-        losses[k] = cross_entropy(logits.reshape({-1, 65}), y.slice(0, b, e).reshape({-1}));
+        return cross_entropy(logits.reshape({-1, 65}), y.slice(0, b, e).reshape({-1}));
       });
-      opt.zero_grad();
-      parallel.run(n, [&](int64_t k, nn::Module&) {
-        const auto [b, e] = nn::DataParallel::part_rows(12, k, n);
-        losses[k].backward(full({}, static_cast<float>(e - b) / 12.0f));
-      });
-      parallel.reduce_gradients();
-      nn::clip_grad_norm_(gpt.parameters(), 1.0);
-      opt.step();
     });
     fmt::print("W4 Tiny Shakespeare training step (ms): {:.2f}\n", step);
   }
