@@ -55,11 +55,22 @@ class DataParallel {
   void reduce_gradients();
 
  private:
+  // The module's parameters and replica k's, in the same order, as of Module::structure_version
+  // `version` (0: none yet).
+  struct Tie {
+    std::vector<Tensor> mine, theirs;
+    uint64_t version = 0;
+  };
   Module& replica(int64_t k);  // k >= 1; built and tied to the module on first use
+  Tie& tie(int64_t k);         // replica k's Tie, taken again when a module's parameters changed
+  // Throws, naming the first parameter where they differ, unless `r` has the module's
+  // parameters: the same names, shapes and strides, in the same order.
+  void check_alike(const Module& r) const;
 
   Module& module_;
   std::function<std::shared_ptr<Module>()> replicate_;
   std::vector<std::shared_ptr<Module>> replicas_;  // replicas_[k - 1] serves part k
+  std::vector<Tie> ties_;                          // ties_[k - 1]: replica k's
 };
 
 }  // namespace anatomy::nn

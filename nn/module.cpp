@@ -2,6 +2,9 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
+#include <atomic>
+#include <functional>
 #include <typeinfo>
 
 namespace anatomy::nn {
@@ -26,8 +29,15 @@ void Module::check_name(const std::string& kind, const std::string& name) const 
     throw Error(fmt::format("{}: attribute '{}' already exists", type_name(), name));
 }
 
+namespace {
+std::atomic<uint64_t> structure_changes{0};
+}  // namespace
+
+uint64_t Module::structure_version() { return structure_changes.load(std::memory_order_acquire); }
+
 Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
   check_name("parameter", name);
+  structure_changes.fetch_add(1, std::memory_order_acq_rel);
   if (tensor.defined()) tensor.requires_grad_(requires_grad);
   parameters_.push_back({name, tensor});
   return tensor;
@@ -42,6 +52,7 @@ Tensor Module::register_buffer(const std::string& name, Tensor tensor) {
 void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
   check_name("module", name);
   if (!module) throw Error(fmt::format("{}: module '{}' is null", type_name(), name));
+  structure_changes.fetch_add(1, std::memory_order_acq_rel);
   children_.push_back({name, std::move(module)});
 }
 
@@ -52,6 +63,7 @@ void Module::set_parameter(const std::string& name, const Tensor& tensor) {
       throw Error(fmt::format("{}: set_parameter('{}'): shape {} differs from {}", type_name(),
                               name, tensor.shape().str(), p.shape().str()));
     p = tensor;
+    structure_changes.fetch_add(1, std::memory_order_acq_rel);
     return;
   }
   throw Error(fmt::format("{}: set_parameter: no parameter named '{}'", type_name(), name));
@@ -89,8 +101,20 @@ std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) 
 }
 
 std::vector<Tensor> Module::parameters(bool recurse) const {
+  // named_parameters' walk without its names: building each dotted name at every level took
+  // 20 us for W1's seq2seq model (this: 1.2 us), and the Trainer asks at every step that clips.
   std::vector<Tensor> out;
-  for (auto& [_, p] : named_parameters(recurse)) out.push_back(p);
+  std::vector<const TensorImpl*> seen;
+  std::function<void(const Module&)> walk = [&](const Module& m) {
+    for (const auto& [_, p] : m.parameters_)
+      if (p.defined() && std::find(seen.begin(), seen.end(), p.impl()) == seen.end()) {
+        seen.push_back(p.impl());
+        out.push_back(p);
+      }
+    if (recurse)
+      for (const auto& [_, c] : m.children_) walk(*c);
+  };
+  walk(*this);
   return out;
 }
 

@@ -70,6 +70,10 @@ class Module {
     return children_;
   }
   int64_t num_parameters() const;
+  // A number that changes whenever any module registers or replaces a parameter or registers a
+  // child: a list of parameters taken while it held one value is still the tree's
+  // (nn::DataParallel keeps its lists while it holds).
+  static uint64_t structure_version();
   // Calls fn on every submodule, children before their parent, then on this module: torch's
   // nn.Module.apply, e.g. model.apply(init) where init dispatches on the module's type.
   void apply(const std::function<void(Module&)>& fn);

@@ -47,6 +47,12 @@ std::vector<Tensor> grads(const nn::Module& m) {
   return out;
 }
 
+// Two linear layers of 4 x 4.
+struct Pair : nn::Module {
+  std::shared_ptr<nn::Linear> a = register_module("a", std::make_shared<nn::Linear>(4, 4)),
+                              b = register_module("b", std::make_shared<nn::Linear>(4, 4));
+};
+
 // One data-parallel step's forward and backward of the mean loss over `x`'s rows: the parts'
 // losses weighted by their rows, as the Trainer weights them by tokens. Returns the batch's loss.
 double data_parallel_step(nn::DataParallel& dp, const Tensor& x, const Tensor& y,
@@ -188,9 +194,33 @@ TEST_CASE("DataParallel refuses a replica unlike the module, naming the paramete
                       [&] { return std::make_shared<models::TransformerForCausalLM>(wider); });
   check_error([&] { dp.run(2, [](int64_t, nn::Module&) {}); },
               {"DataParallel", "shape [24, 64]", "shape [23, 64]", "like the trained one"});
+  // Unlike only later: a module tied after its replica was built has one parameter fewer.
+  Pair pair;
+  nn::DataParallel tied(pair, [] { return std::make_shared<Pair>(); });
+  tied.run(2, [](int64_t, nn::Module&) {});
+  pair.b->tie_weight(pair.a->weight);
+  check_error([&] { tied.run(2, [](int64_t, nn::Module&) {}); },
+              {"DataParallel", "the replica has 4 parameters, the module 3"});
   nn::DataParallel none(model, [] { return std::shared_ptr<nn::Module>(); });
   check_error([&] { none.run(2, [](int64_t, nn::Module&) {}); }, {"replicate returned no module"});
   check_error([&] { nn::DataParallel(model, nullptr); }, {"replicate must build a module"});
+}
+
+TEST_CASE("DataParallel: a parameter set anew after the replica was built is the replica's too") {
+  Threads two(2);
+  Pair pair;
+  nn::DataParallel dp(pair, [] { return std::make_shared<Pair>(); });
+  nn::Module* replica = nullptr;
+  auto run = [&] { dp.run(2, [&](int64_t k, nn::Module& m) { replica = k == 1 ? &m : replica; }); };
+  run();
+  REQUIRE(replica != nullptr);
+  CHECK(replica->parameters()[0].data() == pair.a->weight.data());
+  // DataParallel keeps its lists of parameters from run to run; a new tensor in the module's
+  // tree (set_parameter) must not leave the replica on the old one.
+  const Tensor w = randn({4, 4});
+  pair.a->tie_weight(w);
+  run();
+  CHECK(replica->parameters()[0].data() == w.data());
 }
 
 TEST_CASE("GeneratorGuard: this thread draws from the guard's generator, others do not") {
