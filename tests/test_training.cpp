@@ -225,8 +225,8 @@ TEST_CASE("Ctrl-C saves a checkpoint that resumes, and the time budget stops wit
 
   const std::string budget = fresh_dir("budget");
   // 2 seconds: a third of what one epoch of `dates` with the small preset takes on the 2-core
-  // development machine in the release build on two threads (6 s; 10 s on one). With the tiny
-  // preset, once translation trained data-parallel, an epoch took 2 s on two threads, and the
+  // development machine in the release build on two threads (6 s; on one, half the speed). With the
+  // tiny preset, once translation trained data-parallel, an epoch took 2 s on two threads, and the
   // partial epoch below was a coin toss.
   auto rb =
       run("train --task dates --epochs 50 --time-budget 2 --out " + budget + " --preset small");
