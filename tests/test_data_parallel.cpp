@@ -211,7 +211,11 @@ TEST_CASE("DataParallel: a parameter set anew after the replica was built is the
   Pair pair;
   nn::DataParallel dp(pair, [] { return std::make_shared<Pair>(); });
   nn::Module* replica = nullptr;
-  auto run = [&] { dp.run(2, [&](int64_t k, nn::Module& m) { replica = k == 1 ? &m : replica; }); };
+  auto run = [&] {
+    dp.run(2, [&](int64_t k, nn::Module& m) {
+      if (k == 1) replica = &m;  // written by part 1's thread only
+    });
+  };
   run();
   REQUIRE(replica != nullptr);
   CHECK(replica->parameters()[0].data() == pair.a->weight.data());
