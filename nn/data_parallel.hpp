@@ -56,13 +56,15 @@ class DataParallel {
 
  private:
   // The module's parameters and replica k's, in the same order, as of Module::structure_version
-  // `version` (0: none yet).
+  // `version` (none yet: a value the version never takes).
   struct Tie {
     std::vector<Tensor> mine, theirs;
-    uint64_t version = 0;
+    uint64_t version = ~uint64_t{0};
   };
   Module& replica(int64_t k);  // k >= 1; built and tied to the module on first use
-  Tie& tie(int64_t k);         // replica k's Tie, taken again when a module's parameters changed
+  // Replica k's Tie, taken again (and the replica checked against the module) when a module's
+  // parameters changed.
+  Tie& tie(int64_t k);
   // Throws, naming the first parameter where they differ, unless `r` has the module's
   // parameters: the same names, shapes and strides, in the same order.
   void check_alike(const Module& r) const;

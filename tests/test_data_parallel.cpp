@@ -227,6 +227,31 @@ TEST_CASE("DataParallel: a parameter set anew after the replica was built is the
   CHECK(replica->parameters()[0].data() == w.data());
 }
 
+TEST_CASE("DataParallel: reduce_gradients adds a replica's strided gradient too") {
+  Threads two(2);
+  Pair pair;
+  nn::DataParallel dp(pair, [] { return std::make_shared<Pair>(); });
+  nn::Module* replica = nullptr;
+  dp.run(2, [&](int64_t k, nn::Module& m) {
+    if (k == 1) replica = &m;  // written by part 1's thread only
+  });
+  REQUIRE(replica != nullptr);
+  // a.weight: the replica's gradient a transposed view (not contiguous); b.weight: contiguous.
+  const Tensor mine_a = randn({4, 4}), theirs_a = randn({4, 4}), mine_b = randn({4, 4}),
+               theirs_b = randn({4, 4});
+  pair.a->weight.set_grad(mine_a.clone());
+  pair.b->weight.set_grad(mine_b.clone());
+  const auto replica_params = replica->parameters();
+  replica_params[0].set_grad(theirs_a.t());
+  replica_params[2].set_grad(theirs_b.clone());
+  replica_params[3].set_grad(theirs_b.select(0, 0).clone());  // b.bias: the module has none
+  dp.reduce_gradients();
+  CHECK_CLOSE(pair.a->weight.grad(), mine_a + theirs_a.t(), 0.0, 0.0);
+  CHECK_CLOSE(pair.b->weight.grad(), mine_b + theirs_b, 0.0, 0.0);
+  CHECK_CLOSE(pair.b->bias.grad(), theirs_b.select(0, 0), 0.0, 0.0);  // handed over as it is
+  for (const Tensor& p : replica_params) CHECK_FALSE(p.grad().defined());
+}
+
 TEST_CASE("GeneratorGuard: this thread draws from the guard's generator, others do not") {
   manual_seed(7);
   const Generator process = default_generator();
