@@ -23,7 +23,7 @@ demo: build
 	  "two thousand twenty-six" "eighty-eight"
 	./build/$(PRESET)/cli/anatomy evaluate --checkpoint $(DEMO_DIR) --split test
 
-# python3-torch is the test oracle of `anatomy export` (tests/test_export.cpp), chromium the browser
+# python3-torch is the test oracle of `anatomy export` (tests/training/test_export.cpp), chromium the browser
 # of tests/browser/; where one cannot be installed its test says so and skips.
 test: build
 	@cmake/install-deps.sh torch || echo "python3-torch could not be installed: the export test will be skipped"

@@ -1,22 +1,25 @@
 // Elementwise ops with NumPy/PyTorch broadcasting. Each op's backward sits right below its
 // forward; the derivative is in the comment on the line that computes it. Broadcasting is undone
 // by sum_to(), once, for every op.
+//
+// Every op first checks its arguments, then hands its work to a registered fast kernel when
+// fast kernels are chosen (dispatch.hpp), else computes it here with plain loops.
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 
+#include "autograd/dispatch.hpp"
 #include "autograd/engine.hpp"
-#include "autograd/gelu_math.hpp"
 #include "autograd/ops.hpp"
-#include "autograd/simd.hpp"
-#include "autograd/strided.hpp"
 
 namespace anatomy {
 
-using simd::batch;
-
 namespace {
+
+using Unary = Tensor(const Tensor&);
+using Binary = Tensor(const Tensor&, const Tensor&);
 
 void check_float(const char* op, const Tensor& t) {
   if (!t.defined()) throw Error(fmt::format("{}: got an undefined tensor", op));
@@ -27,67 +30,42 @@ void check_float(const char* op, const Tensor& t) {
                     op, t.shape().str()));
 }
 
-// out = f(a) elementwise, on a contiguous copy of a when a is a view.
+// out[i] = f(a[i]).
 template <typename F>
-Tensor unary_kernel(const char* op, const Tensor& a, F f) {
-  check_float(op, a);
+Tensor map(const Tensor& a, F f) {
   Tensor x = a.contiguous();
   Tensor out = empty(a.shape());
-  simd::map(x.data(), out.data(), x.numel(), f);
-  return out;
-}
-
-// out = f(a, b) with broadcasting. Runs whose strides are 0 or 1 go straight to SIMD; other
-// strides (a transposed view) are gathered into a small buffer first.
-template <typename F>
-Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, F f) {
-  check_float(op, a);
-  check_float(op, b);
-  const Shape shape = broadcast_shapes(op, a.shape(), b.shape());
-  Tensor out = empty(shape);
-  const float* pa = a.data();
-  const float* pb = b.data();
+  const float* px = x.data();
   float* po = out.data();
-  if (a.shape() == shape && b.shape() == shape && a.is_contiguous() && b.is_contiguous()) {
-    simd::map2(pa, 1, pb, 1, po, out.numel(), f);
-    return out;
-  }
-  std::array<std::vector<int64_t>, 3> st{contiguous_strides(shape),
-                                         strided::broadcast_strides(a, shape),
-                                         strided::broadcast_strides(b, shape)};
-  std::vector<float> ta, tb;
-  strided::for_each_run<3>(shape, st, {0, 0, 0}, [&](auto off, int64_t n, auto in) {
-    const float* ra = pa + off[1];
-    const float* rb = pb + off[2];
-    int64_t sa = in[1], sb = in[2];
-    if (sa != 0 && sa != 1) {
-      ta.resize(n);
-      for (int64_t i = 0; i < n; ++i) ta[i] = ra[i * sa];
-      ra = ta.data(), sa = 1;
-    }
-    if (sb != 0 && sb != 1) {
-      tb.resize(n);
-      for (int64_t i = 0; i < n; ++i) tb[i] = rb[i * sb];
-      rb = tb.data(), sb = 1;
-    }
-    simd::map2(ra, sa, rb, sb, po + off[0], n, f);
-  });
+  for (int64_t i = 0; i < out.numel(); ++i) po[i] = f(px[i]);
   return out;
 }
 
-// dL/dx = f(g, v) for a unary op, where v is the saved input or output (same shape as g).
+// out[i] = f(a[i], b[i]) after broadcasting a and b to a common shape.
 template <typename F>
-Tensor unary_backward(const Tensor& g, const Tensor& v, F f) {
-  Tensor gc = g.contiguous(), vc = v.contiguous();
-  Tensor out = empty(g.shape());
-  simd::map2(gc.data(), 1, vc.data(), 1, out.data(), g.numel(), f);
+Tensor map2(const char* op, const Tensor& a, const Tensor& b, F f) {
+  const Shape shape = broadcast_shapes(op, a.shape(), b.shape());
+  Tensor x = expand(a.detach(), shape).contiguous();
+  Tensor y = expand(b.detach(), shape).contiguous();
+  Tensor out = empty(shape);
+  const float* px = x.data();
+  const float* py = y.data();
+  float* po = out.data();
+  for (int64_t i = 0; i < out.numel(); ++i) po[i] = f(px[i], py[i]);
   return out;
 }
 
-batch sign(batch x) {
-  return xsimd::select(x > batch(0.0f), batch(1.0f),
-                       xsimd::select(x < batch(0.0f), batch(-1.0f), batch(0.0f)));
+// A unary op's input gradient: dx[i] = f(g[i], v[i]), where v is the saved input or output (of
+// g's shape). Plain arithmetic, not ops: the backward of one op is one node's work.
+template <typename F>
+Tensor grad_map(const Tensor& g, const Tensor& v, F f) {
+  Tensor gc = g.contiguous(), vc = v.contiguous();
+  Tensor dx = empty(g.shape());
+  for (int64_t i = 0; i < dx.numel(); ++i) dx.data()[i] = f(gc.data()[i], vc.data()[i]);
+  return dx;
 }
+
+float sign(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : 0.0f; }
 
 }  // namespace
 
@@ -103,7 +81,9 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
 // --- arithmetic ---
 
 Tensor add(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_kernel("add", a, b, [](batch x, batch y) { return x + y; });
+  check_float("add", a), check_float("add", b);
+  if (auto fast = fast_kernel<Binary>("add.Tensor")) return fast(a, b);
+  Tensor out = map2("add", a, b, [](float x, float y) { return x + y; });
   return record(out, "AddBackward0", {a, b},
                 [sa = a.shape(), sb = b.shape()](const Tensor& g) -> std::vector<Tensor> {
                   return {sum_to(g, sa), sum_to(g, sb)};  // d(a+b)/da = d(a+b)/db = 1
@@ -111,7 +91,9 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_kernel("sub", a, b, [](batch x, batch y) { return x - y; });
+  check_float("sub", a), check_float("sub", b);
+  if (auto fast = fast_kernel<Binary>("sub.Tensor")) return fast(a, b);
+  Tensor out = map2("sub", a, b, [](float x, float y) { return x - y; });
   return record(out, "SubBackward0", {a, b},
                 [sa = a.shape(), sb = b.shape()](const Tensor& g) -> std::vector<Tensor> {
                   return {sum_to(g, sa), sum_to(neg(g), sb)};  // d/da = 1, d/db = -1
@@ -119,7 +101,9 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_kernel("mul", a, b, [](batch x, batch y) { return x * y; });
+  check_float("mul", a), check_float("mul", b);
+  if (auto fast = fast_kernel<Binary>("mul.Tensor")) return fast(a, b);
+  Tensor out = map2("mul", a, b, [](float x, float y) { return x * y; });
   return record(out, "MulBackward0", {a, b}, [a, b](const Tensor& g) -> std::vector<Tensor> {
     Tensor ga = a.requires_grad() ? sum_to(mul(g, b), a.shape()) : Tensor();  // d/da = b
     Tensor gb = b.requires_grad() ? sum_to(mul(g, a), b.shape()) : Tensor();  // d/db = a
@@ -128,7 +112,9 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_kernel("div", a, b, [](batch x, batch y) { return x / y; });
+  check_float("div", a), check_float("div", b);
+  if (auto fast = fast_kernel<Binary>("div.Tensor")) return fast(a, b);
+  Tensor out = map2("div", a, b, [](float x, float y) { return x / y; });
   return record(out, "DivBackward0", {a, b},
                 [a, b, y = out.detach()](const Tensor& g) -> std::vector<Tensor> {
                   Tensor ga = a.requires_grad() ? sum_to(div(g, b), a.shape()) : Tensor();
@@ -140,67 +126,65 @@ Tensor div(const Tensor& a, const Tensor& b) {
 }
 
 // x + s and x - s: PyTorch names the node after the Python operator (AddBackward0, SubBackward0).
-static Tensor add_scalar(const Tensor& a, float s, const char* name) {
-  const batch bs(s);
-  Tensor out = unary_kernel("add", a, [&](batch x) { return x + bs; });
-  return record(out, name, {a}, [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
+static Tensor add_scalar(const Tensor& a, float s, const char* node) {
+  check_float("add", a);
+  if (auto fast = fast_kernel<Tensor(const Tensor&, float, const char*)>("add.Scalar"))
+    return fast(a, s, node);
+  Tensor out = map(a, [s](float x) { return x + s; });
+  return record(out, node, {a}, [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
 }
 
 Tensor add(const Tensor& a, float s) { return add_scalar(a, s, "AddBackward0"); }
 
 Tensor mul(const Tensor& a, float s) {
-  const batch bs(s);
-  Tensor out = unary_kernel("mul", a, [&](batch x) { return x * bs; });
+  check_float("mul", a);
+  if (auto fast = fast_kernel<Tensor(const Tensor&, float)>("mul.Scalar")) return fast(a, s);
+  Tensor out = map(a, [s](float x) { return x * s; });
   return record(out, "MulBackward0", {a},
                 [s](const Tensor& g) -> std::vector<Tensor> { return {mul(g, s)}; });
 }
 
 Tensor rsub(float s, const Tensor& a) {
-  const batch bs(s);
-  Tensor out = unary_kernel("rsub", a, [&](batch x) { return bs - x; });
+  check_float("rsub", a);
+  Tensor out = map(a, [s](float x) { return s - x; });
   return record(out, "RsubBackward1", {a},
                 [](const Tensor& g) -> std::vector<Tensor> { return {neg(g)}; });
 }
 
 Tensor rdiv(float s, const Tensor& a) {
-  const batch bs(s);
-  Tensor out = unary_kernel("div", a, [&](batch x) { return bs / x; });
+  check_float("div", a);
+  Tensor out = map(a, [s](float x) { return s / x; });
   // PyTorch computes s / x as s * x.reciprocal(), so its node is MulBackward0.
-  return record(out, "MulBackward0", {a},
-                [a, y = out.detach()](const Tensor& g) -> std::vector<Tensor> {
-                  return {unary_backward(mul(g, y), a, [](batch gy, batch x) {
-                    return -gy / x;  // d(s/x)/dx = -s/x² = -y/x
-                  })};
-                });
+  return record(out, "MulBackward0", {a}, [a, y = out.detach()](const Tensor& g) {
+    Tensor gy = grad_map(g, y, [](float gv, float yv) { return gv * yv; });
+    return std::vector<Tensor>{
+        grad_map(gy, a, [](float v, float x) { return -v / x; })};  // d(s/x)/dx = -s/x² = -y/x
+  });
 }
 
 Tensor neg(const Tensor& a) {
-  Tensor out = unary_kernel("neg", a, [](batch x) { return -x; });
+  check_float("neg", a);
+  if (auto fast = fast_kernel<Unary>("neg")) return fast(a);
+  Tensor out = map(a, [](float x) { return -x; });
   return record(out, "NegBackward0", {a},
                 [](const Tensor& g) -> std::vector<Tensor> { return {neg(g)}; });
 }
 
 Tensor pow(const Tensor& a, float e) {
-  const batch be(e);
-  // Exact forms for the common exponents; xsimd::pow is exp(e log|x|), a little less precise.
-  Tensor out = e == 2.0f   ? unary_kernel("pow", a, [](batch x) { return x * x; })
-               : e == 1.0f ? unary_kernel("pow", a, [](batch x) { return x; })
-               : e == 0.0f ? unary_kernel("pow", a, [](batch) { return batch(1.0f); })
-               : e == 0.5f ? unary_kernel("pow", a, [](batch x) { return xsimd::sqrt(x); })
-                           : unary_kernel("pow", a, [&](batch x) { return xsimd::pow(x, be); });
+  check_float("pow", a);
+  if (auto fast = fast_kernel<Tensor(const Tensor&, float)>("pow.Tensor_Scalar")) return fast(a, e);
+  Tensor out = map(a, [e](float x) { return e == 2.0f ? x * x : std::pow(x, e); });
   return record(out, "PowBackward0", {a}, [a, e](const Tensor& g) -> std::vector<Tensor> {
     if (e == 0.0f) return {zeros_like(a)};
-    const batch be(e), be1(e - 1.0f);
-    if (e == 2.0f)
-      return {unary_backward(g, a, [](batch gy, batch x) { return gy * batch(2.0f) * x; })};
-    return {unary_backward(g, a, [&](batch gy, batch x) {
-      return gy * be * xsimd::pow(x, be1);  // d(x^e)/dx = e x^(e-1)
+    return {grad_map(g, a, [e](float gy, float x) {
+      return gy * e * std::pow(x, e - 1.0f);  // d(x^e)/dx = e x^(e-1)
     })};
   });
 }
 
 Tensor pow(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_kernel("pow", a, b, [](batch x, batch y) { return xsimd::pow(x, y); });
+  check_float("pow", a), check_float("pow", b);
+  Tensor out = map2("pow", a, b, [](float x, float y) { return std::pow(x, y); });
   return record(out, "PowBackward1", {a, b},
                 [a, b, y = out.detach()](const Tensor& g) -> std::vector<Tensor> {
                   Tensor ga, gb;
@@ -219,106 +203,141 @@ Tensor pow(const Tensor& a, const Tensor& b) {
 // --- unary math ---
 
 Tensor exp(const Tensor& a) {
-  Tensor out = unary_kernel("exp", a, [](batch x) { return xsimd::exp(x); });
+  check_float("exp", a);
+  if (auto fast = fast_kernel<Unary>("exp")) return fast(a);
+  Tensor out = map(a, [](float x) { return std::exp(x); });
   return record(out, "ExpBackward0", {a}, [y = out.detach()](const Tensor& g) {
     return std::vector<Tensor>{mul(g, y)};  // d(e^x)/dx = e^x
   });
 }
 
 Tensor log(const Tensor& a) {
-  Tensor out = unary_kernel("log", a, [](batch x) { return xsimd::log(x); });
+  check_float("log", a);
+  if (auto fast = fast_kernel<Unary>("log")) return fast(a);
+  Tensor out = map(a, [](float x) { return std::log(x); });
   return record(out, "LogBackward0", {a}, [a](const Tensor& g) {
     return std::vector<Tensor>{div(g, a)};  // d(log x)/dx = 1/x
   });
 }
 
 Tensor sqrt(const Tensor& a) {
-  Tensor out = unary_kernel("sqrt", a, [](batch x) { return xsimd::sqrt(x); });
+  check_float("sqrt", a);
+  if (auto fast = fast_kernel<Unary>("sqrt")) return fast(a);
+  Tensor out = map(a, [](float x) { return std::sqrt(x); });
   return record(out, "SqrtBackward0", {a}, [y = out.detach()](const Tensor& g) {
-    return std::vector<Tensor>{unary_backward(g, y, [](batch gy, batch s) {
-      return gy / (batch(2.0f) * s);  // d(√x)/dx = 1 / (2√x)
+    return std::vector<Tensor>{grad_map(g, y, [](float gy, float s) {
+      return gy / (2.0f * s);  // d(√x)/dx = 1 / (2√x)
     })};
   });
 }
 
 Tensor rsqrt(const Tensor& a) {
-  // 1/sqrt rather than xsimd::rsqrt, which is a low-precision approximation.
-  Tensor out = unary_kernel("rsqrt", a, [](batch x) { return batch(1.0f) / xsimd::sqrt(x); });
+  check_float("rsqrt", a);
+  if (auto fast = fast_kernel<Unary>("rsqrt")) return fast(a);
+  Tensor out = map(a, [](float x) { return 1.0f / std::sqrt(x); });
   return record(out, "RsqrtBackward0", {a}, [y = out.detach()](const Tensor& g) {
-    return std::vector<Tensor>{unary_backward(g, y, [](batch gy, batch r) {
-      return gy * batch(-0.5f) * r * r * r;  // d(x^-1/2)/dx = -x^(-3/2)/2
+    return std::vector<Tensor>{grad_map(g, y, [](float gy, float r) {
+      return gy * -0.5f * r * r * r;  // d(x^-1/2)/dx = -x^(-3/2)/2
     })};
   });
 }
 
 Tensor tanh(const Tensor& a) {
-  Tensor out = unary_kernel("tanh", a, [](batch x) { return xsimd::tanh(x); });
+  check_float("tanh", a);
+  if (auto fast = fast_kernel<Unary>("tanh")) return fast(a);
+  Tensor out = map(a, [](float x) { return std::tanh(x); });
   return record(out, "TanhBackward0", {a}, [y = out.detach()](const Tensor& g) {
-    return std::vector<Tensor>{unary_backward(g, y, [](batch gy, batch t) {
-      return gy * (batch(1.0f) - t * t);  // d(tanh x)/dx = 1 - tanh²x
+    return std::vector<Tensor>{grad_map(g, y, [](float gy, float t) {
+      return gy * (1.0f - t * t);  // d(tanh x)/dx = 1 - tanh²x
     })};
   });
 }
 
 Tensor sigmoid(const Tensor& a) {
-  Tensor out = unary_kernel("sigmoid", a,
-                            [](batch x) { return batch(1.0f) / (batch(1.0f) + xsimd::exp(-x)); });
+  check_float("sigmoid", a);
+  if (auto fast = fast_kernel<Unary>("sigmoid")) return fast(a);
+  Tensor out = map(a, [](float x) { return 1.0f / (1.0f + std::exp(-x)); });
   return record(out, "SigmoidBackward0", {a}, [y = out.detach()](const Tensor& g) {
-    return std::vector<Tensor>{unary_backward(g, y, [](batch gy, batch s) {
-      return gy * s * (batch(1.0f) - s);  // dσ/dx = σ(1 - σ)
+    return std::vector<Tensor>{grad_map(g, y, [](float gy, float s) {
+      return gy * s * (1.0f - s);  // dσ/dx = σ(1 - σ)
     })};
   });
 }
 
 Tensor relu(const Tensor& a) {
+  check_float("relu", a);
+  if (auto fast = fast_kernel<Unary>("relu")) return fast(a);
   // NaN stays NaN, as in PyTorch (a bare max would turn it into 0).
-  Tensor out = unary_kernel("relu", a, [](batch x) {
-    return xsimd::select(xsimd::isnan(x), x, xsimd::max(x, batch(0.0f)));
-  });
+  Tensor out = map(a, [](float x) { return std::isnan(x) || x > 0.0f ? x : 0.0f; });
   return record(out, "ReluBackward0", {a}, [y = out.detach()](const Tensor& g) {
-    return std::vector<Tensor>{unary_backward(g, y, [](batch gy, batch r) {
-      return xsimd::select(r > batch(0.0f), gy, batch(0.0f));  // 1 where x > 0
+    return std::vector<Tensor>{grad_map(g, y, [](float gy, float r) {
+      return r > 0.0f ? gy : 0.0f;  // 1 where x > 0
     })};
   });
 }
 
+namespace {
+
+// x Φ(x), with Φ the standard normal's cumulative distribution.
+float gelu_erf(float x) {
+  return 0.5f * x * (1.0f + std::erf(x * std::numbers::sqrt2_v<float> / 2));
+}
+// d(x Φ(x))/dx = Φ(x) + x φ(x)
+float gelu_erf_grad(float x) {
+  const float cdf = 0.5f * (1.0f + std::erf(x * std::numbers::sqrt2_v<float> / 2));
+  const float pdf =
+      std::exp(-0.5f * x * x) * std::numbers::inv_sqrtpi_v<float> / std::numbers::sqrt2_v<float>;
+  return cdf + x * pdf;
+}
+// ½ x (1 + tanh(k(x + c x³))), k = √(2/π): the "tanh" approximation (GPT-2's gelu_new).
+constexpr float kSqrt2OverPi = 0.79788456080286536f, kCoeff = 0.044715f;
+float gelu_tanh(float x) {
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + kCoeff * x * x * x)));
+}
+// u = k(x + c x³): d/dx = ½(1 + tanh u) + ½ x (1 - tanh²u) k (1 + 3c x²)
+float gelu_tanh_grad(float x) {
+  const float t = std::tanh(kSqrt2OverPi * (x + kCoeff * x * x * x));
+  const float du = kSqrt2OverPi * (1.0f + 3.0f * kCoeff * x * x);
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
+}
+
+}  // namespace
+
 Tensor gelu(const Tensor& a, const std::string& approximate) {
-  if (approximate == "none") {
-    Tensor out = unary_kernel("gelu", a, gelu_math::gelu_erf);
-    return record(out, "GeluBackward0", {a}, [a](const Tensor& g) {
-      return std::vector<Tensor>{
-          unary_backward(g, a, [](batch gy, batch x) { return gy * gelu_math::gelu_erf_grad(x); })};
-    });
-  }
-  if (approximate == "tanh") {
-    Tensor out = unary_kernel("gelu", a, gelu_math::gelu_tanh);
-    return record(out, "GeluBackward0", {a}, [a](const Tensor& g) {
-      return std::vector<Tensor>{unary_backward(
-          g, a, [](batch gy, batch x) { return gy * gelu_math::gelu_tanh_grad(x); })};
-    });
-  }
-  throw Error(fmt::format("gelu: approximate argument must be either none or tanh (got '{}')",
-                          approximate));
+  check_float("gelu", a);
+  if (approximate != "none" && approximate != "tanh")
+    throw Error(fmt::format("gelu: approximate argument must be either none or tanh (got '{}')",
+                            approximate));
+  if (auto fast = fast_kernel<Tensor(const Tensor&, const std::string&)>("gelu"))
+    return fast(a, approximate);
+  const bool erf = approximate == "none";
+  Tensor out = map(a, erf ? gelu_erf : gelu_tanh);
+  return record(out, "GeluBackward0", {a}, [a, erf](const Tensor& g) {
+    return std::vector<Tensor>{grad_map(g, a, [erf](float gy, float x) {
+      return gy * (erf ? gelu_erf_grad(x) : gelu_tanh_grad(x));
+    })};
+  });
 }
 
 Tensor abs(const Tensor& a) {
-  Tensor out = unary_kernel("abs", a, [](batch x) { return xsimd::abs(x); });
+  check_float("abs", a);
+  if (auto fast = fast_kernel<Unary>("abs")) return fast(a);
+  Tensor out = map(a, [](float x) { return std::abs(x); });
   return record(out, "AbsBackward0", {a}, [a](const Tensor& g) {
     return std::vector<Tensor>{
-        unary_backward(g, a, [](batch gy, batch x) { return gy * sign(x); })};  // sign(x)
+        grad_map(g, a, [](float gy, float x) { return gy * sign(x); })};  // d|x|/dx = sign(x)
   });
 }
 
 Tensor clamp(const Tensor& a, std::optional<float> min, std::optional<float> max) {
+  check_float("clamp", a);
   if (!min && !max) throw Error("clamp: At least one of 'min' or 'max' must not be None");
-  const batch lo(min.value_or(-std::numeric_limits<float>::infinity()));
-  const batch hi(max.value_or(std::numeric_limits<float>::infinity()));
-  Tensor out = unary_kernel("clamp", a, [&](batch x) {
-    return xsimd::select(xsimd::isnan(x), x, xsimd::min(xsimd::max(x, lo), hi));
-  });
+  const float lo = min.value_or(-std::numeric_limits<float>::infinity());
+  const float hi = max.value_or(std::numeric_limits<float>::infinity());
+  Tensor out = map(a, [=](float x) { return std::isnan(x) ? x : std::min(std::max(x, lo), hi); });
   return record(out, "ClampBackward1", {a}, [a, lo, hi](const Tensor& g) {
-    return std::vector<Tensor>{unary_backward(g, a, [&](batch gy, batch x) {
-      return xsimd::select((x >= lo) && (x <= hi), gy, batch(0.0f));  // 1 inside [min, max]
+    return std::vector<Tensor>{grad_map(g, a, [=](float gy, float x) {
+      return x >= lo && x <= hi ? gy : 0.0f;  // 1 inside [min, max]
     })};
   });
 }
@@ -331,8 +350,15 @@ static Tensor pick_backward(const Tensor& g, const Tensor& mine, const Tensor& o
   return sum_to(mul(g, add(win, mul(tie, 0.5f))), mine.shape());
 }
 
+// The larger (smaller) of x and y; a NaN in either wins, as in PyTorch.
+static float extremum(float x, float y, bool larger) {
+  if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<float>::quiet_NaN();
+  return larger ? std::max(x, y) : std::min(x, y);
+}
+
 Tensor maximum(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_kernel("maximum", a, b, simd::extremum<true>);  // NaN propagates
+  check_float("maximum", a), check_float("maximum", b);
+  Tensor out = map2("maximum", a, b, [](float x, float y) { return extremum(x, y, true); });
   return record(out, "MaximumBackward0", {a, b}, [a, b](const Tensor& g) {
     return std::vector<Tensor>{a.requires_grad() ? pick_backward(g, a, b, true) : Tensor(),
                                b.requires_grad() ? pick_backward(g, b, a, true) : Tensor()};
@@ -340,7 +366,8 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
 }
 
 Tensor minimum(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_kernel("minimum", a, b, simd::extremum<false>);
+  check_float("minimum", a), check_float("minimum", b);
+  Tensor out = map2("minimum", a, b, [](float x, float y) { return extremum(x, y, false); });
   return record(out, "MinimumBackward0", {a, b}, [a, b](const Tensor& g) {
     return std::vector<Tensor>{a.requires_grad() ? pick_backward(g, a, b, false) : Tensor(),
                                b.requires_grad() ? pick_backward(g, b, a, false) : Tensor()};
@@ -349,11 +376,10 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
 
 // --- comparisons: masks without gradient ---
 
-#define ANATOMY_COMPARISON(NAME, OP)                          \
-  Tensor NAME(const Tensor& a, const Tensor& b) {             \
-    return binary_kernel(#NAME, a, b, [](batch x, batch y) {  \
-      return xsimd::select(x OP y, batch(1.0f), batch(0.0f)); \
-    });                                                       \
+#define ANATOMY_COMPARISON(NAME, OP)                                                 \
+  Tensor NAME(const Tensor& a, const Tensor& b) {                                    \
+    check_float(#NAME, a), check_float(#NAME, b);                                    \
+    return map2(#NAME, a, b, [](float x, float y) { return x OP y ? 1.0f : 0.0f; }); \
   }
 ANATOMY_COMPARISON(eq, ==)
 ANATOMY_COMPARISON(ne, !=)
@@ -377,12 +403,11 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   check_float("where", b);
   const Shape shape =
       broadcast_shapes("where", broadcast_shapes("where", c.shape(), a.shape()), b.shape());
-  Tensor out = empty(shape);
-  // Expanded contiguous copies keep this kernel simple; where() is not on a hot path.
   Tensor ce = expand(c, shape).contiguous(), ae = expand(a.detach(), shape).contiguous(),
          be = expand(b.detach(), shape).contiguous();
-  simd::map3(ce.data(), 1, ae.data(), 1, be.data(), 1, out.data(), out.numel(),
-             [](batch m, batch x, batch y) { return xsimd::select(m != batch(0.0f), x, y); });
+  Tensor out = empty(shape);
+  for (int64_t i = 0; i < out.numel(); ++i)
+    out.data()[i] = ce.data()[i] != 0.0f ? ae.data()[i] : be.data()[i];
   return record(out, "WhereBackward0", {a, b}, [c, a, b](const Tensor& g) {
     Tensor z = zeros({});
     return std::vector<Tensor>{a.requires_grad() ? sum_to(where(c, g, z), a.shape()) : Tensor(),
@@ -398,9 +423,10 @@ Tensor masked_fill(const Tensor& a, const Tensor& mask, float value) {
         fmt::format("masked_fill: the mask of shape {} must broadcast to the input's "
                     "shape {}",
                     m.shape().str(), a.shape().str()));
-  const batch v(value);
-  Tensor out = binary_kernel(
-      "masked_fill", a, m, [&](batch x, batch k) { return xsimd::select(k != batch(0.0f), v, x); });
+  if (auto fast = fast_kernel<Tensor(const Tensor&, const Tensor&, float)>("masked_fill"))
+    return fast(a, m, value);
+  Tensor out =
+      map2("masked_fill", a, m, [value](float x, float k) { return k != 0.0f ? value : x; });
   return record(out, "MaskedFillBackward0", {a}, [m](const Tensor& g) {
     return std::vector<Tensor>{where(m, zeros({}), g)};  // 0 where filled, 1 elsewhere
   });

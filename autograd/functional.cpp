@@ -1,20 +1,17 @@
-// The fused kernels of torch.nn.functional: softmax, log_softmax, layer_norm, dropout,
-// embedding, cross_entropy. Each could be composed from primitives (the tests do exactly that
-// and compare); fused, each reads its input once per pass and keeps no temporaries.
+// The composite ops of torch.nn.functional: softmax, log_softmax, layer_norm, dropout,
+// embedding, cross_entropy, each written out plainly with its backward beside it.
 //
 // Dimension letters: N rows, C the dim being normalized (classes, features).
 #include <fmt/format.h>
 
 #include <cmath>
 
+#include "autograd/dispatch.hpp"
 #include "autograd/engine.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/random.hpp"
-#include "autograd/simd.hpp"
 
 namespace anatomy {
-
-using simd::batch;
 
 namespace {
 
@@ -24,75 +21,33 @@ void check_float(const char* op, const Tensor& t) {
                             t.shape().str()));
 }
 
-// Rows per chunk: enough that a chunk holds about simd::kGrain values.
-int64_t row_grain(int64_t C) {
-  return std::max<int64_t>(1, simd::kGrain / std::max<int64_t>(C, 1));
-}
-
-// fn(n0, n1) over rows [0, N) of C values each, split between threads when there are enough
-// values for it to pay off.
-template <typename F>
-void for_rows(int64_t N, int64_t C, F fn) {
-  parallel_for(N, row_grain(C), fn);
-}
-
-// for_rows for rows that take an exp of every value (softmax, log-softmax, cross-entropy): a
-// value costs several times an elementwise op's, so a quarter of the grain pays off. Cross-
-// entropy over a character vocabulary (768 rows of 65) ran on one core, 0.2 ms of a Tiny
-// Shakespeare step. Each row is computed alone, so the split does not change the bits.
-template <typename F>
-void for_exp_rows(int64_t N, int64_t C, F fn) {
-  parallel_for(N, std::max<int64_t>(1, row_grain(C) / 4), fn);
-}
-
-// Layer norm's rows in registers: a quarter of the grain, as for_exp_rows. With the whole grain
-// the 768 rows of 128 features of W1 and W4 made 3 chunks, two for one thread and one for the
-// other.
-int64_t norm_row_grain(int64_t C) { return std::max<int64_t>(1, row_grain(C) / 4); }
-template <typename F>
-void for_norm_rows(int64_t N, int64_t C, F fn) {
-  parallel_for(N, norm_row_grain(C), fn);
-}
-
-// Runs `rows(x, y, N, C)` on contiguous [N, C] buffers with `dim` as C, moving `dim` last and
-// back when needed.
-template <typename Rows>
-Tensor along_dim(const Tensor& a, int64_t dim, Rows rows) {
+// a with `dim` moved last, as contiguous [N, C] rows; and the way back for a result of that shape.
+Tensor rows_along(const Tensor& a, int64_t dim) {
   const bool last = dim == a.dim() - 1 || a.dim() == 0;
-  Tensor x = last ? a.contiguous() : transpose(a.detach(), dim, -1).contiguous();
-  Tensor y = empty(x.shape());
-  const int64_t C = a.dim() == 0 ? 1 : x.size(-1);
-  const int64_t N = C == 0 ? 0 : x.numel() / C;
-  rows(x.data(), y.data(), N, C);
+  return last ? a.detach().contiguous() : transpose(a.detach(), dim, -1).contiguous();
+}
+Tensor from_rows(const Tensor& y, const Tensor& a, int64_t dim) {
+  const bool last = dim == a.dim() - 1 || a.dim() == 0;
   return last ? y : transpose(y, dim, -1).contiguous();
 }
-
-// Two inputs of the same shape (for backward passes).
-template <typename Rows>
-Tensor along_dim2(const Tensor& a, const Tensor& b, int64_t dim, Rows rows) {
-  const bool last = dim == a.dim() - 1 || a.dim() == 0;
-  Tensor xa = last ? a.contiguous() : transpose(a, dim, -1).contiguous();
-  Tensor xb = last ? b.contiguous() : transpose(b, dim, -1).contiguous();
-  Tensor y = empty(xa.shape());
-  const int64_t C = a.dim() == 0 ? 1 : xa.size(-1);
-  const int64_t N = C == 0 ? 0 : xa.numel() / C;
-  rows(xa.data(), xb.data(), y.data(), N, C);
-  return last ? y : transpose(y, dim, -1).contiguous();
+int64_t row_size(const Tensor& rows) { return rows.dim() == 0 ? 1 : rows.size(-1); }
+int64_t row_count(const Tensor& rows) {
+  const int64_t C = row_size(rows);
+  return C == 0 ? 0 : rows.numel() / C;
 }
 
-// y = softmax(x) over one row; subtracting the max keeps exp() from overflowing.
-void softmax_row(const float* x, float* y, int64_t C) {
-  const batch m(simd::max(x, C));
-  simd::map(x, y, C, [&](batch v) { return xsimd::exp(v - m); });
-  const batch inv(1.0f / simd::sum(y, C));
-  simd::map(y, y, C, [&](batch v) { return v * inv; });
+// The largest value of a row, and log Σ e^x with it subtracted first, so that exp never overflows.
+float row_max(const float* x, int64_t C) {
+  float m = -INFINITY;
+  for (int64_t c = 0; c < C; ++c) m = std::max(m, x[c]);
+  return m;
 }
-
-// y = x - logsumexp(x) over one row.
-void log_softmax_row(const float* x, float* y, int64_t C) {
-  const float m = simd::max(x, C);
-  const batch lse(m + std::log(simd::sum_exp(x, C, m)));
-  simd::map(x, y, C, [&](batch v) { return v - lse; });
+float row_logsumexp(const float* x, int64_t C) {
+  const float m = row_max(x, C);
+  if (std::isinf(m)) return m;
+  float s = 0.0f;
+  for (int64_t c = 0; c < C; ++c) s += std::exp(x[c] - m);
+  return m + std::log(s);
 }
 
 }  // namespace
@@ -100,49 +55,63 @@ void log_softmax_row(const float* x, float* y, int64_t C) {
 Tensor softmax(const Tensor& a, int64_t dim) {
   check_float("softmax", a);
   dim = wrap_dim("softmax", dim, a.dim());
-  Tensor out = along_dim(a, dim, [](const float* x, float* y, int64_t N, int64_t C) {
-    for_exp_rows(N, C, [&](int64_t n0, int64_t n1) {
-      for (int64_t n = n0; n < n1; ++n) softmax_row(x + n * C, y + n * C, C);
-    });
-  });
-  return record(out, "SoftmaxBackward0", {a}, [y = out.detach(), dim](const Tensor& g) {
+  if (auto fast = fast_kernel<Tensor(const Tensor&, int64_t)>("softmax")) return fast(a, dim);
+  Tensor x = rows_along(a, dim);
+  Tensor y = empty(x.shape());
+  const int64_t N = row_count(x), C = row_size(x);
+  for (int64_t n = 0; n < N; ++n) {
+    const float* xr = x.data() + n * C;
+    float* yr = y.data() + n * C;
+    const float m = row_max(xr, C);  // subtracting the max keeps exp() from overflowing
+    float total = 0.0f;
+    for (int64_t c = 0; c < C; ++c) total += yr[c] = std::exp(xr[c] - m);
+    for (int64_t c = 0; c < C; ++c) yr[c] /= total;
+  }
+  Tensor out = from_rows(y, a, dim);
+  return record(out, "SoftmaxBackward0", {a}, [y, dim, a_dim = a.dim()](const Tensor& g) {
     // dx = y ⊙ (g - Σ g ⊙ y), the softmax Jacobian-vector product per row.
-    return std::vector<Tensor>{along_dim2(
-        g, y, dim, [](const float* gp, const float* yp, float* dx, int64_t N, int64_t C) {
-          for_rows(N, C, [&](int64_t n0, int64_t n1) {
-            for (int64_t n = n0; n < n1; ++n) {
-              const float* gr = gp + n * C;
-              const float* yr = yp + n * C;
-              const batch dot(simd::dot(gr, yr, C));
-              simd::map2(gr, 1, yr, 1, dx + n * C, C,
-                         [&](batch gv, batch yv) { return yv * (gv - dot); });
-            }
-          });
-        })};
+    const bool last = dim == a_dim - 1 || a_dim == 0;
+    Tensor gr = last ? g.contiguous() : transpose(g, dim, -1).contiguous();
+    Tensor dx = empty(gr.shape());
+    const int64_t N = row_count(gr), C = row_size(gr);
+    for (int64_t n = 0; n < N; ++n) {
+      const float* g_row = gr.data() + n * C;
+      const float* y_row = y.data() + n * C;
+      float dot = 0.0f;
+      for (int64_t c = 0; c < C; ++c) dot += g_row[c] * y_row[c];
+      for (int64_t c = 0; c < C; ++c) dx.data()[n * C + c] = y_row[c] * (g_row[c] - dot);
+    }
+    return std::vector<Tensor>{last ? dx : transpose(dx, dim, -1).contiguous()};
   });
 }
 
 Tensor log_softmax(const Tensor& a, int64_t dim) {
   check_float("log_softmax", a);
   dim = wrap_dim("log_softmax", dim, a.dim());
-  Tensor out = along_dim(a, dim, [](const float* x, float* y, int64_t N, int64_t C) {
-    for_exp_rows(N, C, [&](int64_t n0, int64_t n1) {
-      for (int64_t n = n0; n < n1; ++n) log_softmax_row(x + n * C, y + n * C, C);
-    });
-  });
-  return record(out, "LogSoftmaxBackward0", {a}, [y = out.detach(), dim](const Tensor& g) {
+  if (auto fast = fast_kernel<Tensor(const Tensor&, int64_t)>("log_softmax")) return fast(a, dim);
+  Tensor x = rows_along(a, dim);
+  Tensor y = empty(x.shape());
+  const int64_t N = row_count(x), C = row_size(x);
+  for (int64_t n = 0; n < N; ++n) {
+    const float* xr = x.data() + n * C;
+    const float lse = row_logsumexp(xr, C);  // y = x - log Σ e^x
+    for (int64_t c = 0; c < C; ++c) y.data()[n * C + c] = xr[c] - lse;
+  }
+  Tensor out = from_rows(y, a, dim);
+  return record(out, "LogSoftmaxBackward0", {a}, [y, dim, a_dim = a.dim()](const Tensor& g) {
     // dx = g - e^y Σ g
-    return std::vector<Tensor>{along_dim2(
-        g, y, dim, [](const float* gp, const float* yp, float* dx, int64_t N, int64_t C) {
-          for_exp_rows(N, C, [&](int64_t n0, int64_t n1) {
-            for (int64_t n = n0; n < n1; ++n) {
-              const float* gr = gp + n * C;
-              const batch s(simd::sum(gr, C));
-              simd::map2(gr, 1, yp + n * C, 1, dx + n * C, C,
-                         [&](batch gv, batch yv) { return gv - xsimd::exp(yv) * s; });
-            }
-          });
-        })};
+    const bool last = dim == a_dim - 1 || a_dim == 0;
+    Tensor gr = last ? g.contiguous() : transpose(g, dim, -1).contiguous();
+    Tensor dx = empty(gr.shape());
+    const int64_t N = row_count(gr), C = row_size(gr);
+    for (int64_t n = 0; n < N; ++n) {
+      const float* g_row = gr.data() + n * C;
+      float total = 0.0f;
+      for (int64_t c = 0; c < C; ++c) total += g_row[c];
+      for (int64_t c = 0; c < C; ++c)
+        dx.data()[n * C + c] = g_row[c] - std::exp(y.data()[n * C + c]) * total;
+    }
+    return std::vector<Tensor>{last ? dx : transpose(dx, dim, -1).contiguous()};
   });
 }
 
@@ -171,215 +140,66 @@ void check_layer_norm(const char* op, const Tensor& x, const Shape& normalized_s
                               normalized_shape.str(), p->shape().str()));
 }
 
-// Rows of up to simd::kRowVectors vectors of features (simd::row_fits) are normalized in
-// registers: a row is loaded once (its last vector twice), its mean, variance, x̂ and output
-// computed there, and each result stored once; the backward likewise. Wider rows go through
-// passes over memory (simd::sum, simd::dot, ...).
-//
-// One row of layer norm: x̂ = (x - mean) / σ into hr, x̂ w + b into yr; returns 1/σ.
-template <int NV>
-float layer_norm_row(const float* xr, float* hr, float* yr, const float* w, const float* b,
-                     int64_t C, float eps) {
-  batch v[NV], total(0.0f);
-  for (int c = 0; c < NV; ++c) total += v[c] = simd::row_load<NV>(xr, c, C);
-  const float mean = xsimd::hadd(total) / static_cast<float>(C);
-  // The last vector again with the mean past the last feature, so that those lanes add nothing
-  // to the variance.
-  v[NV - 1] = simd::row_load<NV>(xr, NV - 1, C, mean);
-  batch sq(0.0f);
-  for (int c = 0; c < NV; ++c) {
-    v[c] = v[c] - batch(mean);
-    sq = xsimd::fma(v[c], v[c], sq);
-  }
-  const float r = 1.0f / std::sqrt(xsimd::hadd(sq) / static_cast<float>(C) + eps);
-  const batch rb(r);
-  for (int c = 0; c < NV; ++c) {
-    const batch h = v[c] * rb;
-    simd::row_store<NV>(hr, c, C, h);
-    batch y = h;
-    if (w && b)
-      y = xsimd::fma(h, simd::row_load<NV>(w, c, C), simd::row_load<NV>(b, c, C));
-    else if (w)
-      y = h * simd::row_load<NV>(w, c, C);
-    else if (b)
-      y = h + simd::row_load<NV>(b, c, C);
-    simd::row_store<NV>(yr, c, C, y);
-  }
-  return r;
-}
-
-// Layer norm's forward over N contiguous rows of C values: out, and x̂ and 1/σ per row for the
-// backward.
-struct LayerNormSaved {
-  Tensor out, xhat, rstd;
-};
-LayerNormSaved layer_norm_rows(const float* x, const Shape& shape, int64_t N, int64_t C,
-                               const Tensor& weight, const Tensor& bias, float eps) {
-  LayerNormSaved s{empty(shape), empty(shape), empty({N})};
-  // Held here: a strided weight's contiguous copy must outlive the loop that reads it.
-  const Tensor wc = weight.defined() ? weight.contiguous() : Tensor();
-  const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
-  const float* w = wc.defined() ? wc.data() : nullptr;
-  const float* b = bc.defined() ? bc.data() : nullptr;
-  if (simd::row_fits(C)) {
-    for_norm_rows(N, C, [&](int64_t n0, int64_t n1) {
-      simd::with_row_vectors(C, [&](auto nv) {
-        for (int64_t n = n0; n < n1; ++n)
-          s.rstd.data()[n] = layer_norm_row<decltype(nv)::value>(
-              x + n * C, s.xhat.data() + n * C, s.out.data() + n * C, w, b, C, eps);
-      });
-    });
-    return s;
-  }
-  for_rows(N, C, [&](int64_t n0, int64_t n1) {
-    for (int64_t n = n0; n < n1; ++n) {
-      const float* xr = x + n * C;
-      float* hr = s.xhat.data() + n * C;
-      float* yr = s.out.data() + n * C;
-      const float mean = simd::sum(xr, C) / static_cast<float>(C);
-      const float var = simd::sum_sq_dev(xr, C, mean) / static_cast<float>(C);  // biased
-      const float r = 1.0f / std::sqrt(var + eps);
-      s.rstd.data()[n] = r;
-      const batch mb(mean), rb(r);
-      simd::map(xr, hr, C, [&](batch v) { return (v - mb) * rb; });
-      if (w && b)
-        simd::map3(hr, 1, w, 1, b, 1, yr, C,
-                   [](batch h, batch wv, batch bv) { return xsimd::fma(h, wv, bv); });
-      else if (w)
-        simd::map2(hr, 1, w, 1, yr, C, [](batch h, batch wv) { return h * wv; });
-      else if (b)
-        simd::map2(hr, 1, b, 1, yr, C, [](batch h, batch bv) { return h + bv; });
-      else
-        std::copy(hr, hr + C, yr);
-    }
-  });
-  return s;
-}
-
-// One row of layer norm's backward: dx = rstd (ĝ - mean(ĝ) - x̂ mean(ĝ ⊙ x̂)) with ĝ = g ⊙ w into
-// gx; pw += g ⊙ x̂ and pb += g, the row's terms of dw and db (null: not wanted).
-template <int NV>
-void layer_norm_grad_row(const float* gr, const float* hr, const float* w, float r, float* gx,
-                         float* pw, float* pb, int64_t C) {
-  // Both loops unrolled, so that the three arrays stay registers (24 for rows of 128): rolled,
-  // GCC kept them on the stack, and a row of 128 took 1.18-1.31x as long (768 rows in turns, one
-  // thread, a scratch copy of this function).
-  batch g[NV], h[NV], gh[NV], s1(0.0f), s2(0.0f);
-#pragma GCC unroll 16
-  for (int c = 0; c < NV; ++c) {
-    g[c] = simd::row_load<NV>(gr, c, C);
-    h[c] = simd::row_load<NV>(hr, c, C);
-    gh[c] = w ? g[c] * simd::row_load<NV>(w, c, C) : g[c];
-    s1 += gh[c];
-    s2 = xsimd::fma(gh[c], h[c], s2);
-  }
-  const batch m1(xsimd::hadd(s1) / static_cast<float>(C)),
-      m2(xsimd::hadd(s2) / static_cast<float>(C));
-  const batch rb(r);
-#pragma GCC unroll 16
-  for (int c = 0; c < NV; ++c) {
-    simd::row_store<NV>(gx, c, C, rb * (gh[c] - m1 - h[c] * m2));
-    if (pw) simd::row_store<NV>(pw, c, C, xsimd::fma(g[c], h[c], simd::row_load<NV>(pw, c, C)));
-    if (pb) simd::row_store<NV>(pb, c, C, simd::row_load<NV>(pb, c, C) + g[c]);
-  }
-}
-
-// Records layer norm's node on `s.out` (its input x, and weight and bias).
-Tensor record_layer_norm(const LayerNormSaved& s, const Tensor& x, const Tensor& weight,
-                         const Tensor& bias, int64_t N, int64_t C) {
-  return record(
-      s.out, "NativeLayerNormBackward0", {x, weight, bias},
-      [xhat = s.xhat, rstd = s.rstd, weight, bias, N, C](const Tensor& g) {
-        Tensor gc = g.contiguous();
-        Tensor gx = empty(g.shape());
-        const Tensor wc = weight.defined() ? weight.contiguous() : Tensor();
-        const float* w = wc.defined() ? wc.data() : nullptr;
-        // dw and db sum over rows: each chunk of rows sums its own, and the chunks'
-        // sums are added in chunk order (the same for a given thread count).
-        const bool fast = simd::row_fits(C);
-        const int64_t chunks = parallel_chunks(N, fast ? norm_row_grain(C) : row_grain(C));
-        std::vector<float> part_w(weight.defined() ? chunks * C : 0, 0.0f);
-        std::vector<float> part_b(bias.defined() ? chunks * C : 0, 0.0f);
-        parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
-          std::vector<float> gh(fast ? 0 : C);
-          for (int64_t c = c0; c < c1; ++c) {
-            float* pw = part_w.empty() ? nullptr : part_w.data() + c * C;
-            float* pb = part_b.empty() ? nullptr : part_b.data() + c * C;
-            const int64_t n0 = N * c / chunks, n1 = N * (c + 1) / chunks;
-            if (fast) {
-              simd::with_row_vectors(C, [&](auto nv) {
-                for (int64_t n = n0; n < n1; ++n)
-                  layer_norm_grad_row<decltype(nv)::value>(gc.data() + n * C, xhat.data() + n * C,
-                                                           w, rstd.data()[n], gx.data() + n * C, pw,
-                                                           pb, C);
-              });
-              continue;
-            }
-            for (int64_t n = n0; n < n1; ++n) {
-              const float* gr = gc.data() + n * C;
-              const float* hr = xhat.data() + n * C;
-              // dL/dxhat = g ⊙ w; then dx = rstd (ĝ - mean(ĝ) - x̂ mean(ĝ ⊙ x̂))
-              if (w)
-                simd::map2(gr, 1, w, 1, gh.data(), C, [](batch a, batch b) { return a * b; });
-              else
-                std::copy(gr, gr + C, gh.data());
-              const batch m1(simd::sum(gh.data(), C) / static_cast<float>(C));
-              const batch m2(simd::dot(gh.data(), hr, C) / static_cast<float>(C));
-              const batch r(rstd.data()[n]);
-              simd::map2(gh.data(), 1, hr, 1, gx.data() + n * C, C,
-                         [&](batch a, batch h) { return r * (a - m1 - h * m2); });
-              // dw = Σ_rows g ⊙ x̂, db = Σ_rows g
-              if (pw)
-                simd::map3(pw, 1, gr, 1, hr, 1, pw, C,
-                           [](batch acc, batch a, batch h) { return xsimd::fma(a, h, acc); });
-              if (pb) simd::map2(pb, 1, gr, 1, pb, C, [](batch acc, batch a) { return acc + a; });
-            }
-          }
-        });
-        auto total = [&](const std::vector<float>& parts, const Tensor& like) {
-          if (!like.defined()) return Tensor();
-          Tensor t = empty(like.shape());
-          simd::sum_rows(parts.data(), chunks, C, t.data());
-          return t;
-        };
-        return std::vector<Tensor>{gx, total(part_w, weight), total(part_b, bias)};
-      });
-}
-
 }  // namespace
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                   const Tensor& bias, float eps) {
   check_layer_norm("layer_norm", x, normalized_shape, weight, bias);
+  using LayerNorm = Tensor(const Tensor&, const Shape&, const Tensor&, const Tensor&, float);
+  if (auto fast = fast_kernel<LayerNorm>("layer_norm"))
+    return fast(x, normalized_shape, weight, bias, eps);
   const int64_t C = numel_of(normalized_shape);
   const int64_t N = C == 0 ? 0 : x.numel() / C;
-  Tensor xc = x.contiguous();
-  return record_layer_norm(layer_norm_rows(xc.data(), x.shape(), N, C, weight, bias, eps), x,
-                           weight, bias, N, C);
-}
-
-namespace {
-
-// m[i] = draw m[i] kept (>= p) ? scale : 0, and y[i] = x[i] m[i]. The three never overlap (fresh
-// tensors), and saying so lets the compiler vectorize the loop.
-void apply_dropout(float* __restrict m, const float* __restrict x, float* __restrict y, int64_t n,
-                   float p, float scale) {
-  for (int64_t i = 0; i < n; ++i) {
-    m[i] = m[i] >= p ? scale : 0.0f;
-    y[i] = x[i] * m[i];
+  const Tensor xc = x.contiguous();
+  const Tensor w = weight.defined() ? weight.contiguous() : Tensor();
+  const Tensor b = bias.defined() ? bias.contiguous() : Tensor();
+  // x̂ = (x - mean) / σ with σ = √(var + eps) (the biased variance), y = x̂ w + b; x̂ and 1/σ of
+  // each row are kept for the backward.
+  Tensor out = empty(x.shape()), xhat = empty(x.shape()), rstd = empty({N});
+  for (int64_t n = 0; n < N; ++n) {
+    const float* xr = xc.data() + n * C;
+    float mean = 0.0f, var = 0.0f;
+    for (int64_t c = 0; c < C; ++c) mean += xr[c];
+    mean /= static_cast<float>(C);
+    for (int64_t c = 0; c < C; ++c) var += (xr[c] - mean) * (xr[c] - mean);
+    var /= static_cast<float>(C);
+    const float r = 1.0f / std::sqrt(var + eps);
+    rstd.data()[n] = r;
+    for (int64_t c = 0; c < C; ++c) {
+      const float h = (xr[c] - mean) * r;
+      xhat.data()[n * C + c] = h;
+      out.data()[n * C + c] =
+          h * (w.defined() ? w.data()[c] : 1.0f) + (b.defined() ? b.data()[c] : 0.0f);
+    }
   }
+  return record(out, "NativeLayerNormBackward0", {x, weight, bias},
+                [xhat, rstd, w, weight, bias, N, C](const Tensor& g) {
+                  Tensor gc = g.contiguous();
+                  Tensor gx = empty(g.shape());
+                  Tensor gw = weight.defined() ? zeros(weight.shape()) : Tensor();
+                  Tensor gb = bias.defined() ? zeros(bias.shape()) : Tensor();
+                  for (int64_t n = 0; n < N; ++n) {
+                    const float* gr = gc.data() + n * C;
+                    const float* hr = xhat.data() + n * C;
+                    // ĝ = g ⊙ w = dL/dx̂; then dx = (1/σ) (ĝ - mean(ĝ) - x̂ mean(ĝ ⊙ x̂))
+                    float m1 = 0.0f, m2 = 0.0f;
+                    for (int64_t c = 0; c < C; ++c) {
+                      const float gh = gr[c] * (w.defined() ? w.data()[c] : 1.0f);
+                      m1 += gh;
+                      m2 += gh * hr[c];
+                    }
+                    m1 /= static_cast<float>(C);
+                    m2 /= static_cast<float>(C);
+                    for (int64_t c = 0; c < C; ++c) {
+                      const float gh = gr[c] * (w.defined() ? w.data()[c] : 1.0f);
+                      gx.data()[n * C + c] = rstd.data()[n] * (gh - m1 - hr[c] * m2);
+                      if (gw.defined()) gw.data()[c] += gr[c] * hr[c];  // dw = Σ_rows g ⊙ x̂
+                      if (gb.defined()) gb.data()[c] += gr[c];          // db = Σ_rows g
+                    }
+                  }
+                  return std::vector<Tensor>{gx, gw, gb};
+                });
 }
-
-// The same with a residual: y[i] = r[i] + x[i] m[i].
-void apply_dropout_add(float* __restrict m, const float* __restrict x, const float* __restrict r,
-                       float* __restrict y, int64_t n, float p, float scale) {
-  for (int64_t i = 0; i < n; ++i) {
-    m[i] = m[i] >= p ? scale : 0.0f;
-    y[i] = r[i] + x[i] * m[i];
-  }
-}
-
-}  // namespace
 
 Tensor dropout(const Tensor& x, float p, bool training) {
   check_float("dropout", x);
@@ -387,20 +207,18 @@ Tensor dropout(const Tensor& x, float p, bool training) {
     throw Error(
         fmt::format("dropout: dropout probability has to be between 0 and 1, but got {}", p));
   if (!training || p == 0.0f) return x;
+  if (auto fast = fast_kernel<Tensor(const Tensor&, float, bool)>("dropout"))
+    return fast(x, p, training);
   // Keep each element with probability 1-p and scale it by 1/(1-p), so the expected value is
-  // unchanged and eval mode needs no rescaling.
+  // unchanged and eval mode needs no rescaling. One uniform draw per element, in element order.
   const float scale = p == 1.0f ? 0.0f : 1.0f / (1.0f - p);
   Tensor xc = x.contiguous();
   Tensor mask = empty(x.shape()), out = empty(x.shape());
-  const float* xp = xc.data();
-  float* m = mask.data();
-  float* y = out.data();
-  // One pass draws the mask and applies it; the draws are the default generator's, in element
-  // order, whatever the thread count.
-  parallel_draws(mask.numel(), 1, [&](Generator& gen, int64_t begin, int64_t end) {
-    gen.uniform_fill(m + begin, end - begin);  // the draws first, then the mask in their place
-    apply_dropout(m + begin, xp + begin, y + begin, end - begin, p, scale);
-  });
+  Generator& gen = default_generator();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    mask.data()[i] = gen.uniform() >= p ? scale : 0.0f;
+    out.data()[i] = xc.data()[i] * mask.data()[i];
+  }
   return record(out, "NativeDropoutBackward0", {x},
                 [mask](const Tensor& g) { return std::vector<Tensor>{mul(g, mask)}; });
 }
@@ -417,34 +235,12 @@ DropoutAddLayerNorm dropout_add_layer_norm(const Tensor& x, const Tensor& residu
   if (p < 0.0f || p > 1.0f)
     throw Error(fmt::format(
         "dropout_add_layer_norm: dropout probability has to be between 0 and 1, but got {}", p));
-  const bool drop = training && p > 0.0f;
-  Tensor xc = x.contiguous(), rc = residual.contiguous();
-  Tensor sum = empty(x.shape());
-  Tensor mask = drop ? empty(x.shape()) : Tensor();
-  const float* xp = xc.data();
-  const float* rp = rc.data();
-  float* sp = sum.data();
-  if (drop) {
-    // dropout()'s very draws and mask (the default generator's numbers in element order), with
-    // the residual added in the same pass: sum = residual + x ⊙ mask.
-    const float scale = p == 1.0f ? 0.0f : 1.0f / (1.0f - p);
-    float* m = mask.data();
-    parallel_draws(sum.numel(), 1, [&](Generator& gen, int64_t begin, int64_t end) {
-      gen.uniform_fill(m + begin, end - begin);
-      apply_dropout_add(m + begin, xp + begin, rp + begin, sp + begin, end - begin, p, scale);
-    });
-  } else {
-    simd::map2(xp, 1, rp, 1, sp, sum.numel(), [](batch v, batch r) { return r + v; });
-  }
-  const int64_t C = numel_of(normalized_shape);
-  const int64_t N = C == 0 ? 0 : x.numel() / C;
-  LayerNormSaved saved = layer_norm_rows(sp, x.shape(), N, C, weight, bias, eps);
-  // Two nodes, as the composed ops would record: sum = residual + dropout(x), then its norm.
-  Tensor sum_node = record(sum, "DropoutAddBackward0", {x, residual}, [mask](const Tensor& g) {
-    // d/dx = mask (0 or 1/(1-p)), d/dresidual = 1
-    return std::vector<Tensor>{mask.defined() ? mul(g, mask) : g, g};
-  });
-  return {sum_node, record_layer_norm(saved, sum_node, weight, bias, N, C)};
+  using Fused = DropoutAddLayerNorm(const Tensor&, const Tensor&, float, bool, const Shape&,
+                                    const Tensor&, const Tensor&, float);
+  if (auto fast = fast_kernel<Fused>("dropout_add_layer_norm"))
+    return fast(x, residual, p, training, normalized_shape, weight, bias, eps);
+  Tensor sum = add(residual, dropout(x, p, training));
+  return {sum, layer_norm(sum, normalized_shape, weight, bias, eps)};
 }
 
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx) {
@@ -478,8 +274,8 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
     for (size_t i = 0; i < ids.size(); ++i) {
       if (padding_idx && ids[i] == *padding_idx) continue;
       float* dst = gw.data() + ids[i] * D;
-      simd::map2(dst, 1, gc.data() + static_cast<int64_t>(i) * D, 1, dst, D,
-                 [](batch a, batch b) { return a + b; });
+      const float* src = gc.data() + static_cast<int64_t>(i) * D;
+      for (int64_t d = 0; d < D; ++d) dst[d] += src[d];
     }
     return std::vector<Tensor>{gw};
   });
@@ -533,19 +329,21 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target,
   // loss_n = (1-ε)(lse - x_t) + ε(lse - mean(x)): cross entropy against the smoothed target.
   if (options.nll && red == "none")
     throw Error("cross_entropy: nll is returned for reduction 'mean' or 'sum', not 'none'");
+  using CrossEntropy = Tensor(const Tensor&, const Tensor&, const CrossEntropyOptions&);
+  if (auto fast = fast_kernel<CrossEntropy>("cross_entropy")) return fast(logits, target, options);
+  // loss_n = (1-ε)(lse - x_t) + ε(lse - mean(x)): cross entropy against the smoothed target, with
+  // lse = log Σ e^x of row n.
   std::vector<float> losses(N, 0.0f), nlls(options.nll ? N : 0, 0.0f);
-  for_exp_rows(N, C, [&](int64_t n0, int64_t n1) {
-    for (int64_t n = n0; n < n1; ++n) {
-      if (t[n] == options.ignore_index) continue;
-      const float* row = x.data() + n * C;
-      const float m = simd::max(row, C);
-      const float lse = m + std::log(simd::sum_exp(row, C, m));
-      const float nll = lse - row[t[n]];
-      const float smooth = lse - simd::sum(row, C) / static_cast<float>(C);
-      losses[n] = (1.0f - eps) * nll + eps * smooth;
-      if (!nlls.empty()) nlls[n] = nll;
-    }
-  });
+  for (int64_t n = 0; n < N; ++n) {
+    if (t[n] == options.ignore_index) continue;
+    const float* row = x.data() + n * C;
+    const float lse = row_logsumexp(row, C);
+    float total = 0.0f;
+    for (int64_t c = 0; c < C; ++c) total += row[c];
+    const float nll = lse - row[t[n]];
+    losses[n] = (1.0f - eps) * nll + eps * (lse - total / static_cast<float>(C));
+    if (!nlls.empty()) nlls[n] = nll;
+  }
   Tensor out;
   if (red == "none") {
     out = from_vector(losses, target.shape());
@@ -564,28 +362,21 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target,
       out, "NllLossBackward0", {logits},
       [x, t, count, N, C, eps, options, lshape = logits.shape(), from_last](const Tensor& g) {
         // d loss_n / d x = softmax(x) - (1-ε) onehot(t) - ε/C, scaled by the upstream gradient.
-        std::vector<float> scale(N, 0.0f);
         const auto gv = g.to_vector();
+        Tensor gx = zeros({N, C});
         for (int64_t n = 0; n < N; ++n) {
           if (t[n] == options.ignore_index) continue;
-          scale[n] = options.reduction == "none"  ? gv[n]
-                     : options.reduction == "sum" ? gv[0]
-                                                  : gv[0] / static_cast<float>(count);
-        }
-        Tensor gx = empty({N, C});
-        for_exp_rows(N, C, [&](int64_t n0, int64_t n1) {
-          for (int64_t n = n0; n < n1; ++n) {
-            float* dst = gx.data() + n * C;
-            if (scale[n] == 0.0f) {
-              std::fill(dst, dst + C, 0.0f);
-              continue;
-            }
-            softmax_row(x.data() + n * C, dst, C);
-            const batch sb(scale[n]), off(eps / static_cast<float>(C));
-            simd::map(dst, dst, C, [&](batch p) { return (p - off) * sb; });
-            dst[t[n]] -= (1.0f - eps) * scale[n];
+          const float scale = options.reduction == "none"  ? gv[n]
+                              : options.reduction == "sum" ? gv[0]
+                                                           : gv[0] / static_cast<float>(count);
+          const float* row = x.data() + n * C;
+          const float lse = row_logsumexp(row, C);
+          for (int64_t c = 0; c < C; ++c) {
+            const float target_share =
+                (c == t[n] ? 1.0f - eps : 0.0f) + eps / static_cast<float>(C);
+            gx.data()[n * C + c] = (std::exp(row[c] - lse) - target_share) * scale;
           }
-        });
+        }
         if (lshape.size() == 1) return std::vector<Tensor>{gx.reshape(lshape)};
         if (lshape.size() == 2) return std::vector<Tensor>{gx};
         Shape moved = {lshape[0]};  // [N, d..., C], then C back to dim 1

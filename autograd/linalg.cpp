@@ -1,13 +1,10 @@
-// matmul, mm, bmm and linear: shape logic and autograd around the GEMM of gemm.cpp.
+// matmul, mm, bmm and linear: their shape rules, plain loops and gradients.
 // Dimension letters: M rows of the left operand, K the contracted dim, N columns of the right.
 #include <fmt/format.h>
 
+#include "autograd/dispatch.hpp"
 #include "autograd/engine.hpp"
-#include "autograd/frozen_weights.hpp"
-#include "autograd/gelu_math.hpp"
-#include "autograd/gemm.hpp"
 #include "autograd/ops.hpp"
-#include "autograd/simd.hpp"
 
 namespace anatomy {
 
@@ -20,63 +17,31 @@ void check_float(const char* op, const Tensor& t) {
                             t.shape().str()));
 }
 
-// Can dims [0, d] of `t` be walked as one dim with stride t.stride(d)?
-bool collapsible(const Tensor& t, int64_t d) {
-  for (int64_t i = 0; i < d; ++i)
-    if (t.size(i) != 1 && t.stride(i) != t.stride(i + 1) * t.size(i + 1)) return false;
-  return true;
-}
-
-// out[..., M, N] = a[..., M, K] · b[..., K, N] where a and b are views with identical batch
-// dims (broadcast ones have stride 0) and out is contiguous.
-void batched_gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
-  const int64_t nd = out.dim();
+// out[g, M, N] = a[g, M, K] · b[g, K, N] for every batch g; a and b are contiguous with the same
+// batch dims, out is contiguous and filled with zeros.
+void batched_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
-  float* po = out.data();
-  const float* pa = a.data();
-  const float* pb = b.data();
-  // One big GEMM when a's batch rows stack into one matrix and b has no batch (stride 0): the
-  // common x[B, T, C] · W[C, N].
-  bool b_shared = true;
-  for (int64_t d = 0; d < nd - 2; ++d) b_shared = b_shared && (b.stride(d) == 0 || b.size(d) == 1);
-  if (nd > 2 && b_shared && collapsible(a, nd - 2)) {
-    gemm(out.numel() / N, N, K, pa, a.stride(-2), a.stride(-1), pb, b.stride(-2), b.stride(-1), po,
-         N, false);
-    return;
-  }
   const int64_t batches = out.numel() / std::max<int64_t>(M * N, 1);
-  std::vector<int64_t> off_a(batches), off_b(batches);
-  for (int64_t i = 0; i < batches; ++i) {
-    int64_t rem = i, oa = 0, ob = 0;
-    for (int64_t d = nd - 3; d >= 0; --d) {
-      const int64_t c = rem % out.size(d);
-      rem /= out.size(d);
-      oa += c * a.stride(d);
-      ob += c * b.stride(d);
-    }
-    off_a[i] = oa;
-    off_b[i] = ob;
-  }
-  // Many small products (attention heads): one thread per product. Few large ones: GEMM's own
-  // threads inside each.
-  const double flops =
-      2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-  const bool per_batch = batches > 1 && flops < kParallelFlops &&
-                         flops * static_cast<double>(batches) >= kParallelFlops;
-  auto one = [&](int64_t i) {
-    gemm(M, N, K, pa + off_a[i], a.stride(-2), a.stride(-1), pb + off_b[i], b.stride(-2),
-         b.stride(-1), po + i * M * N, N, false);
-  };
-  if (per_batch) {
-    parallel_for(batches, 1, [&](int64_t b0, int64_t b1) {
-      for (int64_t i = b0; i < b1; ++i) one(i);
-    });
-  } else {
-    for (int64_t i = 0; i < batches; ++i) one(i);
+  for (int64_t g = 0; g < batches; ++g) {
+    const float* x = a.data() + g * M * K;
+    const float* y = b.data() + g * K * N;
+    float* z = out.data() + g * M * N;
+    // i, k, j: the inner loop walks a row of b and a row of the result, both contiguous.
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < K; ++k) {
+        const float xik = x[i * K + k];
+        for (int64_t j = 0; j < N; ++j) z[i * N + j] += xik * y[k * N + j];
+      }
   }
 }
 
 Tensor transpose_last(const Tensor& t) { return transpose(t, -1, -2); }
+
+// t's values laid out contiguously: t itself, or a copy made with copy_, which records no op (a
+// scratch copy is not a step of the computation that anomaly detection should name).
+Tensor contiguous_values(const Tensor& t) {
+  return t.is_contiguous() ? t.detach() : empty(t.shape()).copy_(t);
+}
 
 }  // namespace
 
@@ -108,8 +73,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   ea.insert(ea.end(), {M, K});
   eb.insert(eb.end(), {K, N});
   out_shape.insert(out_shape.end(), {M, N});
-  Tensor out = empty(out_shape);
-  batched_gemm(expand(a2.detach(), ea), expand(b2.detach(), eb), out);
+  if (auto fast = fast_kernel<Tensor(const Tensor&, const Tensor&)>("matmul")) return fast(a, b);
+  Tensor out = zeros(out_shape);
+  batched_matmul(contiguous_values(expand(a2, ea)), contiguous_values(expand(b2, eb)), out);
   Shape final_shape = out_shape;
   if (b.dim() == 1) final_shape.erase(final_shape.end() - 1);
   if (a.dim() == 1) final_shape.erase(final_shape.end() - (b.dim() == 1 ? 1 : 2));
@@ -174,31 +140,6 @@ void check_linear(const char* op, const Tensor& x, const Tensor& weight, const T
     throw Error(fmt::format("{}: bias must have shape [{}] (got {})", op, N, bias.shape().str()));
 }
 
-// h = x Wᵀ + b into a new tensor of x's shape with N last; with `act`, act(h) goes to act->out
-// in the same pass, or, when act->out is null, over h itself (which is then act(h)).
-Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                      const GemmActivation* act = nullptr) {
-  const int64_t K = weight.size(1), N = weight.size(0);
-  Tensor x2 =
-      collapsible(x, x.dim() - 2 < 0 ? 0 : x.dim() - 2) ? x.detach() : x.contiguous().detach();
-  const int64_t rows = x.numel() / std::max<int64_t>(K, 1);
-  Shape out_shape = x.shape();
-  out_shape.back() = N;
-  Tensor out = empty(out_shape);
-  // y = x Wᵀ + b: the GEMM adds b to each row as it writes it (Wᵀ read via strides).
-  const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
-  const int64_t rsx = x2.dim() >= 2 ? x2.stride(-2) : 0;
-  GemmActivation in_place;
-  if (act && !act->out) {
-    in_place = {act->kind, out.data(), N};
-    act = &in_place;
-  }
-  gemm(rows, N, K, x2.data(), rsx, x2.stride(-1), weight.data(), weight.stride(1), weight.stride(0),
-       out.data(), N, false, frozen_packed_weight(weight, rows), bc.defined() ? bc.data() : nullptr,
-       act);
-  return out;
-}
-
 // dx = g W, dW = gᵀ x for y = x Wᵀ (+ b), g of shape [rows, N].
 std::vector<Tensor> linear_backward(const Tensor& g2, const Tensor& x, const Tensor& weight,
                                     int64_t rows, int64_t K) {
@@ -212,9 +153,26 @@ std::vector<Tensor> linear_backward(const Tensor& g2, const Tensor& x, const Ten
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_linear("linear", x, weight, bias);
+  using Linear = Tensor(const Tensor&, const Tensor&, const Tensor&);
+  if (auto fast = fast_kernel<Linear>("linear")) return fast(x, weight, bias);
   const int64_t K = weight.size(1), N = weight.size(0);
-  const int64_t rows = x.numel() / std::max<int64_t>(K, 1);
-  Tensor out = linear_forward(x, weight, bias);
+  int64_t rows = 1;  // every dim of x but the last
+  for (int64_t d = 0; d + 1 < x.dim(); ++d) rows *= x.size(d);
+  Shape out_shape = x.shape();
+  out_shape.back() = N;
+  // y = x Wᵀ + b: (rows, K) x (K, N), then b added to every row.
+  Tensor out = zeros(out_shape);
+  const Tensor w = contiguous_values(weight);
+  Tensor wt = empty({K, N});  // Wᵀ, so that the product's inner loop reads it row by row
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) wt.data()[k * N + n] = w.data()[n * K + k];
+  if (out.numel() > 0 && K > 0)
+    batched_matmul(contiguous_values(x).view({rows, K}), wt, out.view({rows, N}));
+  if (bias.defined()) {
+    const Tensor bc = bias.contiguous();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t n = 0; n < N; ++n) out.data()[r * N + n] += bc.data()[n];
+  }
   return record(out, "AddmmBackward0", {x, weight, bias},
                 [x, weight, bias, rows, K, N](const Tensor& g) {
                   Tensor g2 = g.reshape({rows, N});
@@ -227,66 +185,16 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                 });
 }
 
+// gelu(linear(x, weight, bias)): the fast kernel fuses the two into one pass over the output.
 Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias,
                    const std::string& approximate) {
   check_linear("linear_gelu", x, weight, bias);
   if (approximate != "none" && approximate != "tanh")
     throw Error(fmt::format(
         "linear_gelu: approximate argument must be either none or tanh (got '{}')", approximate));
-  const bool erf = approximate == "none";
-  const int64_t K = weight.size(1), N = weight.size(0);
-  const int64_t rows = x.numel() / std::max<int64_t>(K, 1);
-  GemmActivation act{.kind = erf ? GemmActivation::Kind::GeluErf : GemmActivation::Kind::GeluTanh,
-                     .ldo = N};
-  // With no graph to record (inference, an evaluation) there is no backward to keep the
-  // pre-activation for: GELU goes over the product's own result. Writing one [rows, N] result
-  // instead of two, BERT-base's 128 x 768 x 3072 ran at 73-77 GFLOP/s on one thread, not 65-72.
-  const bool graph = is_grad_enabled() && (x.requires_grad() || weight.requires_grad() ||
-                                           (bias.defined() && bias.requires_grad()));
-  if (!graph)  // record() only checks for anomalies here: there is nothing to record
-    return record(linear_forward(x, weight, bias, &act), "AddmmActivationBackward0",
-                  {x, weight, bias}, {});
-  Shape out_shape = x.shape();
-  out_shape.back() = N;
-  Tensor out = empty(out_shape);
-  act.out = out.data();
-  // h, the pre-activation, is kept for the backward (gelu's backward needs its input).
-  Tensor h = linear_forward(x, weight, bias, &act);
-  return record(out, "AddmmActivationBackward0", {x, weight, bias},
-                [x, weight, bias, h, rows, K, N, erf](const Tensor& g) {
-                  // dh = g ⊙ gelu'(h), and db = Σ_rows dh in the same pass: each chunk of rows sums
-                  // its own, and the chunks' sums are added in chunk order (deterministic per
-                  // thread count).
-                  Tensor gc = g.contiguous();
-                  Tensor dh = empty({rows, N});
-                  const bool want_db = bias.defined() && bias.requires_grad();
-                  const int64_t grain =
-                      std::max<int64_t>(1, simd::kGrain / std::max<int64_t>(N, 1));
-                  const int64_t chunks = parallel_chunks(rows, grain);
-                  std::vector<float> part(want_db ? chunks * N : 0, 0.0f);
-                  parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
-                    for (int64_t c = c0; c < c1; ++c)
-                      for (int64_t n = rows * c / chunks; n < rows * (c + 1) / chunks; ++n) {
-                        float* d = dh.data() + n * N;
-                        simd::map2_range(gc.data() + n * N, 1, h.data() + n * N, 1, d, N,
-                                         [&](simd::batch gy, simd::batch hv) {
-                                           return gy * (erf ? gelu_math::gelu_erf_grad(hv)
-                                                            : gelu_math::gelu_tanh_grad(hv));
-                                         });
-                        if (want_db)
-                          simd::map2_range(part.data() + c * N, 1, d, 1, part.data() + c * N, N,
-                                           [](simd::batch acc, simd::batch v) { return acc + v; });
-                      }
-                  });
-                  std::vector<Tensor> grads = linear_backward(dh, x, weight, rows, K);
-                  Tensor gb;
-                  if (want_db) {
-                    gb = empty({N});
-                    simd::sum_rows(part.data(), chunks, N, gb.data());
-                  }
-                  grads.push_back(gb);
-                  return grads;
-                });
+  using LinearGelu = Tensor(const Tensor&, const Tensor&, const Tensor&, const std::string&);
+  if (auto fast = fast_kernel<LinearGelu>("linear_gelu")) return fast(x, weight, bias, approximate);
+  return gelu(linear(x, weight, bias), approximate);
 }
 
 }  // namespace anatomy

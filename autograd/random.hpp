@@ -5,8 +5,6 @@
 
 #include <cstdint>
 
-#include "autograd/parallel.hpp"
-
 namespace anatomy {
 
 // PCG32 (O'Neill, 2014): small, fast, statistically sound, and trivially serializable.
@@ -20,10 +18,7 @@ class Generator {
     return output(old);
   }
   float uniform() { return to_uniform(next_u32()); }  // [0, 1)
-  // out[0..n) = the next n uniform()s, as n calls would give them, in independent lanes that
-  // hide the multiply's latency (dropout draws one per element of every activation).
-  void uniform_fill(float* out, int64_t n);
-  float normal();  // N(0, 1), Box-Muller
+  float normal();                                     // N(0, 1), Box-Muller
   // Moves the stream `delta` calls of next_u32 ahead in O(log delta) steps (Brown, "Random
   // number generation with arbitrary strides", 1994: the LCG's multiply-add composed with
   // itself by squaring), so that a thread can start at its share of one stream.
@@ -36,7 +31,8 @@ class Generator {
   State get_state() const { return {state_, inc_, has_spare_, spare_}; }
   void set_state(const State& s);
 
- private:
+  // The LCG's multiplier, PCG's output of a state and a draw's float: public for the fast fill
+  // (kernels/uniform_fill.hpp), which steps several states at once.
   static constexpr uint64_t kMultiplier = 6364136223846793005ULL;
   // PCG's XSH-RR output of the state before a step.
   static uint32_t output(uint64_t old) {
@@ -46,6 +42,8 @@ class Generator {
   }
   // The top 24 bits as a float in [0, 1): every value exact.
   static float to_uniform(uint32_t u) { return static_cast<float>(u >> 8) * 0x1.0p-24f; }
+
+ private:
   uint64_t state_ = 0, inc_ = 1;
   bool has_spare_ = false;
   float spare_ = 0.0f;
@@ -69,23 +67,5 @@ class GeneratorGuard {
  private:
   Generator* previous_;
 };
-
-// fn(gen, begin, end) over [0, n) in chunks split between threads, where `gen` is the default
-// generator jumped ahead to element `begin`, each element taking `draws` calls of next_u32.
-// Afterwards the default generator stands where a one-thread loop over all n would leave it, and
-// every element gets the numbers it would get from that loop, whatever the thread count.
-template <typename F>
-void parallel_draws(int64_t n, int64_t draws, F&& fn) {
-  Generator& g = default_generator();
-  const Generator start = g;
-  // 32768 elements a chunk at least: simd::kGrain, the elementwise loops' grain (simd.hpp is
-  // internal to the library, so the number is written out here).
-  parallel_for(n, 32768, [&](int64_t begin, int64_t end) {
-    Generator local = start;
-    local.advance(static_cast<uint64_t>(begin * draws));
-    fn(local, begin, end);
-  });
-  g.advance(static_cast<uint64_t>(n * draws));
-}
 
 }  // namespace anatomy

@@ -6,10 +6,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "autograd/dispatch.hpp"
 #include "autograd/engine.hpp"
 #include "autograd/ops.hpp"
-#include "autograd/parallel.hpp"
-#include "autograd/simd.hpp"
 
 namespace anatomy {
 
@@ -63,43 +62,31 @@ Plan make_plan(const char* op, const Tensor& a, std::vector<int64_t> dims, bool 
   return p;
 }
 
-// out[o, i] = fold over r of x[o, r, i], with `row` folding a contiguous row and `step`
-// combining two batches.
-template <typename Row, typename Step>
-Tensor reduce_kernel(const Plan& p, Row row, Step step) {
+// out[o, i] = fold over r of x[o, r, i], starting from x[o, 0, i].
+template <typename Fold>
+Tensor reduce_kernel(const Plan& p, Fold fold) {
   Tensor out = empty(p.out_shape);
   const float* x = p.x.data();
   float* y = out.data();
   if (out.numel() == 0) return out;
   if (p.R == 0) return out.fill_(0.0f);  // a sum over nothing (max and min refuse it earlier)
-  // Split between threads by outputs, never along R: each output folds its R values in the same
-  // order whatever the thread count, so the bits do not depend on it. A bias gradient (Σ over 768
-  // rows of [768, N], one outer row) ran on one core while the other waited.
-  const int64_t grain = std::max<int64_t>(1, simd::kGrain / p.R);  // outputs per kGrain values
-  if (p.I == 1) {
-    parallel_for(p.O, grain, [&](int64_t o0, int64_t o1) {
-      for (int64_t o = o0; o < o1; ++o) y[o] = row(x + o * p.R, p.R);
-    });
-    return out;
-  }
-  // Tasks of `span` columns of one outer row, about kGrain values to fold each; a multiple of W
-  // columns, so that a split never changes which columns share a vector.
-  const int64_t span = std::min(p.I, (grain + simd::W - 1) / simd::W * simd::W);
-  const int64_t per_row = (p.I + span - 1) / span;
-  parallel_for(p.O * per_row, std::max<int64_t>(1, simd::kGrain / (p.R * span)),
-               [&](int64_t t0, int64_t t1) {
-                 for (int64_t t = t0; t < t1; ++t) {
-                   const int64_t o = t / per_row, i0 = t % per_row * span,
-                                 n = std::min(span, p.I - i0);
-                   float* dst = y + o * p.I + i0;
-                   const float* src = x + o * p.R * p.I + i0;
-                   std::copy(src, src + n, dst);
-                   for (int64_t r = 1; r < p.R; ++r)
-                     simd::map2_range(dst, 1, src + r * p.I, 1, dst, n, step);
-                 }
-               });
+  for (int64_t o = 0; o < p.O; ++o)
+    for (int64_t i = 0; i < p.I; ++i) {
+      float acc = x[o * p.R * p.I + i];
+      for (int64_t r = 1; r < p.R; ++r) acc = fold(acc, x[(o * p.R + r) * p.I + i]);
+      y[o * p.I + i] = acc;
+    }
   return out;
 }
+
+// The larger (smaller) of two values; a NaN wins, as in PyTorch.
+float larger(float acc, float v) {
+  return std::isnan(acc) || std::isnan(v) ? NAN : std::max(acc, v);
+}
+float smaller(float acc, float v) {
+  return std::isnan(acc) || std::isnan(v) ? NAN : std::min(acc, v);
+}
+float plus(float acc, float v) { return acc + v; }
 
 // g of a reduction's output, broadcast back to the input's shape.
 Tensor expand_back(const Tensor& g, const Plan& p, const Shape& input_shape) {
@@ -111,18 +98,11 @@ Tensor amax_or_amin(const char* op, const char* node, const Tensor& a, std::vect
   if (a.numel() == 0)
     throw Error(
         fmt::format("{}: Expected reduction dim to be specified for input.numel() == 0", op));
-  Plan p = make_plan(op, a, std::move(dims), keepdim);
+  Plan p = make_plan(op, a, dims, keepdim);
+  using Extremum = Tensor(const Tensor&, std::vector<int64_t>, bool);
+  if (auto fast = fast_kernel<Extremum>(op)) return fast(a, std::move(dims), keepdim);
   // NaN propagates, as in PyTorch: the extremum of a slice holding a NaN is NaN.
-  Tensor out = is_max ? reduce_kernel(p, simd::max, simd::extremum<true>)
-                      : reduce_kernel(
-                            p,
-                            [](const float* x, int64_t n) {
-                              float m = x[0];
-                              for (int64_t i = 0; i < n && !std::isnan(m); ++i)
-                                m = std::isnan(x[i]) ? x[i] : std::min(m, x[i]);
-                              return m;
-                            },
-                            simd::extremum<false>);
+  Tensor out = reduce_kernel(p, is_max ? larger : smaller);
   return record(out, node, {a}, [a, p, y = out.detach()](const Tensor& g) {
     // The gradient is shared evenly among the elements equal to the extremum.
     Tensor hit = eq(a, expand_back(y, p, a.shape()));
@@ -146,33 +126,22 @@ Tensor arg_search(const char* op, const Tensor& a, int64_t dim, bool keepdim, bo
   Tensor out = empty(rows, Dtype::Int64);
   int64_t* idx = out.data_ptr<int64_t>();
   const float* px = x.data();
-  // Rows in parallel (greedy decoding takes the argmax of every row's logits each step).
-  parallel_for(out.numel(), std::max<int64_t>(1, simd::kGrain / R), [&](int64_t o0, int64_t o1) {
-    for (int64_t o = o0; o < o1; ++o) {
-      const float* row = px + o * R;
-      int64_t best = 0;
-      if (is_max) {
-        // The largest value in vectors, then the first place it occurs: a NaN is the largest
-        // (NaN propagates through max, as in PyTorch) and matches itself only by isnan.
-        const float m = simd::max(row, R);
-        while (std::isnan(m) ? !std::isnan(row[best]) : row[best] != m) ++best;
-      } else {
-        // The first NaN wins, as in PyTorch (NaN propagates through max and min).
-        for (int64_t r = 1; r < R && !std::isnan(row[best]); ++r)
-          if (std::isnan(row[r]) || row[r] < row[best]) best = r;
-      }
-      idx[o] = best;
-    }
-  });
+  for (int64_t o = 0; o < out.numel(); ++o) {
+    const float* row = px + o * R;
+    // The first extremum wins; a NaN counts as the extremum, as in PyTorch.
+    int64_t best = 0;
+    for (int64_t r = 1; r < R && !std::isnan(row[best]); ++r)
+      if (std::isnan(row[r]) || (is_max ? row[r] > row[best] : row[r] < row[best])) best = r;
+    idx[o] = best;
+  }
   if (a.dim() == 0) return out;
   Tensor t = unsqueeze(out, -1);
   if (dim != a.dim() - 1) t = transpose(t, dim, -1).contiguous();
   return keepdim ? t : squeeze(t, dim);
 }
 
-std::pair<Tensor, Tensor> max_or_min(const char* op, const Tensor& a, int64_t dim, bool keepdim,
-                                     bool is_max) {
-  Tensor idx = arg_search(op, a, dim, true, is_max);
+std::pair<Tensor, Tensor> max_or_min(const Tensor& a, int64_t dim, bool keepdim, bool is_max) {
+  Tensor idx = is_max ? argmax(a, dim, true) : argmin(a, dim, true);
   if (a.dim() == 0) return {a, zeros({}, Dtype::Int64)};
   Tensor values = gather(a, dim, idx);
   if (!keepdim) {
@@ -187,8 +156,10 @@ std::pair<Tensor, Tensor> max_or_min(const char* op, const Tensor& a, int64_t di
 Tensor sum(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
   // PyTorch's names: x.sum() is SumBackward0, x.sum(dim) SumBackward1 (even over every dim).
   const char* name = dims.empty() ? "SumBackward0" : "SumBackward1";
-  Plan p = make_plan("sum", a, std::move(dims), keepdim);
-  Tensor out = reduce_kernel(p, simd::sum, [](auto u, auto v) { return u + v; });
+  Plan p = make_plan("sum", a, dims, keepdim);
+  using Sum = Tensor(const Tensor&, std::vector<int64_t>, bool);
+  if (auto fast = fast_kernel<Sum>("sum")) return fast(a, std::move(dims), keepdim);
+  Tensor out = reduce_kernel(p, plus);
   return record(out, name, {a}, [p, shape = a.shape()](const Tensor& g) {
     return std::vector<Tensor>{expand_back(g, p, shape)};  // d(Σx)/dx_i = 1
   });
@@ -196,9 +167,11 @@ Tensor sum(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
 
 Tensor mean(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
   const char* name = dims.empty() ? "MeanBackward0" : "MeanBackward1";
-  Plan p = make_plan("mean", a, std::move(dims), keepdim);
+  Plan p = make_plan("mean", a, dims, keepdim);
+  using Mean = Tensor(const Tensor&, std::vector<int64_t>, bool);
+  if (auto fast = fast_kernel<Mean>("mean")) return fast(a, std::move(dims), keepdim);
   const auto count = static_cast<float>(p.R);
-  Tensor out = reduce_kernel(p, simd::sum, [](auto u, auto v) { return u + v; });
+  Tensor out = reduce_kernel(p, plus);
   for (float* v = out.data(); v != out.data() + out.numel(); ++v) *v /= count;  // as torch rounds
   return record(out, name, {a}, [p, count, shape = a.shape()](const Tensor& g) {
     return std::vector<Tensor>{expand_back(g / count, p, shape)};  // d(Σx/n)/dx_i = 1/n
@@ -237,17 +210,21 @@ Tensor max(const Tensor& a) { return amax(a); }
 Tensor min(const Tensor& a) { return amin(a); }
 
 std::pair<Tensor, Tensor> max(const Tensor& a, int64_t dim, bool keepdim) {
-  return max_or_min("max", a, dim, keepdim, true);
+  return max_or_min(a, dim, keepdim, true);
 }
 std::pair<Tensor, Tensor> min(const Tensor& a, int64_t dim, bool keepdim) {
-  return max_or_min("min", a, dim, keepdim, false);
+  return max_or_min(a, dim, keepdim, false);
 }
 
+using ArgSearch = Tensor(const Tensor&, std::optional<int64_t>, bool);
+
 Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
+  if (auto fast = fast_kernel<ArgSearch>("argmax")) return fast(a, dim, keepdim);
   if (!dim) return arg_search("argmax", a.reshape({-1}), 0, false, true);
   return arg_search("argmax", a, *dim, keepdim, true);
 }
 Tensor argmin(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
+  if (auto fast = fast_kernel<ArgSearch>("argmin")) return fast(a, dim, keepdim);
   if (!dim) return arg_search("argmin", a.reshape({-1}), 0, false, false);
   return arg_search("argmin", a, *dim, keepdim, false);
 }

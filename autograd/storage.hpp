@@ -1,19 +1,18 @@
-// Storage: the flat, SIMD-aligned buffer behind one or more tensors. It is an xtensor 1-D
-// container whose memory comes from the caching allocator (allocator.hpp), 64-byte aligned for
-// xsimd loads; tensors add shape, strides and offset.
+// Storage: the flat, aligned buffer behind one or more tensors. It is an xtensor 1-D container
+// whose memory comes from allocate_bytes (memory.hpp); tensors add shape, strides and offset.
 #pragma once
 
 #include <cstdint>
 #include <variant>
 
-#include "autograd/allocator.hpp"
+#include "autograd/memory.hpp"
 #include "autograd/tensor.hpp"
 #include "autograd/xtensor.hpp"
 
 namespace anatomy {
 
 template <typename T>
-using StorageBuffer = xt::xtensor<T, 1, xt::layout_type::row_major, CachingAllocator<T>>;
+using StorageBuffer = xt::xtensor<T, 1, xt::layout_type::row_major, BufferAllocator<T>>;
 
 struct Storage {
   std::variant<StorageBuffer<float>, StorageBuffer<int64_t>> buffer;

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "autograd/dispatch.hpp"
 #include "autograd/engine.hpp"
 #include "autograd/ops.hpp"
-#include "autograd/simd.hpp"
 #include "autograd/storage.hpp"
 #include "autograd/strided.hpp"
 
@@ -214,102 +214,37 @@ const std::string& Tensor::name() const { return checked(impl_).name; }
 // --- in place; these never record history ---
 
 Tensor& Tensor::fill_(float value) {
+  if (auto fast = fast_kernel<void(Tensor&, float)>("fill_")) return fast(*this, value), *this;
   std::array<std::vector<int64_t>, 1> s{strides()};
-  if (dtype() == Dtype::Float32 && is_contiguous()) {  // gradients zeroed every step: both cores
-    float* p = data_ptr<float>();
-    parallel_for(numel(), simd::kGrain,
-                 [&](int64_t b, int64_t e) { std::fill(p + b, p + e, value); });
-  } else if (dtype() == Dtype::Float32) {
-    float* p = data_ptr<float>();
-    strided::for_each_run<1>(shape(), s, {0}, [&](auto off, int64_t n, auto inner) {
-      for (int64_t i = 0; i < n; ++i) p[off[0] + i * inner[0]] = value;
-    });
-  } else {
-    int64_t* p = data_ptr<int64_t>();
-    const auto v = static_cast<int64_t>(value);
+  auto run = [&](auto* p, auto v) {
     strided::for_each_run<1>(shape(), s, {0}, [&](auto off, int64_t n, auto inner) {
       for (int64_t i = 0; i < n; ++i) p[off[0] + i * inner[0]] = v;
     });
-  }
+  };
+  if (dtype() == Dtype::Float32)
+    run(data_ptr<float>(), value);
+  else
+    run(data_ptr<int64_t>(), static_cast<int64_t>(value));
   return *this;
 }
 
 Tensor& Tensor::zero_() { return fill_(0.0f); }
-
-namespace {
-
-// Whether `t` refers to one element from several places (a zero stride over more than one
-// element: an expanded view). Written into, the order of the writes decides what stays.
-bool repeats_elements(const Tensor& t) {
-  for (int64_t d = 0; d < t.dim(); ++d)
-    if (t.stride(d) == 0 && t.size(d) > 1) return true;
-  return false;
-}
-
-// Whether `a` and `b`, both viewed with a's shape and the strides given, may share elements: the
-// byte ranges they reach overlap.
-bool overlaps(const Tensor& a, const std::vector<int64_t>& a_strides, const Tensor& b,
-              const std::vector<int64_t>& b_strides) {
-  auto span = [&](const Tensor& t, const std::vector<int64_t>& strides) {  // [first, last + 1)
-    int64_t lo = 0, hi = 0;
-    for (int64_t d = 0; d < a.dim(); ++d) {
-      const int64_t reach = (a.size(d) - 1) * strides[static_cast<size_t>(d)];
-      (reach < 0 ? lo : hi) += reach;
-    }
-    const bool f32 = t.dtype() == Dtype::Float32;
-    const auto at = f32 ? reinterpret_cast<intptr_t>(t.data_ptr<float>())
-                        : reinterpret_cast<intptr_t>(t.data_ptr<int64_t>());
-    const intptr_t bytes = f32 ? sizeof(float) : sizeof(int64_t);
-    return std::pair{at + lo * bytes, at + (hi + 1) * bytes};
-  };
-  const auto [a0, a1] = span(a, a_strides);
-  const auto [b0, b1] = span(b, b_strides);
-  return a0 < b1 && b0 < a1;
-}
-
-}  // namespace
 
 Tensor& Tensor::copy_(const Tensor& src) {
   if (src.dim() > dim() || broadcast_shapes("copy_", src.shape(), shape()) != shape())
     throw Error(fmt::format("copy_: the source of shape {} cannot be broadcast to {}",
                             src.shape().str(), shape().str()));
   Tensor s = src.dtype() == dtype() ? src : src.to(dtype());
-  if (dtype() == Dtype::Float32 && s.shape() == shape() && is_contiguous() && s.is_contiguous()) {
-    float* dst = data_ptr<float>();
-    const float* from = s.data_ptr<float>();
-    const int64_t n = numel();
-    if (dst + n <= from || from + n <= dst || dst == from) {  // no partial overlap
-      parallel_for(n, simd::kGrain, [&](int64_t b, int64_t e) {
-        std::memmove(dst + b, from + b, sizeof(float) * static_cast<size_t>(e - b));
-      });
-      return *this;
-    }
-  }
+  if (auto fast = fast_kernel<void(Tensor&, const Tensor&)>("copy_")) return fast(*this, s), *this;
+  // Element by element in row-major order: where the destination repeats an element (an
+  // expanded view), the last write stays.
   std::array<std::vector<int64_t>, 2> st{strides(), strided::broadcast_strides(s, shape())};
-  // Threads split dim 0 unless the two sides' elements may overlap, or the destination repeats
-  // an element (a zero stride: an expanded view), where the copy goes one element at a time in
-  // order, as it always did (the last write wins, not whichever thread came last). A permuted
-  // gradient made contiguous ([B, T, 3, H, D] from [3, B, H, T, D], Tiny Shakespeare's size) ran
-  // on one core while the other waited: 82-85 µs, and 56-58 split.
   auto run = [&](auto* dst, auto* from) {
-    if (numel() == 0) return;
-    if (dim() == 0) {
-      *dst = *from;
-      return;
-    }
-    auto rows = [&](int64_t b, int64_t e) {  // rows [b, e) of dim 0
-      Shape part = shape();
-      part[0] = e - b;
-      strided::for_each_run<2>(part, st, {b * st[0][0], b * st[1][0]},
-                               [&](auto off, int64_t n, auto inner) {
-                                 for (int64_t i = 0; i < n; ++i)
-                                   dst[off[0] + i * inner[0]] = from[off[1] + i * inner[1]];
-                               });
-    };
-    if (repeats_elements(*this) || overlaps(*this, st[0], s, st[1])) return rows(0, size(0));
-    const int64_t row = numel() / size(0);
-    parallel_for(size(0), std::max<int64_t>(1, simd::kGrain / row), rows);
+    strided::for_each_run<2>(shape(), st, {0, 0}, [&](auto off, int64_t n, auto inner) {
+      for (int64_t i = 0; i < n; ++i) dst[off[0] + i * inner[0]] = from[off[1] + i * inner[1]];
+    });
   };
+  if (numel() == 0) return *this;
   if (dtype() == Dtype::Float32)
     run(data_ptr<float>(), s.data_ptr<float>());
   else
@@ -318,50 +253,14 @@ Tensor& Tensor::copy_(const Tensor& src) {
 }
 
 Tensor& Tensor::add_(const Tensor& other, float alpha) {
-  const bool floats = dtype() == Dtype::Float32 && other.dtype() == Dtype::Float32;
-  if (floats && is_contiguous() && other.is_contiguous() && other.shape() == shape()) {
-    const simd::batch a(alpha);
-    simd::map2(data(), 1, other.data(), 1, data(), numel(),
-               [&](auto x, auto y) { return xsimd::fma(y, a, x); });
-    return *this;
-  }
-  // Strided, of the same shape, each element once and apart from `other` (a gradient added into
-  // part of a buffer: the engine's q, k and v of one projection): in place, run by run, instead
-  // of a sum into a new tensor and a copy back.
-  if (floats && other.shape() == shape() && dim() > 0 && numel() > 0 && !repeats_elements(*this) &&
-      !overlaps(*this, strides(), other, other.strides())) {
-    const std::array<std::vector<int64_t>, 2> st{strides(), other.strides()};
-    float* dst = data();
-    const float* from = other.data();
-    const simd::batch a(alpha);
-    auto rows = [&](int64_t b, int64_t e) {  // rows [b, e) of dim 0
-      Shape part = shape();
-      part[0] = e - b;
-      strided::for_each_run<2>(
-          part, st, {b * st[0][0], b * st[1][0]}, [&](auto off, int64_t n, auto inner) {
-            float* x = dst + off[0];
-            const float* y = from + off[1];
-            if (inner[0] == 1 && inner[1] == 1)
-              simd::map2_range(x, 1, y, 1, x, n,
-                               [&](auto u, auto v) { return xsimd::fma(v, a, u); });
-            else
-              for (int64_t i = 0; i < n; ++i)
-                x[i * inner[0]] = std::fma(y[i * inner[1]], alpha, x[i * inner[0]]);
-          });
-    };
-    parallel_for(size(0), std::max<int64_t>(1, simd::kGrain / (numel() / size(0))), rows);
-    return *this;
-  }
+  if (auto fast = fast_kernel<void(Tensor&, const Tensor&, float)>("add_"))
+    return fast(*this, other, alpha), *this;
   NoGradGuard guard;
   return copy_(alpha == 1.0f ? add(*this, other) : add(*this, mul(other, alpha)));
 }
 
 Tensor& Tensor::mul_(float value) {
-  if (is_contiguous()) {
-    const simd::batch v(value);
-    simd::map(data(), data(), numel(), [&](auto x) { return x * v; });
-    return *this;
-  }
+  if (auto fast = fast_kernel<void(Tensor&, float)>("mul_")) return fast(*this, value), *this;
   NoGradGuard guard;
   return copy_(mul(*this, value));
 }

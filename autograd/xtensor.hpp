@@ -2,11 +2,6 @@
 // paths; an upgrade that moves them touches only this file.
 #pragma once
 
-#include "autograd/xsimd.hpp"
-
-#ifndef XTENSOR_USE_XSIMD
-#define XTENSOR_USE_XSIMD
-#endif
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xarray.hpp>
 #include <xtensor/xtensor.hpp>

@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/gemm.hpp"
 #include "autograd/random.hpp"
+#include "kernels/gemm.hpp"
 
 namespace {
 

@@ -49,12 +49,23 @@ int anatomy::cli::main(int argc, char** argv) {
   add(anatomy::cli::add_bleu_command);
   add(anatomy::cli::add_tokenize_command);
   add(anatomy::cli::add_run_command);
+  // Every command runs on the fast kernels or on the plain reference ops (autograd/dispatch.hpp).
+  std::string kernels;
+  for (auto& [sub, run] : commands)
+    sub->add_option("--kernels", kernels,
+                    "reference: the plain ops of autograd/; fast: the kernels of kernels/ "
+                    "(default: ANATOMY_KERNELS if set, else fast)")
+        ->check(CLI::IsMember({"reference", "fast"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
   try {
+    if (!kernels.empty())
+      anatomy::set_kernels(kernels);
+    else
+      anatomy::kernels();  // an unknown ANATOMY_KERNELS is refused here, before any work
     for (auto& [sub, run] : commands)
       if (sub->parsed()) return run();
   } catch (const anatomy::Error& e) {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "autograd/safetensors.hpp"
+#include "io/safetensors.hpp"
 #include "models/config.hpp"
 #include "nn/nn.hpp"
 #include "tokenizers/tokenizers.hpp"

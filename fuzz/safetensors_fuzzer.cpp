@@ -1,7 +1,7 @@
 // The safetensors parser: header length, JSON header, dtypes, shapes, offsets. Whatever it
 // accepts must be usable: every tensor's elements are read back.
-#include "autograd/safetensors.hpp"
 #include "fuzz/fuzz.hpp"
+#include "io/safetensors.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);

@@ -8,8 +8,8 @@
 #include <set>
 #include <sstream>
 
-#include "autograd/json_limits.hpp"
 #include "autograd/tensor.hpp"
+#include "io/json_limits.hpp"
 #include "models/registry.hpp"
 
 namespace anatomy::models {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include "kernels/frozen_weights.hpp"
+#include "kernels/parallel.hpp"
 
 namespace anatomy::models {
 

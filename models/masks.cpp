@@ -1,4 +1,5 @@
 #include "models/masks.hpp"
+#include <fmt/format.h>
 
 namespace anatomy::models {
 

@@ -1,5 +1,6 @@
 #include "models/scaled_dot_product_attention.hpp"
 
+#include <fmt/format.h>
 #include <cmath>
 #include <limits>
 

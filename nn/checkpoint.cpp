@@ -1,6 +1,7 @@
 #include "nn/checkpoint.hpp"
 
 #include <bit>
+#include "io/safetensors.hpp"
 
 namespace anatomy::nn {
 

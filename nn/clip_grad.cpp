@@ -7,8 +7,9 @@
 #include <unordered_set>
 #include <utility>
 
+#include <fmt/format.h>
 #include "autograd/autograd.hpp"
-#include "autograd/simd.hpp"
+#include "kernels/simd.hpp"
 #include "nn/for_each_segment.hpp"
 
 namespace anatomy::nn {
@@ -47,10 +48,10 @@ float clip_grad_norm_(const std::vector<Tensor>& parameters, float max_norm, flo
     }
   if (grads.empty()) return 0.0f;
   // As torch: the norm of the per-tensor norms, each a float32 value. All the tensors go in one
-  // parallel pass (for_each_segment): a product, a sum and a read-back per tensor were dozens of
-  // loops too small to split, run one after another on one core (0.4-0.6 ms of a 30 ms
-  // Tiny Shakespeare step). A tensor's pieces are combined in the order of their offsets, so the
-  // norm depends only on the thread count, as the step's other reductions.
+  // parallel pass (for_each_segment): a product, a sum and a read-back per tensor would be dozens
+  // of loops too small to split, run one after another on one core. A tensor's pieces are
+  // combined in the order of their offsets, so the norm depends only on the thread count, as the
+  // step's other reductions.
   std::vector<std::vector<std::pair<int64_t, float>>> pieces(grads.size());
   std::mutex pieces_mutex;
   for_each_segment(sizes, [&](size_t i, int64_t b, int64_t e) {

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "autograd/simd.hpp"
+#include "kernels/simd.hpp"
 #include "nn/for_each_segment.hpp"
 
 namespace anatomy::nn {
@@ -46,8 +46,8 @@ DataParallel::Tie& DataParallel::tie(int64_t k) {
   Tie& t = ties_[k - 1];
   const uint64_t version = Module::structure_version();
   if (t.version == version) return t;
-  // Walked again only when a module's parameters changed: in a W1 step (models_benchmark) the
-  // two walks took 27 us, their modules and tensors no longer in cache.
+  // Walked again only when a module's parameters changed: the walks visit modules and tensors that
+  // are no longer in cache.
   check_alike(*replicas_[k - 1]);  // throws, naming the parameter
   t.mine = module_.parameters();
   t.theirs = replicas_[k - 1]->parameters();
@@ -115,9 +115,9 @@ void DataParallel::run(int64_t n, const std::function<void(int64_t, Module&)>& f
 void DataParallel::reduce_gradients() {
   if (replicas_.empty()) return;
   // Each parameter's gradients summed in part order (the module's, then replica 1's, 2's, ...),
-  // all parameters in one parallel loop: a loop per parameter ran the small ones on one core
-  // and woke the other for each large one (W1's reduction took 0.38-0.52 ms that way, 0.26-0.29
-  // ms this way). A module without a gradient takes the first replica's as it is.
+  // all parameters in one parallel loop: a loop per parameter would run the small ones on one
+  // core and wake the other for each large one. A module without a gradient takes the first
+  // replica's as it is.
   std::vector<const Tie*> ties;
   for (int64_t k = 1; k <= static_cast<int64_t>(replicas_.size()); ++k) ties.push_back(&tie(k));
   const std::vector<Tensor>& mine = ties[0]->mine;

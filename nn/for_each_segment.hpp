@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "autograd/parallel.hpp"
-#include "autograd/simd.hpp"
+#include "kernels/parallel.hpp"
+#include "kernels/simd.hpp"
 
 namespace anatomy::nn {
 

@@ -28,9 +28,9 @@ Tensor& kaiming_normal_(Tensor& t, float a = 0.0f, const std::string& mode = "fa
 // trunc_normal_, and the xavier and kaiming ones, which call them) fill zeros instead of
 // drawing, and the global generator is left as it was: a model built only to load its weights
 // then costs no draws (Hugging Face's from_pretrained skips initialization the same way; PyTorch
-// has torch.nn.utils.skip_init). Loading a translation model of 2.3M parameters spent 52 of its
-// 75-95 ms drawing numbers that the checkpoint then replaced. Constants (zeros_, ones_,
-// constant_) are still written. Load strictly afterwards: a parameter the file lacks stays 0.
+// has torch.nn.utils.skip_init); drawing is most of the time of building a model. Constants
+// (zeros_, ones_, constant_) are still written. Load strictly afterwards: a parameter the file
+// lacks stays 0.
 class SkipInitGuard {
  public:
   SkipInitGuard();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "autograd/autograd.hpp"
+#include "io/io.hpp"
 #include "nn/activation.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/clip_grad.hpp"

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "autograd/simd.hpp"
+#include "kernels/simd.hpp"
 #include "nn/for_each_segment.hpp"
 
 namespace anatomy::nn {

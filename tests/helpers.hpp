@@ -15,8 +15,23 @@
 #include <string>
 
 #include "autograd/autograd.hpp"
+#include "io/io.hpp"
+#include "kernels/caching_allocator.hpp"
+#include "kernels/frozen_weights.hpp"
+#include "kernels/parallel.hpp"
 
 namespace anatomy::testing {
+
+// A fixture for the tests of a fast kernel's own behaviour (its threads, its packing, the node it
+// records): they run on the fast kernels whatever ANATOMY_KERNELS says, and the path in force
+// before is put back after.
+struct FastKernels {
+  std::string before = kernels();
+  FastKernels() { set_kernels("fast"); }
+  ~FastKernels() { set_kernels(before); }
+  FastKernels(const FastKernels&) = delete;
+  FastKernels& operator=(const FastKernels&) = delete;
+};
 
 // Golden files and sources live beside the tests; ANATOMY_TEST_DIR is set by CMake.
 inline std::string test_path(const std::string& relative) {

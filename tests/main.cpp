@@ -3,7 +3,7 @@
 
 #include <cstdlib>
 
-#include "autograd/gemm.hpp"
+#include "kernels/gemm.hpp"
 
 int main(int argc, char** argv) {
   // ctest runs two test processes at once; each uses one thread unless OMP_NUM_THREADS says

@@ -6,8 +6,8 @@
 #include <set>
 #include <unordered_map>
 
-#include "autograd/safetensors.hpp"
 #include "autograd/tensor.hpp"
+#include "io/safetensors.hpp"
 #include "tokenizers/unicode.hpp"
 
 namespace anatomy::text {

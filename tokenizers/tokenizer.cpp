@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "autograd/json_limits.hpp"
-#include "autograd/safetensors.hpp"
 #include "autograd/tensor.hpp"
+#include "io/json_limits.hpp"
+#include "io/safetensors.hpp"
 #include "tokenizers/bert_tokenizer.hpp"
 #include "tokenizers/bpe_tokenizer.hpp"
 #include "tokenizers/char_tokenizer.hpp"

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <map>
 
-#include "autograd/safetensors.hpp"
 #include "autograd/tensor.hpp"
+#include "io/safetensors.hpp"
 
 namespace anatomy::text {
 

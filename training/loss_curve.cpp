@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "autograd/safetensors.hpp"
+#include "io/safetensors.hpp"
 #include "viz/ticks.hpp"
 #include "viz/xml.hpp"
 

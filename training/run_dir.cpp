@@ -12,8 +12,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "autograd/json_limits.hpp"
-#include "autograd/safetensors.hpp"
+#include "io/json_limits.hpp"
+#include "io/safetensors.hpp"
 
 namespace anatomy::training {
 

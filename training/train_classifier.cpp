@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "data/data.hpp"
+#include "kernels/parallel.hpp"
 #include "training/run_dir.hpp"
 #include "training/text_classifier.hpp"
 #include "training/train_options.hpp"

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "kernels/frozen_weights.hpp"
+#include "kernels/parallel.hpp"
 #include "training/run_dir.hpp"
 #include "training/text_generator.hpp"
 #include "training/train_options.hpp"

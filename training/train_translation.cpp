@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "data/data.hpp"
+#include "kernels/parallel.hpp"
 #include "training/checkpoint_average.hpp"
 #include "training/run_dir.hpp"
 #include "training/train_options.hpp"

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "kernels/parallel.hpp"
 #include "training/progress_bar.hpp"
 
 namespace anatomy::training {

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "data/data.hpp"
+#include "kernels/frozen_weights.hpp"
 #include "training/run_dir.hpp"
 #include "training/translation_data.hpp"
 

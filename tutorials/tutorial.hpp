@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "io/io.hpp"
+
 namespace anatomy::tutorial {
 
 class Tutorial {

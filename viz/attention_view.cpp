@@ -6,7 +6,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "autograd/safetensors.hpp"
+#include "io/safetensors.hpp"
 #include "viz/ticks.hpp"
 #include "viz/xml.hpp"
 

@@ -1,7 +1,7 @@
 """A reference BERT in PyTorch, written from the public BertModel architecture (Devlin et al.,
 2019; Hugging Face's modeling_bert.py) with the same module names, so that its state_dict has the
 names and shapes of a Hugging Face checkpoint. It is the oracle for loading such checkpoints into
-the book's TransformerEncoder (tests/test_cli.cpp); `transformers` is not needed.
+the book's TransformerEncoder (tests/cli/test_cli.cpp); `transformers` is not needed.
 
 Each layer is post-LN: LayerNorm(x + sublayer(x)). GELU is the exact (erf) one, LayerNorm's eps
 the config's (1e-12 in bert-base-uncased)."""

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""Regenerates the PyTorch reference values for the parity tests (tests/test_parity.cpp).
+"""Regenerates the PyTorch reference values for the parity tests (tests/autograd/test_parity.cpp).
 
 Run with Debian's python3-torch:  make golden  (or /usr/bin/python3 tests/parity/make_golden.py)
 Writes tests/parity/golden/autograd.safetensors. Each case below has a twin, one line, in the
-C++ table of tests/test_parity.cpp; the names must match.
+C++ table of tests/autograd/test_parity.cpp; the names must match.
 """
 import math
 import pathlib

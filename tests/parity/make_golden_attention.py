@@ -4,7 +4,7 @@ semantics of PyTorch's F.scaled_dot_product_attention float attn_mask (added to 
 scores; Debian's torch 1.13 predates that function, so its documented formula is written out
 below), alone and together with the book's 0/1 mask (which enters as -inf).
 Output, and the gradients of a weighted sum of it for query, key, value and the bias, in
-golden/attention_bias.safetensors (tests/test_models.cpp).
+golden/attention_bias.safetensors (tests/models/test_models.cpp).
 
 Run with Debian's python3-torch:  make golden
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch reference values for the chapter's components and models (tests/test_models_parity.cpp).
+"""PyTorch reference values for the chapter's components and models (tests/models/test_models_parity.cpp).
 
 Run with Debian's python3-torch:  make golden
 Writes tests/parity/golden/models.safetensors with, per case: <case>.param.<name> (the book-style

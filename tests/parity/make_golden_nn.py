@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch reference values for the nn layer (tests/test_nn_parity.cpp, tests/test_optim.cpp).
+"""PyTorch reference values for the nn layer (tests/nn/test_nn_parity.cpp, tests/nn/test_optim.cpp).
 
 Run with Debian's python3-torch:  make golden
 Writes tests/parity/golden/nn.safetensors:

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reference files for `anatomy run` (tests/test_cli.cpp): for each model kind, a Hugging Face
+"""Reference files for `anatomy run` (tests/cli/test_cli.cpp): for each model kind, a Hugging Face
 style config.json, the book-style PyTorch model's weights (state_dict, per-head attention
 layout) and what the model outputs for fixed ids, under tests/parity/golden/run/<kind>/.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch reference for the learning-rate schedules (tests/test_optim.cpp): torch's LambdaLR over
+"""PyTorch reference for the learning-rate schedules (tests/nn/test_optim.cpp): torch's LambdaLR over
 a real optimizer, stepped as a training loop steps it, with
   noam     the Transformer paper's formula, d_model^-0.5 * min(s^-0.5, s * warmup^-1.5) (step 0
            counts as 1), for the paper's setting and for the one `anatomy train` uses for a

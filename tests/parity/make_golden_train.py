@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch reference for a whole training loop (tests/test_training_parity.cpp): a GPT-layout
+"""PyTorch reference for a whole training loop (tests/training/test_training_parity.cpp): a GPT-layout
 character LM (no LayerNorm after the embeddings, no biases, tied embeddings, final LayerNorm)
 trained for 40 steps the way `anatomy train --task lm` trains: AdamW with betas (0.9, 0.99) and
 weight decay 0.1 on matrices only, linear warmup then cosine decay to lr / 10, gradients clipped

@@ -1,0 +1,263 @@
+#include "io/safetensors.hpp"
+
+#include "io/json_limits.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace anatomy {
+
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "safetensors data is little-endian; this build assumes a little-endian machine");
+
+int64_t dtype_size(const std::string& dtype) {
+  if (dtype == "F32") return 4;
+  if (dtype == "I64") return 8;
+  if (dtype == "F16" || dtype == "BF16") return 2;
+  return 0;
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalize
+      exp = 127 - 15 + 1;
+      while ((mant & 0x400u) == 0) {
+        mant <<= 1;
+        --exp;
+      }
+      bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  return std::bit_cast<float>(bits);
+}
+
+float bf16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+
+}  // namespace
+
+SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& source) {
+  const std::string where = fmt::format("load_safetensors: {}", source);
+  if (bytes.size() < 8)
+    throw Error(
+        fmt::format("{}: file is {} bytes, too short for the 8-byte header length "
+                    "(truncated?)",
+                    where, bytes.size()));
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  if (n > bytes.size() - 8)
+    throw Error(
+        fmt::format("{}: header length {} runs past the end of the {}-byte file "
+                    "(truncated or not a safetensors file)",
+                    where, n, bytes.size()));
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<int64_t>(n),
+                                   json_depth_limit(where + ": the header"));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("{}: the header is not valid JSON ({})", where, e.what()));
+  }
+  if (!header.is_object()) throw Error(fmt::format("{}: the header is not a JSON object", where));
+  const int64_t data_size = static_cast<int64_t>(bytes.size() - 8 - n);
+  const char* data = bytes.data() + 8 + n;
+
+  SafetensorsFile file;
+  std::vector<std::string> problems;
+  struct Span {
+    int64_t begin, end;
+    std::string name;
+  };
+  std::vector<Span> spans;
+  struct Entry {
+    std::string dtype;
+    Shape shape;
+    int64_t begin;
+  };
+  std::map<std::string, Entry> entries;
+  for (const auto& [name, info] : header.items()) {
+    if (name == "__metadata__") {
+      if (!info.is_object()) {
+        problems.push_back("__metadata__ is not an object");
+        continue;
+      }
+      for (const auto& [k, v] : info.items())
+        file.metadata[k] = v.is_string() ? v.get<std::string>() : v.dump();
+      continue;
+    }
+    if (!info.is_object() || !info.contains("dtype") || !info.contains("shape") ||
+        !info.contains("data_offsets")) {
+      problems.push_back(fmt::format("'{}': needs dtype, shape and data_offsets", name));
+      continue;
+    }
+    const auto& dt = info["dtype"];
+    const std::string dtype = dt.is_string() ? dt.get<std::string>() : dt.dump();
+    const int64_t size = dtype_size(dtype);
+    if (size == 0) {
+      problems.push_back(
+          fmt::format("'{}': unsupported dtype {} (F32, F16, BF16, I64 are read)", name, dtype));
+      continue;
+    }
+    Shape shape;
+    bool shape_ok = info["shape"].is_array();
+    if (shape_ok)
+      for (const auto& d : info["shape"]) {
+        if (!d.is_number_integer() || d.get<int64_t>() < 0)
+          shape_ok = false;
+        else
+          shape.push_back(d.get<int64_t>());
+      }
+    const auto& off = info["data_offsets"];
+    if (!shape_ok || !off.is_array() || off.size() != 2 || !off[0].is_number_integer() ||
+        !off[1].is_number_integer()) {
+      problems.push_back(fmt::format("'{}': malformed shape or data_offsets", name));
+      continue;
+    }
+    const int64_t begin = off[0].get<int64_t>(), end = off[1].get<int64_t>();
+    if (begin < 0 || end < begin || end > data_size) {
+      problems.push_back(
+          fmt::format("'{}': data_offsets [{}, {}] lie outside the {} data bytes "
+                      "(truncated file?)",
+                      name, begin, end, data_size));
+      continue;
+    }
+    // The byte count of the shape, checked at each product: a crafted shape such as
+    // [2^40, 2^40] must be refused, not overflow int64 (undefined behaviour).
+    int64_t bytes_needed = size;
+    bool overflow = false;
+    for (int64_t d : shape)
+      overflow = overflow || __builtin_mul_overflow(bytes_needed, d, &bytes_needed);
+    if (overflow) {
+      problems.push_back(fmt::format("'{}': shape {} of {} is larger than any file can hold", name,
+                                     shape.str(), dtype));
+      continue;
+    }
+    if (end - begin != bytes_needed) {
+      problems.push_back(fmt::format("'{}': shape {} of {} needs {} bytes but data_offsets span {}",
+                                     name, shape.str(), dtype, bytes_needed, end - begin));
+      continue;
+    }
+    spans.push_back({begin, end, name});
+    entries[name] = {dtype, shape, begin};
+  }
+  std::sort(spans.begin(), spans.end(),
+            [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  for (size_t i = 1; i < spans.size(); ++i)
+    if (spans[i].begin < spans[i - 1].end)
+      problems.push_back(
+          fmt::format("'{}' and '{}': data_offsets overlap", spans[i - 1].name, spans[i].name));
+  if (!problems.empty()) {
+    std::string msg = fmt::format("{}: {} problem(s):", where, problems.size());
+    for (const auto& p : problems) msg += "\n  - " + p;
+    throw Error(msg);
+  }
+  for (const auto& [name, e] : entries) {
+    const char* src = data + e.begin;
+    const int64_t count = numel_of(e.shape);
+    if (e.dtype == "I64") {
+      Tensor t = empty(e.shape, Dtype::Int64);
+      if (count) std::memcpy(t.data_ptr<int64_t>(), src, static_cast<size_t>(count) * 8);
+      file.tensors[name] = t;
+      continue;
+    }
+    Tensor t = empty(e.shape);
+    float* dst = t.data();
+    if (e.dtype == "F32") {
+      if (count) std::memcpy(dst, src, static_cast<size_t>(count) * 4);
+    } else {
+      for (int64_t i = 0; i < count; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        dst[i] = e.dtype == "F16" ? half_to_float(h) : bf16_to_float(h);
+      }
+    }
+    file.tensors[name] = t;
+  }
+  return file;
+}
+
+SafetensorsFile load_safetensors(const std::string& path) {
+  // A folder opens as a stream too, and reports a size no buffer can hold.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(fmt::format("load_safetensors: {} is a folder, not a .safetensors file", path));
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(fmt::format("load_safetensors: cannot open {}", path));
+  // One read into a buffer of the file's size: a stringstream would copy it twice, growing.
+  f.seekg(0, std::ios::end);
+  const std::streamoff size = f.tellg();
+  f.seekg(0, std::ios::beg);
+  if (size < 0) throw Error(fmt::format("load_safetensors: cannot read {}", path));
+  std::string bytes(static_cast<size_t>(size), '\0');
+  if (!f.read(bytes.data(), size))
+    throw Error(fmt::format("load_safetensors: cannot read {}", path));
+  return parse_safetensors(bytes, path);
+}
+
+void write_file_atomically(const std::string& path, const std::string& bytes) {
+  const std::string tmp = fmt::format("{}.tmp{}", path, static_cast<long>(getpid()));
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f)
+    throw Error(
+        fmt::format("save: cannot write {} (does the folder exist and is it writable?)", path));
+  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size() &&
+                  std::fflush(f) == 0 && fsync(fileno(f)) == 0;
+  if (std::fclose(f) != 0 || !ok) {
+    std::remove(tmp.c_str());
+    throw Error(
+        fmt::format("save: writing {} failed (disk full?); the previous file is intact", path));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw Error(fmt::format("save: cannot replace {}", path));
+  }
+}
+
+void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  nlohmann::json header = nlohmann::json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::string data;
+  for (const auto& [name, t] : tensors) {
+    if (!t.defined()) throw Error(fmt::format("save_safetensors: tensor '{}' is undefined", name));
+    const bool is_float = t.dtype() == Dtype::Float32;
+    const int64_t begin = static_cast<int64_t>(data.size());
+    if (is_float) {
+      const auto v = t.to_vector();
+      data.append(reinterpret_cast<const char*>(v.data()), v.size() * 4);
+    } else {
+      const auto v = t.to_int_vector();
+      data.append(reinterpret_cast<const char*>(v.data()), v.size() * 8);
+    }
+    header[name] = {{"dtype", is_float ? "F32" : "I64"},
+                    {"shape", std::vector<int64_t>(t.shape().begin(), t.shape().end())},
+                    {"data_offsets", {begin, static_cast<int64_t>(data.size())}}};
+  }
+  std::string h = header.dump();
+  h.append((8 - h.size() % 8) % 8, ' ');  // data starts 8-byte aligned
+  const uint64_t n = h.size();
+  std::string bytes(reinterpret_cast<const char*>(&n), 8);
+  bytes += h;
+  bytes += data;
+  write_file_atomically(path, bytes);
+}
+
+}  // namespace anatomy

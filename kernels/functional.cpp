@@ -1,0 +1,566 @@
+// Fused kernels of torch.nn.functional's softmax, log_softmax, layer_norm, dropout,
+// dropout_add_layer_norm and cross_entropy: the fast forms of the ops in
+// autograd/functional.cpp, which they must equal. Each reads its input once per pass, keeps no
+// temporaries, and splits its rows between threads.
+//
+// Dimension letters: N rows, C the dim being normalized (classes, features).
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "autograd/dispatch.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops.hpp"
+#include "autograd/random.hpp"
+#include "kernels/parallel_draws.hpp"
+#include "kernels/simd.hpp"
+
+namespace anatomy {
+
+using simd::batch;
+
+namespace {
+
+void check_float(const char* op, const Tensor& t) {
+  if (t.dtype() != Dtype::Float32)
+    throw Error(fmt::format("{}: expected a float32 tensor but got int64 of shape {}", op,
+                            t.shape().str()));
+}
+
+// Rows per chunk: enough that a chunk holds about simd::kGrain values.
+int64_t row_grain(int64_t C) {
+  return std::max<int64_t>(1, simd::kGrain / std::max<int64_t>(C, 1));
+}
+
+// fn(n0, n1) over rows [0, N) of C values each, split between threads when there are enough
+// values for it to pay off.
+template <typename F>
+void for_rows(int64_t N, int64_t C, F fn) {
+  parallel_for(N, row_grain(C), fn);
+}
+
+// for_rows for rows that take an exp of every value (softmax, log-softmax, cross-entropy): a
+// value costs several times an elementwise op's, so a quarter of the grain pays off (cross-entropy
+// over a character vocabulary of 65 is then split too). Each row is computed alone, so the split
+// does not change the bits.
+template <typename F>
+void for_exp_rows(int64_t N, int64_t C, F fn) {
+  parallel_for(N, std::max<int64_t>(1, row_grain(C) / 4), fn);
+}
+
+// Layer norm's rows in registers: a quarter of the grain, as for_exp_rows, so that a few hundred
+// rows of 128 features make enough chunks for both threads.
+int64_t norm_row_grain(int64_t C) { return std::max<int64_t>(1, row_grain(C) / 4); }
+template <typename F>
+void for_norm_rows(int64_t N, int64_t C, F fn) {
+  parallel_for(N, norm_row_grain(C), fn);
+}
+
+// Runs `rows(x, y, N, C)` on contiguous [N, C] buffers with `dim` as C, moving `dim` last and
+// back when needed.
+template <typename Rows>
+Tensor along_dim(const Tensor& a, int64_t dim, Rows rows) {
+  const bool last = dim == a.dim() - 1 || a.dim() == 0;
+  Tensor x = last ? a.contiguous() : transpose(a.detach(), dim, -1).contiguous();
+  Tensor y = empty(x.shape());
+  const int64_t C = a.dim() == 0 ? 1 : x.size(-1);
+  const int64_t N = C == 0 ? 0 : x.numel() / C;
+  rows(x.data(), y.data(), N, C);
+  return last ? y : transpose(y, dim, -1).contiguous();
+}
+
+// Two inputs of the same shape (for backward passes).
+template <typename Rows>
+Tensor along_dim2(const Tensor& a, const Tensor& b, int64_t dim, Rows rows) {
+  const bool last = dim == a.dim() - 1 || a.dim() == 0;
+  Tensor xa = last ? a.contiguous() : transpose(a, dim, -1).contiguous();
+  Tensor xb = last ? b.contiguous() : transpose(b, dim, -1).contiguous();
+  Tensor y = empty(xa.shape());
+  const int64_t C = a.dim() == 0 ? 1 : xa.size(-1);
+  const int64_t N = C == 0 ? 0 : xa.numel() / C;
+  rows(xa.data(), xb.data(), y.data(), N, C);
+  return last ? y : transpose(y, dim, -1).contiguous();
+}
+
+// y = softmax(x) over one row; subtracting the max keeps exp() from overflowing.
+void softmax_row(const float* x, float* y, int64_t C) {
+  const batch m(simd::max(x, C));
+  simd::map(x, y, C, [&](batch v) { return xsimd::exp(v - m); });
+  const batch inv(1.0f / simd::sum(y, C));
+  simd::map(y, y, C, [&](batch v) { return v * inv; });
+}
+
+// y = x - logsumexp(x) over one row.
+void log_softmax_row(const float* x, float* y, int64_t C) {
+  const float m = simd::max(x, C);
+  const batch lse(m + std::log(simd::sum_exp(x, C, m)));
+  simd::map(x, y, C, [&](batch v) { return v - lse; });
+}
+
+Tensor fast_softmax(const Tensor& a, int64_t dim) {
+  check_float("softmax", a);
+  dim = wrap_dim("softmax", dim, a.dim());
+  Tensor out = along_dim(a, dim, [](const float* x, float* y, int64_t N, int64_t C) {
+    for_exp_rows(N, C, [&](int64_t n0, int64_t n1) {
+      for (int64_t n = n0; n < n1; ++n) softmax_row(x + n * C, y + n * C, C);
+    });
+  });
+  return record(out, "SoftmaxBackward0", {a}, [y = out.detach(), dim](const Tensor& g) {
+    // dx = y ⊙ (g - Σ g ⊙ y), the softmax Jacobian-vector product per row.
+    return std::vector<Tensor>{along_dim2(
+        g, y, dim, [](const float* gp, const float* yp, float* dx, int64_t N, int64_t C) {
+          for_rows(N, C, [&](int64_t n0, int64_t n1) {
+            for (int64_t n = n0; n < n1; ++n) {
+              const float* gr = gp + n * C;
+              const float* yr = yp + n * C;
+              const batch dot(simd::dot(gr, yr, C));
+              simd::map2(gr, 1, yr, 1, dx + n * C, C,
+                         [&](batch gv, batch yv) { return yv * (gv - dot); });
+            }
+          });
+        })};
+  });
+}
+
+Tensor fast_log_softmax(const Tensor& a, int64_t dim) {
+  check_float("log_softmax", a);
+  dim = wrap_dim("log_softmax", dim, a.dim());
+  Tensor out = along_dim(a, dim, [](const float* x, float* y, int64_t N, int64_t C) {
+    for_exp_rows(N, C, [&](int64_t n0, int64_t n1) {
+      for (int64_t n = n0; n < n1; ++n) log_softmax_row(x + n * C, y + n * C, C);
+    });
+  });
+  return record(out, "LogSoftmaxBackward0", {a}, [y = out.detach(), dim](const Tensor& g) {
+    // dx = g - e^y Σ g
+    return std::vector<Tensor>{along_dim2(
+        g, y, dim, [](const float* gp, const float* yp, float* dx, int64_t N, int64_t C) {
+          for_exp_rows(N, C, [&](int64_t n0, int64_t n1) {
+            for (int64_t n = n0; n < n1; ++n) {
+              const float* gr = gp + n * C;
+              const batch s(simd::sum(gr, C));
+              simd::map2(gr, 1, yp + n * C, 1, dx + n * C, C,
+                         [&](batch gv, batch yv) { return gv - xsimd::exp(yv) * s; });
+            }
+          });
+        })};
+  });
+}
+
+void check_layer_norm(const char* op, const Tensor& x, const Shape& normalized_shape,
+                      const Tensor& weight, const Tensor& bias) {
+  check_float(op, x);
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  if (k == 0)
+    throw Error(fmt::format(
+        "{}: Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
+        "least one element, but got normalized_shape = []",
+        op));
+  bool ok = x.dim() >= k;
+  for (int64_t i = 0; ok && i < k; ++i) ok = x.size(x.dim() - k + i) == normalized_shape[i];
+  if (!ok)
+    throw Error(fmt::format(
+        "{}: Given normalized_shape={}, expected input with shape "
+        "[*, {}], but got input of size{}",
+        op, normalized_shape.str(),
+        normalized_shape.str().substr(1, normalized_shape.str().size() - 2), x.shape().str()));
+  for (const Tensor* p : {&weight, &bias})
+    if (p->defined() && p->shape() != normalized_shape)
+      throw Error(fmt::format("{}: Expected weight and bias to be of shape {} but got {}", op,
+                              normalized_shape.str(), p->shape().str()));
+}
+
+// Rows of up to simd::kRowVectors vectors of features (simd::row_fits) are normalized in
+// registers: a row is loaded once (its last vector twice), its mean, variance, x̂ and output
+// computed there, and each result stored once; the backward likewise. Wider rows go through
+// passes over memory (simd::sum, simd::dot, ...).
+//
+// One row of layer norm: x̂ = (x - mean) / σ into hr, x̂ w + b into yr; returns 1/σ.
+template <int NV>
+float layer_norm_row(const float* xr, float* hr, float* yr, const float* w, const float* b,
+                     int64_t C, float eps) {
+  batch v[NV], total(0.0f);
+  for (int c = 0; c < NV; ++c) total += v[c] = simd::row_load<NV>(xr, c, C);
+  const float mean = xsimd::hadd(total) / static_cast<float>(C);
+  // The last vector again with the mean past the last feature, so that those lanes add nothing
+  // to the variance.
+  v[NV - 1] = simd::row_load<NV>(xr, NV - 1, C, mean);
+  batch sq(0.0f);
+  for (int c = 0; c < NV; ++c) {
+    v[c] = v[c] - batch(mean);
+    sq = xsimd::fma(v[c], v[c], sq);
+  }
+  const float r = 1.0f / std::sqrt(xsimd::hadd(sq) / static_cast<float>(C) + eps);
+  const batch rb(r);
+  for (int c = 0; c < NV; ++c) {
+    const batch h = v[c] * rb;
+    simd::row_store<NV>(hr, c, C, h);
+    batch y = h;
+    if (w && b)
+      y = xsimd::fma(h, simd::row_load<NV>(w, c, C), simd::row_load<NV>(b, c, C));
+    else if (w)
+      y = h * simd::row_load<NV>(w, c, C);
+    else if (b)
+      y = h + simd::row_load<NV>(b, c, C);
+    simd::row_store<NV>(yr, c, C, y);
+  }
+  return r;
+}
+
+// Layer norm's forward over N contiguous rows of C values: out, and x̂ and 1/σ per row for the
+// backward.
+struct LayerNormSaved {
+  Tensor out, xhat, rstd;
+};
+LayerNormSaved layer_norm_rows(const float* x, const Shape& shape, int64_t N, int64_t C,
+                               const Tensor& weight, const Tensor& bias, float eps) {
+  LayerNormSaved s{empty(shape), empty(shape), empty({N})};
+  // Held here: a strided weight's contiguous copy must outlive the loop that reads it.
+  const Tensor wc = weight.defined() ? weight.contiguous() : Tensor();
+  const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
+  const float* w = wc.defined() ? wc.data() : nullptr;
+  const float* b = bc.defined() ? bc.data() : nullptr;
+  if (simd::row_fits(C)) {
+    for_norm_rows(N, C, [&](int64_t n0, int64_t n1) {
+      simd::with_row_vectors(C, [&](auto nv) {
+        for (int64_t n = n0; n < n1; ++n)
+          s.rstd.data()[n] = layer_norm_row<decltype(nv)::value>(
+              x + n * C, s.xhat.data() + n * C, s.out.data() + n * C, w, b, C, eps);
+      });
+    });
+    return s;
+  }
+  for_rows(N, C, [&](int64_t n0, int64_t n1) {
+    for (int64_t n = n0; n < n1; ++n) {
+      const float* xr = x + n * C;
+      float* hr = s.xhat.data() + n * C;
+      float* yr = s.out.data() + n * C;
+      const float mean = simd::sum(xr, C) / static_cast<float>(C);
+      const float var = simd::sum_sq_dev(xr, C, mean) / static_cast<float>(C);  // biased
+      const float r = 1.0f / std::sqrt(var + eps);
+      s.rstd.data()[n] = r;
+      const batch mb(mean), rb(r);
+      simd::map(xr, hr, C, [&](batch v) { return (v - mb) * rb; });
+      if (w && b)
+        simd::map3(hr, 1, w, 1, b, 1, yr, C,
+                   [](batch h, batch wv, batch bv) { return xsimd::fma(h, wv, bv); });
+      else if (w)
+        simd::map2(hr, 1, w, 1, yr, C, [](batch h, batch wv) { return h * wv; });
+      else if (b)
+        simd::map2(hr, 1, b, 1, yr, C, [](batch h, batch bv) { return h + bv; });
+      else
+        std::copy(hr, hr + C, yr);
+    }
+  });
+  return s;
+}
+
+// One row of layer norm's backward: dx = rstd (ĝ - mean(ĝ) - x̂ mean(ĝ ⊙ x̂)) with ĝ = g ⊙ w into
+// gx; pw += g ⊙ x̂ and pb += g, the row's terms of dw and db (null: not wanted).
+template <int NV>
+void layer_norm_grad_row(const float* gr, const float* hr, const float* w, float r, float* gx,
+                         float* pw, float* pb, int64_t C) {
+  // Both loops unrolled, so that the three arrays stay registers (24 for rows of 128): rolled,
+  // GCC keeps them on the stack.
+  batch g[NV], h[NV], gh[NV], s1(0.0f), s2(0.0f);
+#pragma GCC unroll 16
+  for (int c = 0; c < NV; ++c) {
+    g[c] = simd::row_load<NV>(gr, c, C);
+    h[c] = simd::row_load<NV>(hr, c, C);
+    gh[c] = w ? g[c] * simd::row_load<NV>(w, c, C) : g[c];
+    s1 += gh[c];
+    s2 = xsimd::fma(gh[c], h[c], s2);
+  }
+  const batch m1(xsimd::hadd(s1) / static_cast<float>(C)),
+      m2(xsimd::hadd(s2) / static_cast<float>(C));
+  const batch rb(r);
+#pragma GCC unroll 16
+  for (int c = 0; c < NV; ++c) {
+    simd::row_store<NV>(gx, c, C, rb * (gh[c] - m1 - h[c] * m2));
+    if (pw) simd::row_store<NV>(pw, c, C, xsimd::fma(g[c], h[c], simd::row_load<NV>(pw, c, C)));
+    if (pb) simd::row_store<NV>(pb, c, C, simd::row_load<NV>(pb, c, C) + g[c]);
+  }
+}
+
+// Records layer norm's node on `s.out` (its input x, and weight and bias).
+Tensor record_layer_norm(const LayerNormSaved& s, const Tensor& x, const Tensor& weight,
+                         const Tensor& bias, int64_t N, int64_t C) {
+  return record(
+      s.out, "NativeLayerNormBackward0", {x, weight, bias},
+      [xhat = s.xhat, rstd = s.rstd, weight, bias, N, C](const Tensor& g) {
+        Tensor gc = g.contiguous();
+        Tensor gx = empty(g.shape());
+        const Tensor wc = weight.defined() ? weight.contiguous() : Tensor();
+        const float* w = wc.defined() ? wc.data() : nullptr;
+        // dw and db sum over rows: each chunk of rows sums its own, and the chunks'
+        // sums are added in chunk order (the same for a given thread count).
+        const bool fast = simd::row_fits(C);
+        const int64_t chunks = parallel_chunks(N, fast ? norm_row_grain(C) : row_grain(C));
+        std::vector<float> part_w(weight.defined() ? chunks * C : 0, 0.0f);
+        std::vector<float> part_b(bias.defined() ? chunks * C : 0, 0.0f);
+        parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+          std::vector<float> gh(fast ? 0 : C);
+          for (int64_t c = c0; c < c1; ++c) {
+            float* pw = part_w.empty() ? nullptr : part_w.data() + c * C;
+            float* pb = part_b.empty() ? nullptr : part_b.data() + c * C;
+            const int64_t n0 = N * c / chunks, n1 = N * (c + 1) / chunks;
+            if (fast) {
+              simd::with_row_vectors(C, [&](auto nv) {
+                for (int64_t n = n0; n < n1; ++n)
+                  layer_norm_grad_row<decltype(nv)::value>(gc.data() + n * C, xhat.data() + n * C,
+                                                           w, rstd.data()[n], gx.data() + n * C, pw,
+                                                           pb, C);
+              });
+              continue;
+            }
+            for (int64_t n = n0; n < n1; ++n) {
+              const float* gr = gc.data() + n * C;
+              const float* hr = xhat.data() + n * C;
+              // dL/dxhat = g ⊙ w; then dx = rstd (ĝ - mean(ĝ) - x̂ mean(ĝ ⊙ x̂))
+              if (w)
+                simd::map2(gr, 1, w, 1, gh.data(), C, [](batch a, batch b) { return a * b; });
+              else
+                std::copy(gr, gr + C, gh.data());
+              const batch m1(simd::sum(gh.data(), C) / static_cast<float>(C));
+              const batch m2(simd::dot(gh.data(), hr, C) / static_cast<float>(C));
+              const batch r(rstd.data()[n]);
+              simd::map2(gh.data(), 1, hr, 1, gx.data() + n * C, C,
+                         [&](batch a, batch h) { return r * (a - m1 - h * m2); });
+              // dw = Σ_rows g ⊙ x̂, db = Σ_rows g
+              if (pw)
+                simd::map3(pw, 1, gr, 1, hr, 1, pw, C,
+                           [](batch acc, batch a, batch h) { return xsimd::fma(a, h, acc); });
+              if (pb) simd::map2(pb, 1, gr, 1, pb, C, [](batch acc, batch a) { return acc + a; });
+            }
+          }
+        });
+        auto total = [&](const std::vector<float>& parts, const Tensor& like) {
+          if (!like.defined()) return Tensor();
+          Tensor t = empty(like.shape());
+          simd::sum_rows(parts.data(), chunks, C, t.data());
+          return t;
+        };
+        return std::vector<Tensor>{gx, total(part_w, weight), total(part_b, bias)};
+      });
+}
+
+Tensor fast_layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                       const Tensor& bias, float eps) {
+  check_layer_norm("layer_norm", x, normalized_shape, weight, bias);
+  const int64_t C = numel_of(normalized_shape);
+  const int64_t N = C == 0 ? 0 : x.numel() / C;
+  Tensor xc = x.contiguous();
+  return record_layer_norm(layer_norm_rows(xc.data(), x.shape(), N, C, weight, bias, eps), x,
+                           weight, bias, N, C);
+}
+
+// m[i] = draw m[i] kept (>= p) ? scale : 0, and y[i] = x[i] m[i]. The three never overlap (fresh
+// tensors), and saying so lets the compiler vectorize the loop.
+void apply_dropout(float* __restrict m, const float* __restrict x, float* __restrict y, int64_t n,
+                   float p, float scale) {
+  for (int64_t i = 0; i < n; ++i) {
+    m[i] = m[i] >= p ? scale : 0.0f;
+    y[i] = x[i] * m[i];
+  }
+}
+
+// The same with a residual: y[i] = r[i] + x[i] m[i].
+void apply_dropout_add(float* __restrict m, const float* __restrict x, const float* __restrict r,
+                       float* __restrict y, int64_t n, float p, float scale) {
+  for (int64_t i = 0; i < n; ++i) {
+    m[i] = m[i] >= p ? scale : 0.0f;
+    y[i] = r[i] + x[i] * m[i];
+  }
+}
+
+Tensor fast_dropout(const Tensor& x, float p, bool training) {
+  check_float("dropout", x);
+  if (p < 0.0f || p > 1.0f)
+    throw Error(
+        fmt::format("dropout: dropout probability has to be between 0 and 1, but got {}", p));
+  if (!training || p == 0.0f) return x;
+  // Keep each element with probability 1-p and scale it by 1/(1-p), so the expected value is
+  // unchanged and eval mode needs no rescaling.
+  const float scale = p == 1.0f ? 0.0f : 1.0f / (1.0f - p);
+  Tensor xc = x.contiguous();
+  Tensor mask = empty(x.shape()), out = empty(x.shape());
+  const float* xp = xc.data();
+  float* m = mask.data();
+  float* y = out.data();
+  // One pass draws the mask and applies it; the draws are the default generator's, in element
+  // order, whatever the thread count.
+  parallel_draws(mask.numel(), 1, [&](Generator& gen, int64_t begin, int64_t end) {
+    uniform_fill(gen, m + begin, end - begin);  // the draws first, then the mask in their place
+    apply_dropout(m + begin, xp + begin, y + begin, end - begin, p, scale);
+  });
+  return record(out, "NativeDropoutBackward0", {x},
+                [mask](const Tensor& g) { return std::vector<Tensor>{mul(g, mask)}; });
+}
+
+DropoutAddLayerNorm fast_dropout_add_layer_norm(const Tensor& x, const Tensor& residual, float p,
+                                                bool training, const Shape& normalized_shape,
+                                                const Tensor& weight, const Tensor& bias,
+                                                float eps) {
+  check_float("dropout_add_layer_norm", residual);
+  if (x.shape() != residual.shape())
+    throw Error(fmt::format(
+        "dropout_add_layer_norm: x and residual must have the same shape (got {} and {})",
+        x.shape().str(), residual.shape().str()));
+  check_layer_norm("dropout_add_layer_norm", x, normalized_shape, weight, bias);
+  if (p < 0.0f || p > 1.0f)
+    throw Error(fmt::format(
+        "dropout_add_layer_norm: dropout probability has to be between 0 and 1, but got {}", p));
+  const bool drop = training && p > 0.0f;
+  Tensor xc = x.contiguous(), rc = residual.contiguous();
+  Tensor sum = empty(x.shape());
+  Tensor mask = drop ? empty(x.shape()) : Tensor();
+  const float* xp = xc.data();
+  const float* rp = rc.data();
+  float* sp = sum.data();
+  if (drop) {
+    // dropout()'s very draws and mask (the default generator's numbers in element order), with
+    // the residual added in the same pass: sum = residual + x ⊙ mask.
+    const float scale = p == 1.0f ? 0.0f : 1.0f / (1.0f - p);
+    float* m = mask.data();
+    parallel_draws(sum.numel(), 1, [&](Generator& gen, int64_t begin, int64_t end) {
+      uniform_fill(gen, m + begin, end - begin);
+      apply_dropout_add(m + begin, xp + begin, rp + begin, sp + begin, end - begin, p, scale);
+    });
+  } else {
+    simd::map2(xp, 1, rp, 1, sp, sum.numel(), [](batch v, batch r) { return r + v; });
+  }
+  const int64_t C = numel_of(normalized_shape);
+  const int64_t N = C == 0 ? 0 : x.numel() / C;
+  LayerNormSaved saved = layer_norm_rows(sp, x.shape(), N, C, weight, bias, eps);
+  // Two nodes, as the composed ops would record: sum = residual + dropout(x), then its norm.
+  Tensor sum_node = record(sum, "DropoutAddBackward0", {x, residual}, [mask](const Tensor& g) {
+    // d/dx = mask (0 or 1/(1-p)), d/dresidual = 1
+    return std::vector<Tensor>{mask.defined() ? mul(g, mask) : g, g};
+  });
+  return {sum_node, record_layer_norm(saved, sum_node, weight, bias, N, C)};
+}
+
+Tensor fast_cross_entropy(const Tensor& logits, const Tensor& target,
+                          const CrossEntropyOptions& options) {
+  check_float("cross_entropy", logits);
+  if (target.dtype() != Dtype::Int64)
+    throw Error(
+        "cross_entropy: expected scalar type Long but found Float (targets are class "
+        "indices)");
+  const auto& red = options.reduction;
+  if (red != "mean" && red != "sum" && red != "none")
+    throw Error(fmt::format("cross_entropy: {} is not a valid value for reduction", red));
+  const float eps = options.label_smoothing;
+  if (eps < 0.0f || eps > 1.0f)
+    throw Error(
+        fmt::format("cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {}", eps));
+  // Bring logits to [N, C] rows and targets to [N]: [C] -> [1, C]; [N, C, d...] -> [N·d..., C].
+  if (logits.dim() == 0) throw Error("cross_entropy: logits must have at least one dimension");
+  Shape expected = logits.shape();
+  if (logits.dim() >= 2)
+    expected.erase(expected.begin() + 1);
+  else
+    expected = {};
+  if (target.shape() != expected)
+    throw Error(fmt::format("cross_entropy: Expected target size {}, got {} (logits {})",
+                            expected.str(), target.shape().str(), logits.shape().str()));
+  // [N, C, d...] -> [N, d..., C]: rows then follow the target's row-major order.
+  std::vector<int64_t> to_last{0}, from_last{0, logits.dim() - 1};
+  for (int64_t d = 2; d < logits.dim(); ++d) {
+    to_last.push_back(d);
+    from_last.push_back(d - 1);
+  }
+  to_last.push_back(1);
+  Tensor x = logits.dim() == 1   ? logits.detach().unsqueeze(0)
+             : logits.dim() == 2 ? logits.detach()
+                                 : logits.detach().permute(to_last).reshape({-1, logits.size(1)});
+  x = x.contiguous();
+  const int64_t C = x.size(1), N = x.size(0);
+  const std::vector<int64_t> t = target.to_int_vector();
+  int64_t count = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    if (t[n] == options.ignore_index) continue;
+    if (t[n] < 0 || t[n] >= C)
+      throw Error(
+          fmt::format("cross_entropy: Target {} is out of bounds (classes 0..{})", t[n], C - 1));
+    ++count;
+  }
+  // loss_n = (1-ε)(lse - x_t) + ε(lse - mean(x)): cross entropy against the smoothed target.
+  if (options.nll && red == "none")
+    throw Error("cross_entropy: nll is returned for reduction 'mean' or 'sum', not 'none'");
+  std::vector<float> losses(N, 0.0f), nlls(options.nll ? N : 0, 0.0f);
+  for_exp_rows(N, C, [&](int64_t n0, int64_t n1) {
+    for (int64_t n = n0; n < n1; ++n) {
+      if (t[n] == options.ignore_index) continue;
+      const float* row = x.data() + n * C;
+      const float m = simd::max(row, C);
+      const float lse = m + std::log(simd::sum_exp(row, C, m));
+      const float nll = lse - row[t[n]];
+      const float smooth = lse - simd::sum(row, C) / static_cast<float>(C);
+      losses[n] = (1.0f - eps) * nll + eps * smooth;
+      if (!nlls.empty()) nlls[n] = nll;
+    }
+  });
+  Tensor out;
+  if (red == "none") {
+    out = from_vector(losses, target.shape());
+  } else {
+    auto reduce = [&](const std::vector<float>& v) {
+      double total = 0.0;
+      for (float l : v) total += l;
+      return red == "sum" ? static_cast<float>(total)
+             : count == 0 ? std::nanf("")
+                          : static_cast<float>(total / static_cast<double>(count));
+    };
+    out = full({}, reduce(losses));
+    if (options.nll) *options.nll = reduce(nlls);
+  }
+  return record(
+      out, "NllLossBackward0", {logits},
+      [x, t, count, N, C, eps, options, lshape = logits.shape(), from_last](const Tensor& g) {
+        // d loss_n / d x = softmax(x) - (1-ε) onehot(t) - ε/C, scaled by the upstream gradient.
+        std::vector<float> scale(N, 0.0f);
+        const auto gv = g.to_vector();
+        for (int64_t n = 0; n < N; ++n) {
+          if (t[n] == options.ignore_index) continue;
+          scale[n] = options.reduction == "none"  ? gv[n]
+                     : options.reduction == "sum" ? gv[0]
+                                                  : gv[0] / static_cast<float>(count);
+        }
+        Tensor gx = empty({N, C});
+        for_exp_rows(N, C, [&](int64_t n0, int64_t n1) {
+          for (int64_t n = n0; n < n1; ++n) {
+            float* dst = gx.data() + n * C;
+            if (scale[n] == 0.0f) {
+              std::fill(dst, dst + C, 0.0f);
+              continue;
+            }
+            softmax_row(x.data() + n * C, dst, C);
+            const batch sb(scale[n]), off(eps / static_cast<float>(C));
+            simd::map(dst, dst, C, [&](batch p) { return (p - off) * sb; });
+            dst[t[n]] -= (1.0f - eps) * scale[n];
+          }
+        });
+        if (lshape.size() == 1) return std::vector<Tensor>{gx.reshape(lshape)};
+        if (lshape.size() == 2) return std::vector<Tensor>{gx};
+        Shape moved = {lshape[0]};  // [N, d..., C], then C back to dim 1
+        for (size_t d = 2; d < lshape.size(); ++d) moved.push_back(lshape[d]);
+        moved.push_back(lshape[1]);
+        return std::vector<Tensor>{gx.reshape(moved).permute(from_last).contiguous()};
+      });
+}
+}  // namespace
+
+void register_functional_kernels() {
+  register_kernel<Tensor(const Tensor&, int64_t)>("softmax", fast_softmax);
+  register_kernel<Tensor(const Tensor&, int64_t)>("log_softmax", fast_log_softmax);
+  register_kernel<Tensor(const Tensor&, const Shape&, const Tensor&, const Tensor&, float)>(
+      "layer_norm", fast_layer_norm);
+  register_kernel<Tensor(const Tensor&, float, bool)>("dropout", fast_dropout);
+  register_kernel<DropoutAddLayerNorm(const Tensor&, const Tensor&, float, bool, const Shape&,
+                                      const Tensor&, const Tensor&, float)>(
+      "dropout_add_layer_norm", fast_dropout_add_layer_norm);
+  register_kernel<Tensor(const Tensor&, const Tensor&, const CrossEntropyOptions&)>(
+      "cross_entropy", fast_cross_entropy);
+}
+
+}  // namespace anatomy

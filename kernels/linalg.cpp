@@ -1,0 +1,276 @@
+// matmul, linear and linear_gelu on the GEMM of gemm.cpp: fast kernels of the ops in
+// autograd/linalg.cpp, which they must equal.
+// Dimension letters: M rows of the left operand, K the contracted dim, N columns of the right.
+#include <fmt/format.h>
+
+#include "autograd/dispatch.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/ops.hpp"
+#include "kernels/frozen_weights.hpp"
+#include "kernels/gelu_math.hpp"
+#include "kernels/gemm.hpp"
+#include "kernels/simd.hpp"
+
+namespace anatomy {
+
+namespace {
+
+void check_float(const char* op, const Tensor& t) {
+  if (!t.defined()) throw Error(fmt::format("{}: got an undefined tensor", op));
+  if (t.dtype() != Dtype::Float32)
+    throw Error(fmt::format("{}: expected a float32 tensor but got int64 of shape {}", op,
+                            t.shape().str()));
+}
+
+// Can dims [0, d] of `t` be walked as one dim with stride t.stride(d)?
+bool collapsible(const Tensor& t, int64_t d) {
+  for (int64_t i = 0; i < d; ++i)
+    if (t.size(i) != 1 && t.stride(i) != t.stride(i + 1) * t.size(i + 1)) return false;
+  return true;
+}
+
+// out[..., M, N] = a[..., M, K] · b[..., K, N] where a and b are views with identical batch
+// dims (broadcast ones have stride 0) and out is contiguous.
+void batched_gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
+  const int64_t nd = out.dim();
+  const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
+  float* po = out.data();
+  const float* pa = a.data();
+  const float* pb = b.data();
+  // One big GEMM when a's batch rows stack into one matrix and b has no batch (stride 0): the
+  // common x[B, T, C] · W[C, N].
+  bool b_shared = true;
+  for (int64_t d = 0; d < nd - 2; ++d) b_shared = b_shared && (b.stride(d) == 0 || b.size(d) == 1);
+  if (nd > 2 && b_shared && collapsible(a, nd - 2)) {
+    gemm(out.numel() / N, N, K, pa, a.stride(-2), a.stride(-1), pb, b.stride(-2), b.stride(-1), po,
+         N, false);
+    return;
+  }
+  const int64_t batches = out.numel() / std::max<int64_t>(M * N, 1);
+  std::vector<int64_t> off_a(batches), off_b(batches);
+  for (int64_t i = 0; i < batches; ++i) {
+    int64_t rem = i, oa = 0, ob = 0;
+    for (int64_t d = nd - 3; d >= 0; --d) {
+      const int64_t c = rem % out.size(d);
+      rem /= out.size(d);
+      oa += c * a.stride(d);
+      ob += c * b.stride(d);
+    }
+    off_a[i] = oa;
+    off_b[i] = ob;
+  }
+  // Many small products (attention heads): one thread per product. Few large ones: GEMM's own
+  // threads inside each.
+  const double flops =
+      2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  const bool per_batch = batches > 1 && flops < kParallelFlops &&
+                         flops * static_cast<double>(batches) >= kParallelFlops;
+  auto one = [&](int64_t i) {
+    gemm(M, N, K, pa + off_a[i], a.stride(-2), a.stride(-1), pb + off_b[i], b.stride(-2),
+         b.stride(-1), po + i * M * N, N, false);
+  };
+  if (per_batch) {
+    parallel_for(batches, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t i = b0; i < b1; ++i) one(i);
+    });
+  } else {
+    for (int64_t i = 0; i < batches; ++i) one(i);
+  }
+}
+
+Tensor transpose_last(const Tensor& t) { return transpose(t, -1, -2); }
+
+Tensor fast_matmul(const Tensor& a, const Tensor& b) {
+  check_float("matmul", a);
+  check_float("matmul", b);
+  if (a.dim() == 0 || b.dim() == 0)
+    throw Error(
+        fmt::format("matmul: both arguments need at least 1 dimension (got shapes {} and "
+                    "{})",
+                    a.shape().str(), b.shape().str()));
+  // 1-D operands are promoted to matrices ([K] -> [1, K] on the left, [K, 1] on the right) and
+  // the added dim is removed from the result, as torch.matmul does.
+  Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
+  Tensor b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
+  const int64_t M = a2.size(-2), K = a2.size(-1), N = b2.size(-1);
+  if (b2.size(-2) != K) {
+    if (a.dim() <= 2 && b.dim() <= 2)
+      throw Error(fmt::format("matmul: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+                              a2.size(0), K, b2.size(0), N));
+    throw Error(
+        fmt::format("matmul: shapes {} and {} cannot be multiplied ({} != {} in the "
+                    "contracted dimension)",
+                    a.shape().str(), b.shape().str(), K, b2.size(-2)));
+  }
+  Shape sa(a2.shape().begin(), a2.shape().end() - 2), sb(b2.shape().begin(), b2.shape().end() - 2);
+  Shape batch = broadcast_shapes("matmul", sa, sb);
+  Shape ea = batch, eb = batch, out_shape = batch;
+  ea.insert(ea.end(), {M, K});
+  eb.insert(eb.end(), {K, N});
+  out_shape.insert(out_shape.end(), {M, N});
+  Tensor out = empty(out_shape);
+  batched_gemm(expand(a2.detach(), ea), expand(b2.detach(), eb), out);
+  Shape final_shape = out_shape;
+  if (b.dim() == 1) final_shape.erase(final_shape.end() - 1);
+  if (a.dim() == 1) final_shape.erase(final_shape.end() - (b.dim() == 1 ? 1 : 2));
+  if (final_shape != out_shape) out = out.view(final_shape);
+  const char* name = a.dim() == 1 && b.dim() == 1 ? "DotBackward0"
+                     : out_shape.size() > 2       ? "BmmBackward0"
+                                                  : "MmBackward0";
+  return record(out, name, {a, b}, [a, b, a2, b2, out_shape](const Tensor& g) {
+    Tensor g2 = g.reshape(out_shape);
+    Tensor ga, gb;
+    // C = A·B: dA = dC·Bᵀ, dB = Aᵀ·dC, each summed over the batch dims it was broadcast on.
+    if (a.requires_grad())
+      ga = sum_to(matmul(g2, transpose_last(b2.detach())), a2.shape()).reshape(a.shape());
+    if (b.requires_grad()) {
+      if (b2.dim() == 2 && a2.dim() > 2)  // b shared by every batch: one [K, rows]·[rows, N]
+        gb = matmul(transpose_last(a2.detach().reshape({-1, a2.size(-1)})),
+                    g2.reshape({-1, g2.size(-1)}));
+      else
+        gb = sum_to(matmul(transpose_last(a2.detach()), g2), b2.shape());
+      gb = gb.reshape(b.shape());
+    }
+    return std::vector<Tensor>{ga, gb};
+  });
+}
+
+// linear's argument checks, shared by linear_gelu (each message names the op).
+void check_linear(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_float(op, x);
+  check_float(op, weight);
+  if (weight.dim() != 2)
+    throw Error(fmt::format("{}: weight must be 2-D [out_features, in_features] (got {})", op,
+                            weight.shape().str()));
+  if (x.dim() == 0) throw Error(fmt::format("{}: input must have at least 1 dimension", op));
+  const int64_t K = weight.size(1), N = weight.size(0);
+  if (x.size(-1) != K)
+    throw Error(fmt::format("{}: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})", op,
+                            x.numel() / std::max<int64_t>(x.size(-1), 1), x.size(-1), K, N));
+  if (bias.defined() && (bias.dim() != 1 || bias.size(0) != N))
+    throw Error(fmt::format("{}: bias must have shape [{}] (got {})", op, N, bias.shape().str()));
+}
+
+// h = x Wᵀ + b into a new tensor of x's shape with N last; with `act`, act(h) goes to act->out
+// in the same pass, or, when act->out is null, over h itself (which is then act(h)).
+Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                      const GemmActivation* act = nullptr) {
+  const int64_t K = weight.size(1), N = weight.size(0);
+  Tensor x2 =
+      collapsible(x, x.dim() - 2 < 0 ? 0 : x.dim() - 2) ? x.detach() : x.contiguous().detach();
+  const int64_t rows = x.numel() / std::max<int64_t>(K, 1);
+  Shape out_shape = x.shape();
+  out_shape.back() = N;
+  Tensor out = empty(out_shape);
+  // y = x Wᵀ + b: the GEMM adds b to each row as it writes it (Wᵀ read via strides).
+  const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
+  const int64_t rsx = x2.dim() >= 2 ? x2.stride(-2) : 0;
+  GemmActivation in_place;
+  if (act && !act->out) {
+    in_place = {act->kind, out.data(), N};
+    act = &in_place;
+  }
+  gemm(rows, N, K, x2.data(), rsx, x2.stride(-1), weight.data(), weight.stride(1), weight.stride(0),
+       out.data(), N, false, frozen_packed_weight(weight, rows), bc.defined() ? bc.data() : nullptr,
+       act);
+  return out;
+}
+
+// dx = g W, dW = gᵀ x for y = x Wᵀ (+ b), g of shape [rows, N].
+std::vector<Tensor> linear_backward(const Tensor& g2, const Tensor& x, const Tensor& weight,
+                                    int64_t rows, int64_t K) {
+  Tensor gx, gw;
+  if (x.requires_grad()) gx = mm(g2, weight.detach()).reshape(x.shape());
+  if (weight.requires_grad()) gw = mm(g2.t(), x.detach().reshape({rows, K}));
+  return {gx, gw};
+}
+
+Tensor fast_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_linear("linear", x, weight, bias);
+  const int64_t K = weight.size(1), N = weight.size(0);
+  const int64_t rows = x.numel() / std::max<int64_t>(K, 1);
+  Tensor out = linear_forward(x, weight, bias);
+  return record(out, "AddmmBackward0", {x, weight, bias},
+                [x, weight, bias, rows, K, N](const Tensor& g) {
+                  Tensor g2 = g.reshape({rows, N});
+                  std::vector<Tensor> grads = linear_backward(g2, x, weight, rows, K);
+                  if (bias.defined() && bias.requires_grad())
+                    grads.push_back(sum(g2, {0}));  // db = Σ_rows g
+                  else
+                    grads.push_back(Tensor());
+                  return grads;
+                });
+}
+
+Tensor fast_linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                        const std::string& approximate) {
+  check_linear("linear_gelu", x, weight, bias);
+  if (approximate != "none" && approximate != "tanh")
+    throw Error(fmt::format(
+        "linear_gelu: approximate argument must be either none or tanh (got '{}')", approximate));
+  const bool erf = approximate == "none";
+  const int64_t K = weight.size(1), N = weight.size(0);
+  const int64_t rows = x.numel() / std::max<int64_t>(K, 1);
+  GemmActivation act{.kind = erf ? GemmActivation::Kind::GeluErf : GemmActivation::Kind::GeluTanh,
+                     .ldo = N};
+  // With no graph to record (inference, an evaluation) there is no backward to keep the
+  // pre-activation for: GELU goes over the product's own result, which writes one [rows, N]
+  // result instead of two.
+  const bool graph = is_grad_enabled() && (x.requires_grad() || weight.requires_grad() ||
+                                           (bias.defined() && bias.requires_grad()));
+  if (!graph)  // record() only checks for anomalies here: there is nothing to record
+    return record(linear_forward(x, weight, bias, &act), "AddmmActivationBackward0",
+                  {x, weight, bias}, {});
+  Shape out_shape = x.shape();
+  out_shape.back() = N;
+  Tensor out = empty(out_shape);
+  act.out = out.data();
+  // h, the pre-activation, is kept for the backward (gelu's backward needs its input).
+  Tensor h = linear_forward(x, weight, bias, &act);
+  return record(out, "AddmmActivationBackward0", {x, weight, bias},
+                [x, weight, bias, h, rows, K, N, erf](const Tensor& g) {
+                  // dh = g ⊙ gelu'(h), and db = Σ_rows dh in the same pass: each chunk of rows sums
+                  // its own, and the chunks' sums are added in chunk order (deterministic per
+                  // thread count).
+                  Tensor gc = g.contiguous();
+                  Tensor dh = empty({rows, N});
+                  const bool want_db = bias.defined() && bias.requires_grad();
+                  const int64_t grain =
+                      std::max<int64_t>(1, simd::kGrain / std::max<int64_t>(N, 1));
+                  const int64_t chunks = parallel_chunks(rows, grain);
+                  std::vector<float> part(want_db ? chunks * N : 0, 0.0f);
+                  parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+                    for (int64_t c = c0; c < c1; ++c)
+                      for (int64_t n = rows * c / chunks; n < rows * (c + 1) / chunks; ++n) {
+                        float* d = dh.data() + n * N;
+                        simd::map2_range(gc.data() + n * N, 1, h.data() + n * N, 1, d, N,
+                                         [&](simd::batch gy, simd::batch hv) {
+                                           return gy * (erf ? gelu_math::gelu_erf_grad(hv)
+                                                            : gelu_math::gelu_tanh_grad(hv));
+                                         });
+                        if (want_db)
+                          simd::map2_range(part.data() + c * N, 1, d, 1, part.data() + c * N, N,
+                                           [](simd::batch acc, simd::batch v) { return acc + v; });
+                      }
+                  });
+                  std::vector<Tensor> grads = linear_backward(dh, x, weight, rows, K);
+                  Tensor gb;
+                  if (want_db) {
+                    gb = empty({N});
+                    simd::sum_rows(part.data(), chunks, N, gb.data());
+                  }
+                  grads.push_back(gb);
+                  return grads;
+                });
+}
+
+}  // namespace
+
+void register_linalg_kernels() {
+  register_kernel<Tensor(const Tensor&, const Tensor&)>("matmul", fast_matmul);
+  register_kernel<Tensor(const Tensor&, const Tensor&, const Tensor&)>("linear", fast_linear);
+  register_kernel<Tensor(const Tensor&, const Tensor&, const Tensor&, const std::string&)>(
+      "linear_gelu", fast_linear_gelu);
+}
+
+}  // namespace anatomy

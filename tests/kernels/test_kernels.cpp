@@ -1,0 +1,422 @@
+// Every registered fast kernel against its reference op: the same forward and the same gradient
+// of every input, on shapes with odd sizes and edge tiles, on transposed, strided and broadcast
+// inputs, with masks and dropout drawn from the same random stream, on one thread and two.
+//
+// Adding a kernel is one row in `table()`; a kernel registered without a row fails the first case.
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "autograd/autograd.hpp"
+#include "helpers.hpp"
+#include "kernels/parallel.hpp"
+
+namespace anatomy {
+namespace {
+
+using Inputs = std::vector<Tensor>;
+
+// Fresh leaves: every float input requires grad, int64 ones (ids, targets) do not.
+Tensor leaf(const Tensor& t) {
+  Tensor c = t.detach();
+  if (c.dtype() == kFloat32) c.requires_grad_(true);
+  return c;
+}
+Tensor positive(Shape s) { return add(abs(randn(std::move(s))), 0.5f); }
+// randn viewed as `shape` through a transpose of its last two dims (a non-contiguous input).
+Tensor transposed(Shape shape) {
+  std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
+  return randn(shape).transpose(-1, -2);
+}
+// randn viewed as `shape` through a slice with step 2 of its last dim.
+Tensor strided(Shape shape) {
+  shape.back() *= 2;
+  return randn(shape).slice(-1, 0, std::nullopt, 2);
+}
+Tensor causal(int64_t T) { return tril(ones({T, T})); }
+
+struct Row {
+  std::string kernel;                          // the name it is registered under
+  std::function<std::vector<Inputs>()> cases;  // drawn after manual_seed
+  std::function<Tensor(const Inputs&)> run;    // the op, on leaves made from one case
+  double atol, rtol;                           // per op: the reorderings a fast kernel makes
+};
+
+std::vector<Row> table() {
+  auto binary = [](const char* name, std::function<Tensor(const Tensor&, const Tensor&)> f,
+                   bool positive_b) {
+    return Row{name,
+               [=] {
+                 auto b = [&](Shape s) { return positive_b ? positive(s) : randn(s); };
+                 return std::vector<Inputs>{{randn({3, 33}), b({3, 33})},
+                                            {randn({2, 5, 17}), b({17})},
+                                            {transposed({40, 9}), b({40, 1})},
+                                            {strided({7, 20}), b({1})},
+                                            {randn({1}), b({6, 1, 35})}};
+               },
+               [=](const Inputs& x) { return f(x[0], x[1]); }, 1e-6, 1e-5};
+  };
+  auto unary = [](const char* name, std::function<Tensor(const Tensor&)> f, bool pos,
+                  double atol = 1e-6, double rtol = 1e-5) {
+    return Row{name,
+               [=] {
+                 auto r = [&](Shape s) { return pos ? positive(s) : randn(s); };
+                 return std::vector<Inputs>{
+                     {r({1})}, {r({37})}, {r({4, 129})}, {abs(transposed({33, 18}))}, {r({70000})}};
+               },
+               [=](const Inputs& x) { return f(pos ? add(abs(x[0]), 0.5f) : x[0]); }, atol, rtol};
+  };
+  auto reduction = [](const char* name,
+                      std::function<Tensor(const Tensor&, std::vector<int64_t>, bool)> f) {
+    return Row{name,
+               [] {
+                 return std::vector<Inputs>{{randn({37})},
+                                            {randn({5, 130})},
+                                            {randn({3, 4, 33})},
+                                            {transposed({6, 40})},
+                                            {randn({300, 129})}};
+               },
+               [=](const Inputs& x) {
+                 // Over every dim, the last, the first, and two at once.
+                 const int64_t d = x[0].dim();
+                 Tensor t = f(x[0], {}, false).reshape({1});
+                 t = cat({t, f(x[0], {-1}, false).reshape({-1})});
+                 t = cat({t, f(x[0], {0}, true).reshape({-1})});
+                 if (d >= 2) t = cat({t, f(x[0], {0, d - 1}, false).reshape({-1})});
+                 return t;
+               },
+               1e-4, 1e-5};
+  };
+  auto argsearch = [](const char* name, std::function<Tensor(const Tensor&, int64_t)> f) {
+    return Row{name,
+               [] {
+                 Tensor ties = randint(0, 3, {9, 40}).to(kFloat32);  // ties: the first one wins
+                 return std::vector<Inputs>{{randn({5, 130})}, {transposed({6, 40})}, {ties}};
+               },
+               [=](const Inputs& x) {
+                 return cat({f(x[0], -1).to(kFloat32), f(x[0], 0).to(kFloat32)});
+               },
+               0.0, 0.0};
+  };
+  auto rows = [](const char* name, std::function<Tensor(const Tensor&, int64_t)> f) {
+    return Row{name,
+               [] {
+                 Tensor hidden = randn({4, 9});
+                 hidden.slice(0, 0, 2).slice(1, 3, 9).fill_(-INFINITY);  // whole rows of -inf
+                 return std::vector<Inputs>{{randn({1, 1})},       {randn({3, 7})},
+                                            {randn({5, 130})},     {randn({4, 1000})},
+                                            {transposed({6, 33})}, {hidden}};
+               },
+               [=](const Inputs& x) {
+                 return cat({f(x[0], -1).reshape({-1}), f(x[0], 0).reshape({-1})});
+               },
+               1e-6, 1e-5};
+  };
+  auto norm_cases = [] {
+    return std::vector<Inputs>{{randn({3, 5}), randn({5}), randn({5})},
+                               {randn({2, 7, 128}), randn({128}), randn({128})},
+                               {randn({4, 300}), randn({300}), randn({300})},
+                               {transposed({24, 17}), randn({17}), randn({17})}};
+  };
+  const auto rtol = 1e-5;
+  return {
+      binary(
+          "add.Tensor", [](auto& a, auto& b) { return add(a, b); }, false),
+      binary(
+          "sub.Tensor", [](auto& a, auto& b) { return sub(a, b); }, false),
+      binary(
+          "mul.Tensor", [](auto& a, auto& b) { return mul(a, b); }, false),
+      binary(
+          "div.Tensor", [](auto& a, auto& b) { return div(a, b); }, true),
+      unary(
+          "add.Scalar",
+          [](auto& a) {
+            return cat({add(a, 1.5f), a - 0.25f});
+          },
+          false),
+      unary(
+          "mul.Scalar", [](auto& a) { return mul(a, -2.5f); }, false),
+      unary(
+          "pow.Tensor_Scalar",
+          [](auto& a) {
+            return cat({pow(a, 2.0f), pow(a, 3.0f), pow(a, 0.5f), pow(a, -1.5f)});
+          },
+          true, 1e-5, 1e-5),
+      unary(
+          "neg", [](auto& a) { return neg(a); }, false),
+      unary(
+          "exp", [](auto& a) { return exp(a); }, false, 1e-6, 1e-5),
+      unary(
+          "log", [](auto& a) { return log(a); }, true, 1e-6, 1e-5),
+      unary(
+          "sqrt", [](auto& a) { return sqrt(a); }, true),
+      unary(
+          "rsqrt", [](auto& a) { return rsqrt(a); }, true),
+      unary(
+          "tanh", [](auto& a) { return tanh(a); }, false, 1e-6, 1e-5),
+      unary(
+          "sigmoid", [](auto& a) { return sigmoid(a); }, false),
+      unary(
+          "relu", [](auto& a) { return relu(a); }, false),
+      unary(
+          "gelu",
+          [](auto& a) {
+            return cat({gelu(a, "none"), gelu(a, "tanh")});
+          },
+          false, 1e-6, 1e-5),
+      unary(
+          "abs", [](auto& a) { return abs(a); }, false),
+      Row{"masked_fill",
+          [] {
+            return std::vector<Inputs>{{randn({4, 33}), randint(0, 2, {33}).to(kFloat32)},
+                                       {transposed({6, 20}), randint(0, 2, {6, 20}).to(kFloat32)}};
+          },
+          [](const Inputs& x) { return masked_fill(x[0], x[1].detach(), -1e9f); }, 0.0, 0.0},
+      reduction("sum", [](auto& a, auto d, bool k) { return sum(a, d, k); }),
+      reduction("mean", [](auto& a, auto d, bool k) { return mean(a, d, k); }),
+      reduction("amax", [](auto& a, auto d, bool k) { return amax(a, d, k); }),
+      reduction("amin", [](auto& a, auto d, bool k) { return amin(a, d, k); }),
+      argsearch("argmax", [](auto& a, int64_t d) { return argmax(a, d); }),
+      argsearch("argmin", [](auto& a, int64_t d) { return argmin(a, d); }),
+      Row{"matmul",
+          [] {
+            return std::vector<Inputs>{{randn({1, 1}), randn({1, 1})},
+                                       {randn({17, 33}), randn({33, 65})},
+                                       {randn({130, 300}), randn({300, 7})},
+                                       {randn({3, 4, 9}), randn({9, 5})},
+                                       {randn({2, 1, 5, 8}), randn({3, 8, 6})},
+                                       {transposed({20, 31}), transposed({31, 18})},
+                                       {randn({33}), randn({33, 4})},
+                                       {randn({5, 33}), randn({33})},
+                                       {randn({2, 200, 64}), transposed({2, 64, 200})}};
+          },
+          [](const Inputs& x) { return matmul(x[0], x[1]); }, 1e-4, rtol},
+      Row{"linear",
+          [] {
+            return std::vector<Inputs>{{randn({1, 3}), randn({2, 3}), randn({2})},
+                                       {randn({2, 9, 64}), randn({65, 64}), randn({65})},
+                                       {randn({130, 33}), randn({17, 33}), Tensor()},
+                                       {transposed({24, 40}), randn({24, 40}), randn({24})}};
+          },
+          [](const Inputs& x) { return linear(x[0], x[1], x[2]); }, 1e-4, rtol},
+      Row{"linear_gelu",
+          [] {
+            return std::vector<Inputs>{{randn({1, 3}), randn({2, 3}), randn({2})},
+                                       {randn({2, 9, 64}), randn({130, 64}), randn({130})},
+                                       {randn({70, 33}), randn({17, 33}), Tensor()}};
+          },
+          [](const Inputs& x) {
+            return cat(
+                {linear_gelu(x[0], x[1], x[2], "none"), linear_gelu(x[0], x[1], x[2], "tanh")});
+          },
+          1e-4, rtol},
+      rows("softmax", [](auto& a, int64_t d) { return softmax(a, d); }),
+      rows("log_softmax", [](auto& a, int64_t d) { return log_softmax(a, d); }),
+      Row{"layer_norm", norm_cases,
+          [](const Inputs& x) {
+            const Shape s{x[0].size(-1)};
+            return cat({layer_norm(x[0], s, x[1], x[2]).reshape({-1}),
+                        layer_norm(x[0], s, x[1], Tensor()).reshape({-1}),
+                        layer_norm(x[0], s).reshape({-1})});
+          },
+          1e-5, rtol},
+      Row{"dropout",
+          [] {
+            return std::vector<Inputs>{{randn({7})}, {randn({3, 129})}, {randn({70000})}};
+          },
+          [](const Inputs& x) {
+            return cat({dropout(x[0], 0.3f, true), dropout(x[0], 1.0f, true)});
+          },
+          1e-6, rtol},
+      Row{"dropout_add_layer_norm",
+          [] {
+            return std::vector<Inputs>{
+                {randn({3, 5}), randn({3, 5}), randn({5}), randn({5})},
+                {randn({2, 9, 128}), randn({2, 9, 128}), randn({128}), randn({128})},
+                {randn({4, 300}), randn({4, 300}), randn({300}), Tensor()}};
+          },
+          [](const Inputs& x) {
+            const Shape s{x[0].size(-1)};
+            auto [sum1, normed1] = dropout_add_layer_norm(x[0], x[1], 0.2f, true, s, x[2], x[3]);
+            auto [sum2, normed2] = dropout_add_layer_norm(x[0], x[1], 0.2f, false, s, x[2], x[3]);
+            return cat({sum1.reshape({-1}), normed1.reshape({-1}), normed2.reshape({-1})});
+          },
+          1e-5, rtol},
+      Row{"cross_entropy",
+          [] {
+            Tensor t = randint(0, 33, {12});
+            t.slice(0, 0, 3).fill_(-100);  // ignored
+            return std::vector<Inputs>{{randn({12, 33}), t},
+                                       {randn({4, 7, 5}), randint(0, 7, {4, 5})},
+                                       {randn({9}), randint(0, 9, {})},
+                                       {randn({6, 1000}), randint(0, 1000, {6})}};
+          },
+          [](const Inputs& x) {
+            double nll = 0;
+            std::vector<Tensor> parts;
+            for (const char* red : {"mean", "sum"})
+              for (float eps : {0.0f, 0.1f}) {
+                parts.push_back(
+                    cross_entropy(x[0], x[1],
+                                  {.label_smoothing = eps, .reduction = red, .nll = &nll})
+                        .reshape({1}));
+                parts.push_back(full({1}, static_cast<float>(nll)));
+              }
+            parts.push_back(cross_entropy(x[0], x[1], {.reduction = "none"}).reshape({-1}));
+            return cat(parts);
+          },
+          1e-5, rtol},
+      Row{"flash_attention",
+          [] {
+            return std::vector<Inputs>{
+                {randn({2, 3, 5, 8}), randn({2, 3, 7, 8}), randn({2, 3, 7, 4}), randn({5, 7})},
+                {randn({2, 80, 16}), randn({2, 80, 16}), randn({2, 80, 16}), randn({1, 80, 80})},
+                {randn({1, 1}), randn({1, 1}), randn({1, 1}), randn({1, 1})},
+                {transposed({2, 40, 65}), randn({2, 33, 65}), transposed({2, 33, 9}),
+                 randn({40, 33})}};
+          },
+          [](const Inputs& x) {
+            const int64_t Tq = x[0].size(-2), Tk = x[1].size(-2);
+            Tensor mask = Tq == Tk ? causal(Tq) : randint(0, 2, {Tq, Tk}).to(kFloat32);
+            mask.select(0, 0).fill_(0.0f);  // a query whose every key is hidden
+            return cat(
+                {flash_attention(x[0], x[1], x[2], {}).reshape({-1}),
+                 flash_attention(x[0], x[1], x[2], {.bias = x[3], .mask = mask}).reshape({-1}),
+                 flash_attention(x[0], x[1], x[2],
+                                 {.mask = mask, .dropout_p = 0.25f, .training = true})
+                     .reshape({-1})});
+          },
+          1e-5, rtol},
+      // The in-place methods: their result is the tensor written into (no gradient).
+      Row{"fill_",
+          [] {
+            return std::vector<Inputs>{{randn({70000})}, {transposed({30, 20})}};
+          },
+          [](const Inputs& x) {
+            Tensor t = x[0].detach().clone();
+            return t.fill_(2.5f);
+          },
+          0.0, 0.0},
+      Row{"copy_",
+          [] {
+            return std::vector<Inputs>{{randn({70000}), randn({70000})},
+                                       {randn({30, 20}), transposed({30, 20})},
+                                       {randn({30, 20}), randn({20})}};
+          },
+          [](const Inputs& x) {
+            Tensor t = x[0].detach().clone();
+            if (x[1].dim() == t.dim())  // into a transposed view of t
+              t.transpose(0, -1).copy_(x[1].detach().transpose(0, -1));
+            else
+              t.copy_(x[1].detach());  // broadcast
+            return t;
+          },
+          0.0, 0.0},
+      Row{"add_",
+          [] {
+            return std::vector<Inputs>{{randn({70000}), randn({70000})},
+                                       {randn({30, 20}), transposed({30, 20})},
+                                       {randn({30, 20}), randn({20})}};
+          },
+          [](const Inputs& x) {
+            Tensor t = x[0].detach().clone();
+            t.add_(x[1].detach(), 0.5f);
+            t.add_(x[1].detach());
+            return t;
+          },
+          1e-6, 1e-6},
+      Row{"mul_",
+          [] {
+            return std::vector<Inputs>{{randn({70000})}, {transposed({30, 20})}};
+          },
+          [](const Inputs& x) {
+            Tensor t = x[0].detach().clone();
+            return t.mul_(-1.5f);
+          },
+          1e-6, 1e-6},
+  };
+}
+
+struct Result {
+  Tensor out;
+  std::vector<Tensor> grads;
+};
+
+// One run of `row` on `inputs` on the chosen path: the output and the gradient of every input,
+// for an upstream gradient drawn from `seed` (dropout's draws follow the same seed).
+Result run(const Row& row, const Inputs& inputs, const char* path, int threads, uint64_t seed) {
+  set_kernels(path);
+  set_num_threads(threads);
+  Inputs x;
+  for (const auto& t : inputs) x.push_back(t.defined() ? leaf(t) : Tensor());
+  manual_seed(seed);
+  Result r;
+  r.out = row.run(x);
+  if (r.out.requires_grad()) {
+    r.out.backward(randn(r.out.shape()));
+    for (const auto& t : x)
+      r.grads.push_back(t.defined() && t.requires_grad() ? t.grad() : Tensor());
+  }
+  return r;
+}
+
+TEST_CASE("every registered fast kernel equals its reference op, forward and gradients") {
+  const std::string path = kernels();  // put back at the end
+  const auto rows = table();
+  std::set<std::string> listed;
+  for (const auto& row : rows) listed.insert(row.kernel);
+  for (const auto& name : registered_kernels())
+    if (!name.starts_with("test."))  // registered by the test below
+      CHECK_MESSAGE(listed.count(name), "the kernel '" << name << "' has no row in table()");
+  for (const auto& row : rows) {
+    CHECK_MESSAGE(std::ranges::count(registered_kernels(), row.kernel) == 1,
+                  "table() names '" << row.kernel << "', which no fast kernel registers");
+    manual_seed(7);
+    const auto cases = row.cases();
+    for (size_t c = 0; c < cases.size(); ++c) {
+      const Result ref = run(row, cases[c], "reference", 1, 100 + c);
+      for (int threads : {1, 2}) {
+        CAPTURE(row.kernel);
+        CAPTURE(c);
+        CAPTURE(threads);
+        const Result fast = run(row, cases[c], "fast", threads, 100 + c);
+        CHECK_CLOSE(fast.out, ref.out, row.atol, row.rtol);
+        REQUIRE(fast.grads.size() == ref.grads.size());
+        for (size_t i = 0; i < ref.grads.size(); ++i) {
+          CAPTURE(i);
+          REQUIRE(fast.grads[i].defined() == ref.grads[i].defined());
+          if (ref.grads[i].defined()) CHECK_CLOSE(fast.grads[i], ref.grads[i], row.atol, row.rtol);
+        }
+      }
+    }
+  }
+  set_kernels(path);
+  set_num_threads(0);
+}
+
+int twice(int v) { return 2 * v; }
+
+TEST_CASE("fast_kernel finds a registered kernel on the fast path only, and checks its type") {
+  register_kernel<int(int)>("test.twice", twice);
+  const std::string path = kernels();
+  set_kernels("reference");
+  auto found = [](const char* op) { return fast_kernel<int(int)>(op) != nullptr; };
+  CHECK_FALSE(found("test.twice"));
+  set_kernels("fast");
+  REQUIRE(found("test.twice"));
+  CHECK(fast_kernel<int(int)>("test.twice")(21) == 42);
+  CHECK_FALSE(found("test.none"));
+  CHECK_THROWS_WITH_AS(fast_kernel<float(float)>("test.twice"), doctest::Contains("'test.twice'"),
+                       Error);
+  set_kernels(path);
+}
+
+TEST_CASE("an unknown kernels name is refused, naming ANATOMY_KERNELS and its values") {
+  const std::string path = kernels();
+  CHECK_THROWS_WITH_AS(set_kernels("quick"),
+                       doctest::Contains("ANATOMY_KERNELS takes reference or fast"), Error);
+  CHECK(kernels() == path);
+}
+
+}  // namespace
+}  // namespace anatomy

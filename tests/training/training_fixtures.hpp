@@ -1,0 +1,65 @@
+// Running the `anatomy` program from the training tests: fresh run folders, a small text, and one
+// run on one thread against one on two.
+#pragma once
+
+#include <unistd.h>
+
+#include <csignal>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "helpers.hpp"
+
+namespace anatomy::testing {
+
+using Result = testing::CommandResult;
+
+// `anatomy args`, after `prefix` (a command that runs it, such as timeout).
+inline Result run(const std::string& args, const std::string& prefix = "") {
+  return testing::run_command(prefix + std::string(ANATOMY_CLI) + " " + args);
+}
+
+inline std::string fresh_dir(const std::string& name) {
+  const auto d = std::filesystem::temp_directory_path() / ("anatomy_run_" + name);
+  std::filesystem::remove_all(d);
+  return d.string();
+}
+
+inline std::string bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// `anatomy train` with `args` on one thread into `one` and on two into `two`: both succeed, and
+// only the second says it splits every batch between the threads. Returns their run.json.
+inline std::pair<nlohmann::json, nlohmann::json> train_on_one_and_two(const std::string& args,
+                                                                      const std::string& one,
+                                                                      const std::string& two) {
+  auto a = run("train --threads 1 --out " + one + " " + args);
+  REQUIRE_MESSAGE(a.code == 0, a.output);
+  CHECK(a.output.find("data parallel") == std::string::npos);
+  auto b = run("train --threads 2 --out " + two + " " + args);
+  REQUIRE_MESSAGE(b.code == 0, b.output);
+  CHECK(b.output.find("data parallel: each batch's rows split between 2 threads") !=
+        std::string::npos);
+  auto run_json = [](const std::string& dir) {
+    std::ifstream f(dir + "/run.json");
+    return nlohmann::json::parse(f);
+  };
+  return {run_json(one), run_json(two)};
+}
+
+inline const std::string kQuick = "--preset tiny --limit 1500";
+
+// A text file of 400 lines for the language model, some ending in "\r\n"; returns its path.
+inline std::string lm_text(const std::string& name) {
+  const std::string text = fresh_dir(name) + ".txt";
+  std::ofstream f(text);
+  const char* lines[] = {"To be, or not to be: that is the question.",
+                         "Whether 'tis nobler in the mind to suffer", "The slings and arrows",
+                         "Or to take arms against a sea of troubles,"};
+  for (int i = 0; i < 400; ++i) f << lines[i % 4] << (i % 9 == 0 ? "\r\n" : "\n");
+  return text;
+}
+
+}  // namespace anatomy::testing
