@@ -2,10 +2,10 @@
 // DistributedDataParallel splits it between processes, here on one machine.
 //
 // Each part of the batch runs its whole forward and backward on a thread of its own, with a
-// replica of the model: at the Tiny Shakespeare recipe's sizes one thread runs its products at
-// 97% of a core's peak, while splitting each op of a step between two threads leaves a tenth of
-// the step to packing shared operands, waits at the end of every loop, and ops too small to
-// split. Parts wait for each other once a phase instead.
+// replica of the model: at the Tiny Shakespeare recipe's sizes one thread runs its products near
+// a core's peak, while splitting each op of a step between two threads loses part of the step to
+// packing shared operands, waits at the end of every loop, and ops too small to split. Parts
+// wait for each other once a phase instead.
 //
 // A replica is a module built like the trained one whose parameters share its storage, so an
 // optimizer step on the module is seen by every replica; its gradients are its own (two backward
