@@ -13,6 +13,7 @@
 #include <chrono>
 #include <string>
 
+#include "kernels/parallel.hpp"
 #include "models/models.hpp"
 
 using namespace anatomy;

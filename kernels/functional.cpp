@@ -146,29 +146,6 @@ Tensor fast_log_softmax(const Tensor& a, int64_t dim) {
   });
 }
 
-void check_layer_norm(const char* op, const Tensor& x, const Shape& normalized_shape,
-                      const Tensor& weight, const Tensor& bias) {
-  check_float(op, x);
-  const int64_t k = static_cast<int64_t>(normalized_shape.size());
-  if (k == 0)
-    throw Error(fmt::format(
-        "{}: Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
-        "least one element, but got normalized_shape = []",
-        op));
-  bool ok = x.dim() >= k;
-  for (int64_t i = 0; ok && i < k; ++i) ok = x.size(x.dim() - k + i) == normalized_shape[i];
-  if (!ok)
-    throw Error(fmt::format(
-        "{}: Given normalized_shape={}, expected input with shape "
-        "[*, {}], but got input of size{}",
-        op, normalized_shape.str(),
-        normalized_shape.str().substr(1, normalized_shape.str().size() - 2), x.shape().str()));
-  for (const Tensor* p : {&weight, &bias})
-    if (p->defined() && p->shape() != normalized_shape)
-      throw Error(fmt::format("{}: Expected weight and bias to be of shape {} but got {}", op,
-                              normalized_shape.str(), p->shape().str()));
-}
-
 // Rows of up to simd::kRowVectors vectors of features (simd::row_fits) are normalized in
 // registers: a row is loaded once (its last vector twice), its mean, variance, x̂ and output
 // computed there, and each result stored once; the backward likewise. Wider rows go through
@@ -345,7 +322,6 @@ Tensor record_layer_norm(const LayerNormSaved& s, const Tensor& x, const Tensor&
 
 Tensor fast_layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                        const Tensor& bias, float eps) {
-  check_layer_norm("layer_norm", x, normalized_shape, weight, bias);
   const int64_t C = numel_of(normalized_shape);
   const int64_t N = C == 0 ? 0 : x.numel() / C;
   Tensor xc = x.contiguous();
@@ -400,15 +376,6 @@ DropoutAddLayerNorm fast_dropout_add_layer_norm(const Tensor& x, const Tensor& r
                                                 bool training, const Shape& normalized_shape,
                                                 const Tensor& weight, const Tensor& bias,
                                                 float eps) {
-  check_float("dropout_add_layer_norm", residual);
-  if (x.shape() != residual.shape())
-    throw Error(fmt::format(
-        "dropout_add_layer_norm: x and residual must have the same shape (got {} and {})",
-        x.shape().str(), residual.shape().str()));
-  check_layer_norm("dropout_add_layer_norm", x, normalized_shape, weight, bias);
-  if (p < 0.0f || p > 1.0f)
-    throw Error(fmt::format(
-        "dropout_add_layer_norm: dropout probability has to be between 0 and 1, but got {}", p));
   const bool drop = training && p > 0.0f;
   Tensor xc = x.contiguous(), rc = residual.contiguous();
   Tensor sum = empty(x.shape());
