@@ -283,6 +283,9 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target,
                      const CrossEntropyOptions& options) {
+  // The fast kernel brings the logits to rows itself, and checks the arguments as below.
+  using CrossEntropy = Tensor(const Tensor&, const Tensor&, const CrossEntropyOptions&);
+  if (auto fast = fast_kernel<CrossEntropy>("cross_entropy")) return fast(logits, target, options);
   check_float("cross_entropy", logits);
   if (target.dtype() != Dtype::Int64)
     throw Error(
@@ -329,8 +332,6 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target,
   // loss_n = (1-ε)(lse - x_t) + ε(lse - mean(x)): cross entropy against the smoothed target.
   if (options.nll && red == "none")
     throw Error("cross_entropy: nll is returned for reduction 'mean' or 'sum', not 'none'");
-  using CrossEntropy = Tensor(const Tensor&, const Tensor&, const CrossEntropyOptions&);
-  if (auto fast = fast_kernel<CrossEntropy>("cross_entropy")) return fast(logits, target, options);
   // loss_n = (1-ε)(lse - x_t) + ε(lse - mean(x)): cross entropy against the smoothed target, with
   // lse = log Σ e^x of row n.
   std::vector<float> losses(N, 0.0f), nlls(options.nll ? N : 0, 0.0f);

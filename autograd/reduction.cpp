@@ -98,9 +98,9 @@ Tensor amax_or_amin(const char* op, const char* node, const Tensor& a, std::vect
   if (a.numel() == 0)
     throw Error(
         fmt::format("{}: Expected reduction dim to be specified for input.numel() == 0", op));
-  Plan p = make_plan(op, a, dims, keepdim);
   using Extremum = Tensor(const Tensor&, std::vector<int64_t>, bool);
   if (auto fast = fast_kernel<Extremum>(op)) return fast(a, std::move(dims), keepdim);
+  Plan p = make_plan(op, a, std::move(dims), keepdim);
   // NaN propagates, as in PyTorch: the extremum of a slice holding a NaN is NaN.
   Tensor out = reduce_kernel(p, is_max ? larger : smaller);
   return record(out, node, {a}, [a, p, y = out.detach()](const Tensor& g) {
@@ -156,9 +156,10 @@ std::pair<Tensor, Tensor> max_or_min(const Tensor& a, int64_t dim, bool keepdim,
 Tensor sum(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
   // PyTorch's names: x.sum() is SumBackward0, x.sum(dim) SumBackward1 (even over every dim).
   const char* name = dims.empty() ? "SumBackward0" : "SumBackward1";
-  Plan p = make_plan("sum", a, dims, keepdim);
+  // The fast kernel makes its own plan (which checks the dims the same way).
   using Sum = Tensor(const Tensor&, std::vector<int64_t>, bool);
   if (auto fast = fast_kernel<Sum>("sum")) return fast(a, std::move(dims), keepdim);
+  Plan p = make_plan("sum", a, std::move(dims), keepdim);
   Tensor out = reduce_kernel(p, plus);
   return record(out, name, {a}, [p, shape = a.shape()](const Tensor& g) {
     return std::vector<Tensor>{expand_back(g, p, shape)};  // d(Σx)/dx_i = 1
@@ -167,9 +168,9 @@ Tensor sum(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
 
 Tensor mean(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
   const char* name = dims.empty() ? "MeanBackward0" : "MeanBackward1";
-  Plan p = make_plan("mean", a, dims, keepdim);
   using Mean = Tensor(const Tensor&, std::vector<int64_t>, bool);
   if (auto fast = fast_kernel<Mean>("mean")) return fast(a, std::move(dims), keepdim);
+  Plan p = make_plan("mean", a, std::move(dims), keepdim);
   const auto count = static_cast<float>(p.R);
   Tensor out = reduce_kernel(p, plus);
   for (float* v = out.data(); v != out.data() + out.numel(); ++v) *v /= count;  // as torch rounds
