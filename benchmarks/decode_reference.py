@@ -9,7 +9,7 @@ nn.MultiheadAttention keeps them), and runs each decoder step on the newest toke
 self-attention keys and values are appended to a cache, cross-attention's are computed once.
 Beam search is Hugging Face's batched form: scores [B, beam, V] flattened, topk of 2·beam per
 sentence, finished hypotheses kept aside, the cache reordered by the surviving beams. The rules
-are anatomy's (models/generation.cpp): a sentence stops once beam hypotheses have ended, or at
+are anatomy's (generation/generation.cpp): a sentence stops once beam hypotheses have ended, or at
 its length limit (2·source + 10); scores are divided by ((5 + length) / 6)^0.6.
 
     anatomy export --checkpoint RUN --to EXPORT

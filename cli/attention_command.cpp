@@ -106,7 +106,7 @@ Runner add_attention_command(CLI::App& app) {
     std::vector<viz::AttentionSection> sections;
     NoGradGuard no_grad;
     if (!o->bert.empty()) {
-      const auto bert = models::load_bert_folder(o->bert);
+      const auto bert = checkpoints::load_bert_folder(o->bert);
       if (!o->text_pair.empty() && bert.config.type_vocab_size < 2)
         throw Error(fmt::format(
             "attention: {} has {} token type(s) (type_vocab_size); a sentence pair needs 2, one "
@@ -136,9 +136,9 @@ Runner add_attention_command(CLI::App& app) {
       const auto src = tr.encode_source(o->text);
       const Tensor src_t = from_vector(src, {1, static_cast<int64_t>(src.size())});
       const auto out =
-          models::greedy_decode(*tr.model, src_t, tr.bos, tr.eos,
-                                std::min<int64_t>(2 * static_cast<int64_t>(src.size()) + 10,
-                                                  tr.config.max_position_embeddings - 1));
+          generation::greedy_decode(*tr.model, src_t, tr.bos, tr.eos,
+                                    std::min<int64_t>(2 * static_cast<int64_t>(src.size()) + 10,
+                                                      tr.config.max_position_embeddings - 1));
       std::vector<int64_t> tgt{tr.bos};
       tgt.insert(tgt.end(), out[0].tokens.begin(), out[0].tokens.end());
       models::set_output_attentions(*tr.model, true);

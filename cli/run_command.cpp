@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "checkpoints/checkpoints.hpp"
 #include "cli/commands.hpp"
 #include "models/models.hpp"
 
@@ -43,6 +44,7 @@ void add_list(std::map<std::string, Tensor>& out, const std::string& name,
 nn::StateDict import_bert(const RunOptions& o, models::TransformerConfig& config,
                           const nn::StateDict& state) {
   using namespace models;
+  using namespace checkpoints;
   if (o.model != "encoder")
     throw Error(fmt::format(
         "run: {} holds Hugging Face BERT names, which load into --model encoder (got '{}')",
@@ -69,6 +71,7 @@ nn::StateDict import_bert(const RunOptions& o, models::TransformerConfig& config
 
 int run(const RunOptions& o) {
   using namespace models;
+  using namespace checkpoints;
   TransformerConfig config = TransformerConfig::from_json_file(o.config);
   nn::StateDict state = load_safetensors(o.weights).tensors;
   if (is_bert_checkpoint(state)) state = import_bert(o, config, state);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "checkpoints/checkpoints.hpp"
 #include "models/models.hpp"
 #include "training/run_dir.hpp"
 #include "training/trainer.hpp"
@@ -91,8 +92,9 @@ void export_to_pytorch(const std::string& run_dir, const std::string& to) {
   }
   const int64_t H = config.num_attention_heads;
   nn::StateDict optimizer;
-  for (const auto& [k, t] : models::to_book_layout(exp_avg, H)) optimizer["exp_avg." + k] = t;
-  for (const auto& [k, t] : models::to_book_layout(exp_avg_sq, H)) optimizer["exp_avg_sq." + k] = t;
+  for (const auto& [k, t] : checkpoints::to_book_layout(exp_avg, H)) optimizer["exp_avg." + k] = t;
+  for (const auto& [k, t] : checkpoints::to_book_layout(exp_avg_sq, H))
+    optimizer["exp_avg_sq." + k] = t;
   optimizer["step"] = file.tensors.at("optimizer.step");
 
   // --- the training data as ids ---
@@ -140,7 +142,7 @@ void export_to_pytorch(const std::string& run_dir, const std::string& to) {
   write_file_atomically(out("safetensors_io.py"), kExportSafetensorsPy);
   write_file_atomically(out("README.md"), kExportReadme);
   write_file_atomically(out("export.json"), info.dump(2) + "\n");
-  save_safetensors(out("model.safetensors"), models::to_book_layout(model->state_dict(), H));
+  save_safetensors(out("model.safetensors"), checkpoints::to_book_layout(model->state_dict(), H));
   save_safetensors(out("optimizer.safetensors"), optimizer);
   save_safetensors(out("data.safetensors"), data);
   for (const auto& entry : fs::directory_iterator(run_dir)) {

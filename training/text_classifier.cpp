@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "checkpoints/checkpoints.hpp"
 #include "data/batching.hpp"
 #include "training/run_dir.hpp"
 
@@ -16,7 +17,7 @@ TextClassifier TextClassifier::load(const std::string& dir) {
     nn::init::SkipInitGuard skip;  // every parameter is loaded below
     c.model = std::make_shared<models::TransformerForSequenceClassification>(run.read_config());
   }
-  models::load_weights(*c.model, run.weights(), run.read_config());
+  checkpoints::load_weights(*c.model, run.weights(), run.read_config());
   c.model->eval();
   return c;
 }

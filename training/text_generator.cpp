@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "checkpoints/checkpoints.hpp"
 #include "training/run_dir.hpp"
 
 namespace anatomy::training {
@@ -15,18 +16,18 @@ TextGenerator TextGenerator::load(const std::string& dir) {
     nn::init::SkipInitGuard skip;  // every parameter is loaded below
     g.model = std::make_shared<models::TransformerForCausalLM>(run.read_config());
   }
-  models::load_weights(*g.model, run.weights(), run.read_config());
+  checkpoints::load_weights(*g.model, run.weights(), run.read_config());
   g.model->eval();
   return g;
 }
 
 std::string TextGenerator::generate(const std::string& prompt, int64_t max_new_tokens,
-                                    const models::SamplingOptions& options) const {
+                                    const generation::SamplingOptions& options) const {
   const auto ids = tokenizer->encode(prompt);
   if (ids.empty()) throw Error("generate: the prompt is empty");
   NoGradGuard no_grad;
   model->eval();
-  const auto out = models::generate(*model, ids, max_new_tokens, options);
+  const auto out = generation::generate(*model, ids, max_new_tokens, options);
   return prompt + tokenizer->decode(out.tokens);
 }
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "generation/generation.hpp"
 #include "models/models.hpp"
 #include "tokenizers/tokenizers.hpp"
 
@@ -18,7 +19,7 @@ struct TextGenerator {
   static TextGenerator load(const std::string& dir);
   // The prompt followed by up to max_new_tokens sampled tokens (from the global generator).
   std::string generate(const std::string& prompt, int64_t max_new_tokens,
-                       const models::SamplingOptions& options = {}) const;
+                       const generation::SamplingOptions& options = {}) const;
 };
 
 }  // namespace anatomy::training

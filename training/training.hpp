@@ -2,6 +2,8 @@
 // folders, and the inference API over them (Translator, TextGenerator, TextClassifier).
 #pragma once
 
+#include "checkpoints/checkpoints.hpp"
+#include "generation/generation.hpp"
 #include "training/checkpoint_average.hpp"
 #include "training/export.hpp"
 #include "training/loss_curve.hpp"

@@ -7,7 +7,9 @@
 #include <numeric>
 #include <optional>
 
+#include "checkpoints/checkpoints.hpp"
 #include "data/data.hpp"
+#include "generation/generation.hpp"
 #include "kernels/frozen_weights.hpp"
 #include "training/run_dir.hpp"
 #include "training/translation_data.hpp"
@@ -32,7 +34,7 @@ Translator Translator::load(const std::string& dir) {
     t.model = std::make_shared<models::Seq2SeqTransformer>(t.config);
   }
   // Either attention layout: a folder written by PyTorch (anatomy export) holds the book's.
-  models::load_weights(*t.model, run.weights(), t.config);
+  checkpoints::load_weights(*t.model, run.weights(), t.config);
   t.model->eval();
   t.default_beam = meta.value("data", nlohmann::json::object()).contains("corpus") ? 4 : 1;
   t.bos = t.target->vocab().id("[BOS]");
@@ -81,10 +83,10 @@ std::vector<std::string> Translator::translate(const std::vector<std::string>& t
     }
     const Tensor batch = data::pad_batch(rows, config.pad_token_id);
     const auto results =
-        beam <= 1 ? models::greedy_decode(*model, batch, bos, eos,
-                                          *std::max_element(limits.begin(), limits.end()))
-                  : models::beam_search(*model, batch, bos, eos, limits,
-                                        {.beam_size = beam, .length_penalty = length_penalty});
+        beam <= 1 ? generation::greedy_decode(*model, batch, bos, eos,
+                                              *std::max_element(limits.begin(), limits.end()))
+                  : generation::beam_search(*model, batch, bos, eos, limits,
+                                            {.beam_size = beam, .length_penalty = length_penalty});
     for (size_t k = start; k < end; ++k) out[order[k]] = target->decode(results[k - start].tokens);
   }
   return out;

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   t.section("The same function, fused: one QKV projection, heads as a batch dimension");
   models::FusedMultiHeadAttention fused(config);
   fused.load_state_dict(
-      models::to_fused_layout(multihead_attn.state_dict(), config.num_attention_heads));
+      checkpoints::to_fused_layout(multihead_attn.state_dict(), config.num_attention_heads));
   fused.eval();
   Tensor fused_output = fused.forward(inputs_embeds);
   fmt::print("fused qkv weight: {} (the 12 heads' q rows, then k rows, then v rows)\n",

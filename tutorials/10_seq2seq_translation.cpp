@@ -103,14 +103,14 @@ int main(int argc, char** argv) {
   for (int64_t i = 0; i < scored; ++i) {
     auto ids = tok.encode(test[i].source);
     Tensor s = from_vector(ids, {1, static_cast<int64_t>(ids.size())});
-    const auto greedy = models::greedy_decode(model, s, 2, 3, 20)[0];
+    const auto greedy = generation::greedy_decode(model, s, 2, 3, 20)[0];
     const std::string out = tok.decode(greedy.tokens);
     right += out == test[i].target;
     if (i < shown) {
-      const auto beam = models::beam_search(model, s, 2, 3, 20, 4);
+      const auto beam = generation::beam_search(model, s, 2, 3, 20, 4);
       fmt::print("  {:26} greedy: {:26} beam(4): {}\n", test[i].source, out,
                  tok.decode(beam.tokens));
-      const auto beam1 = models::beam_search(model, s, 2, 3, 20, 1, 0.0f);
+      const auto beam1 = generation::beam_search(model, s, 2, 3, 20, 1, 0.0f);
       t.check(beam1.tokens == greedy.tokens, "beam search with beam size 1 is greedy decoding");
     }
   }

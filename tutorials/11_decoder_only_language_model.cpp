@@ -90,10 +90,10 @@ int main(int argc, char** argv) {
   model.eval();
   manual_seed(3);
   const auto prompt = tok.encode("the ");
-  auto sample = models::generate(model, prompt, 120, {.temperature = 0.8f, .top_k = 10});
+  auto sample = generation::generate(model, prompt, 120, {.temperature = 0.8f, .top_k = 10});
   fmt::print("\"the {}\"\n", tok.decode(sample.tokens));
   manual_seed(3);
-  auto again = models::generate(model, prompt, 120, {.temperature = 0.8f, .top_k = 10});
+  auto again = generation::generate(model, prompt, 120, {.temperature = 0.8f, .top_k = 10});
   t.check(again.tokens == sample.tokens, "the same seed gives the same text");
   return t.finish();
 }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "checkpoints/checkpoints.hpp"
 #include "models/models.hpp"
 #include "tokenizers/tokenizers.hpp"
 #include "tutorial.hpp"
@@ -54,9 +55,9 @@ inline text::BertTokenizer bert_tokenizer(const Tutorial& t, bool& real) {
 
 // A pretrained BERT: --bert DIR, or bert-base-uncased in the Hugging Face cache. Without one
 // the tutorial says how to get it and goes on with untrained weights, as the book does there.
-inline std::optional<models::BertFolder> pretrained_bert(const Tutorial& t) {
+inline std::optional<checkpoints::BertFolder> pretrained_bert(const Tutorial& t) {
   std::string dir = t.option("--bert");
-  if (dir.empty()) dir = models::find_in_hugging_face_cache("bert-base-uncased");
+  if (dir.empty()) dir = checkpoints::find_in_hugging_face_cache("bert-base-uncased");
   if (dir.empty()) {
     fmt::print(
         "(no pretrained BERT: pass --bert DIR, a folder with config.json, model.safetensors and\n"
@@ -64,9 +65,9 @@ inline std::optional<models::BertFolder> pretrained_bert(const Tutorial& t) {
         " the Hugging Face cache; the README says how. Going on with untrained weights.)\n");
     return std::nullopt;
   }
-  std::optional<models::BertFolder> bert;
+  std::optional<checkpoints::BertFolder> bert;
   try {
-    bert = models::load_bert_folder(dir);
+    bert = checkpoints::load_bert_folder(dir);
   } catch (const Error& e) {  // a folder that is not BERT stops the tutorial, saying why
     fmt::print(stderr, "error: {}\n", e.what());
     std::exit(2);

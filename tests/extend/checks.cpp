@@ -6,6 +6,7 @@
 #include <cmath>
 #include <training/training.hpp>
 
+#include "generation/generation.hpp"
 #include "learned_bias.hpp"
 #include "scale_norm.hpp"
 
@@ -136,8 +137,10 @@ int main() {
       if (name.ends_with("learned_bias.weight")) p.copy_(randn(p.shape()));
   }
   lm.eval();
-  const auto cached = models::generate(lm, {1, 2, 3}, 10, {.temperature = 0.0f, .use_cache = true});
-  const auto plain = models::generate(lm, {1, 2, 3}, 10, {.temperature = 0.0f, .use_cache = false});
+  const auto cached =
+      generation::generate(lm, {1, 2, 3}, 10, {.temperature = 0.0f, .use_cache = true});
+  const auto plain =
+      generation::generate(lm, {1, 2, 3}, 10, {.temperature = 0.0f, .use_cache = false});
   double logit_gap = 0;
   for (size_t i = 0; i < cached.logits.size(); ++i)
     logit_gap = std::max(logit_gap,

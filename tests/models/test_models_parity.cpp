@@ -2,10 +2,12 @@
 // (tests/parity/book_transformer.py): outputs, input gradients and every parameter's gradient,
 // with the PyTorch modules' weights loaded by name. Each case runs twice: with the book's
 // per-head MultiHeadAttention, and with the fused one after converting the weights.
+#include "checkpoints/checkpoints.hpp"
 #include "helpers.hpp"
 #include "models/models.hpp"
 
 using namespace anatomy;
+using namespace anatomy::checkpoints;
 using namespace anatomy::models;
 using Inputs = std::vector<Tensor>;
 

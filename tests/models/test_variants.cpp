@@ -2,10 +2,12 @@
 // relative_key / relative_key_query), ALiBi and rotary embeddings. Their values against PyTorch
 // are in test_models_parity.cpp; here: gradcheck, cached decoding equal to uncached, the
 // properties each scheme is built for, and their errors.
+#include "generation/generation.hpp"
 #include "helpers.hpp"
 #include "models/models.hpp"
 
 using namespace anatomy;
+using namespace anatomy::generation;
 using namespace anatomy::models;
 using testing::check_error;
 

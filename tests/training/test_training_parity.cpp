@@ -2,10 +2,12 @@
 // language model `anatomy train --task lm` builds, trained for 40 steps with AdamW (decay on
 // matrices only), warmup + cosine schedule and gradient clipping, from PyTorch's initial weights
 // on PyTorch's batches. Every step's loss and gradient norm and the final weights must agree.
+#include "checkpoints/checkpoints.hpp"
 #include "helpers.hpp"
 #include "models/models.hpp"
 
 using namespace anatomy;
+using namespace anatomy::checkpoints;
 using namespace anatomy::models;
 
 using testing::with_prefix;

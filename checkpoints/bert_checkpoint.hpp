@@ -30,7 +30,10 @@
 #include "models/transformer_encoder.hpp"
 #include "nn/nn.hpp"
 
-namespace anatomy::models {
+namespace anatomy::checkpoints {
+
+using models::TransformerConfig;
+using models::TransformerEncoder;
 
 struct BertName {
   std::string hugging_face, book;  // module names; N stands for the layer, h for the head
@@ -72,4 +75,4 @@ BertFolder load_bert_folder(const std::string& dir);
 // ~/.cache/huggingface/hub) that has config.json, model.safetensors and vocab.txt; "" if none.
 std::string find_in_hugging_face_cache(const std::string& model = "bert-base-uncased");
 
-}  // namespace anatomy::models
+}  // namespace anatomy::checkpoints

@@ -1,8 +1,10 @@
-#include "models/state_dict_layout.hpp"
+#include "checkpoints/state_dict_layout.hpp"
 
-#include "models/bert_checkpoint.hpp"
+#include "checkpoints/bert_checkpoint.hpp"
 
-namespace anatomy::models {
+namespace anatomy::checkpoints {
+
+using namespace anatomy::models;
 
 namespace {
 
@@ -88,4 +90,4 @@ nn::LoadResult load_weights(nn::Module& model, const std::string& path,
   return load_state(model, load_safetensors(path).tensors, config, strict);
 }
 
-}  // namespace anatomy::models
+}  // namespace anatomy::checkpoints

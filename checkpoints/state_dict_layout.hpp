@@ -6,7 +6,9 @@
 #include "models/config.hpp"
 #include "nn/nn.hpp"
 
-namespace anatomy::models {
+namespace anatomy::checkpoints {
+
+using models::TransformerConfig;
 
 nn::StateDict to_fused_layout(const nn::StateDict& state, int64_t num_heads);
 nn::StateDict to_book_layout(const nn::StateDict& state, int64_t num_heads);
@@ -20,4 +22,4 @@ nn::LoadResult load_state(nn::Module& model, nn::StateDict state, const Transfor
 nn::LoadResult load_weights(nn::Module& model, const std::string& path,
                             const TransformerConfig& config, bool strict = true);
 
-}  // namespace anatomy::models
+}  // namespace anatomy::checkpoints

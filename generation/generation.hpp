@@ -9,7 +9,10 @@
 #include "models/seq2seq_transformer.hpp"
 #include "models/transformer_for_causal_lm.hpp"
 
-namespace anatomy::models {
+namespace anatomy::generation {
+
+using models::Seq2SeqTransformer;
+using models::TransformerForCausalLM;
 
 struct Generated {
   std::vector<int64_t> tokens;  // without the start token; ends before the end token
@@ -63,4 +66,4 @@ Generated generate(TransformerForCausalLM& model, const std::vector<int64_t>& pr
                    int64_t max_new_tokens, const SamplingOptions& options = {},
                    int64_t stop_id = -1);
 
-}  // namespace anatomy::models
+}  // namespace anatomy::generation

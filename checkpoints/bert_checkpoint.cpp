@@ -1,6 +1,6 @@
-#include "models/bert_checkpoint.hpp"
+#include "checkpoints/bert_checkpoint.hpp"
 
-#include "models/state_dict_layout.hpp"
+#include "checkpoints/state_dict_layout.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,7 +12,9 @@
 #include <set>
 #include <sstream>
 
-namespace anatomy::models {
+namespace anatomy::checkpoints {
+
+using namespace anatomy::models;
 
 namespace {
 
@@ -296,4 +298,4 @@ std::string find_in_hugging_face_cache(const std::string& model) {
   return best;
 }
 
-}  // namespace anatomy::models
+}  // namespace anatomy::checkpoints

@@ -1,4 +1,4 @@
-#include "models/generation.hpp"
+#include "generation/generation.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,9 @@
 #include "kernels/frozen_weights.hpp"
 #include "kernels/parallel.hpp"
 
-namespace anatomy::models {
+namespace anatomy::generation {
+
+using namespace anatomy::models;
 
 namespace {
 
@@ -341,4 +343,4 @@ Generated generate(TransformerForCausalLM& model, const std::vector<int64_t>& pr
   return out;
 }
 
-}  // namespace anatomy::models
+}  // namespace anatomy::generation

@@ -1,7 +1,9 @@
 // Decoding: greedy, sampling and beam search, with and without the KV cache and padding.
-#include "model_fixtures.hpp"
+#include "../models/model_fixtures.hpp"
+#include "generation/generation.hpp"
 
 using namespace anatomy;
+using namespace anatomy::generation;
 using namespace anatomy::models;
 using namespace anatomy::testing;
 
@@ -520,8 +522,6 @@ TEST_CASE("beam search over a padded batch finds what each sentence finds alone"
               {"beam_search", "beam size must be >= 1", "got 0"});
 }
 
-// Hugging Face BERT names onto the book's encoder (models/bert_checkpoint.hpp). The values are
-// checked against the PyTorch reference in test_cli.cpp; these check the renaming's edges.
 TEST_CASE("Seq2SeqTransformer names both batch sizes when they differ") {
   Seq2SeqTransformer s2s(small());
   check_error(
@@ -532,8 +532,9 @@ TEST_CASE("Seq2SeqTransformer names both batch sizes when they differ") {
       {"source batch 2 and target batch 3 differ"});
 }
 
-// Mutation seed 18: Embeddings(config, 0) took a table of 0 rows, and causal_mask(Tq, 0) a square
-// mask, and no test told.
+// Candidates with equal scores are ranked by the smaller token, then the earlier beam, so the
+// search is deterministic: with every log-probability equal (a generator of zeros) each step
+// extends by token 0 first.
 TEST_CASE("beam search breaks exact ties by the smaller token, then the earlier beam") {
   const auto model = eval_s2s(12);
   Seq2SeqTransformer& s2s = *model;
