@@ -21,15 +21,6 @@ namespace {
 using Unary = Tensor(const Tensor&);
 using Binary = Tensor(const Tensor&, const Tensor&);
 
-void check_float(const char* op, const Tensor& t) {
-  if (!t.defined()) throw Error(fmt::format("{}: got an undefined tensor", op));
-  if (t.dtype() != Dtype::Float32)
-    throw Error(
-        fmt::format("{}: expected a float32 tensor but got int64 of shape {} (int64 "
-                    "tensors hold ids for embedding, gather and cross_entropy)",
-                    op, t.shape().str()));
-}
-
 // out[i] = f(a[i]).
 template <typename F>
 Tensor map(const Tensor& a, F f) {

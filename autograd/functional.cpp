@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "autograd/cross_entropy.hpp"
 #include "autograd/dispatch.hpp"
 #include "autograd/engine.hpp"
 #include "autograd/ops.hpp"
@@ -14,12 +15,6 @@
 namespace anatomy {
 
 namespace {
-
-void check_float(const char* op, const Tensor& t) {
-  if (t.dtype() != Dtype::Float32)
-    throw Error(fmt::format("{}: expected a float32 tensor but got int64 of shape {}", op,
-                            t.shape().str()));
-}
 
 // a with `dim` moved last, as contiguous [N, C] rows; and the way back for a result of that shape.
 Tensor rows_along(const Tensor& a, int64_t dim) {
@@ -281,11 +276,13 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
   });
 }
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& target,
-                     const CrossEntropyOptions& options) {
-  // The fast kernel brings the logits to rows itself, and checks the arguments as below.
-  using CrossEntropy = Tensor(const Tensor&, const Tensor&, const CrossEntropyOptions&);
-  if (auto fast = fast_kernel<CrossEntropy>("cross_entropy")) return fast(logits, target, options);
+namespace {
+
+// Checks the arguments; returns the logits as rows [N, C]: [C] -> [1, C]; [N, C, d...] ->
+// [N·d..., C], rows in the target's row-major order. The view ops keep the graph, so the
+// gradient in rows flows back to the logits' shape by itself.
+Tensor cross_entropy_input(const Tensor& logits, const Tensor& target,
+                           const CrossEntropyOptions& options) {
   check_float("cross_entropy", logits);
   if (target.dtype() != Dtype::Int64)
     throw Error(
@@ -298,7 +295,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target,
   if (eps < 0.0f || eps > 1.0f)
     throw Error(
         fmt::format("cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {}", eps));
-  // Bring logits to [N, C] rows and targets to [N]: [C] -> [1, C]; [N, C, d...] -> [N·d..., C].
+  if (options.nll && red == "none")
+    throw Error("cross_entropy: nll is returned for reduction 'mean' or 'sum', not 'none'");
   if (logits.dim() == 0) throw Error("cross_entropy: logits must have at least one dimension");
   Shape expected = logits.shape();
   if (logits.dim() >= 2)
@@ -308,83 +306,87 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target,
   if (target.shape() != expected)
     throw Error(fmt::format("cross_entropy: Expected target size {}, got {} (logits {})",
                             expected.str(), target.shape().str(), logits.shape().str()));
-  // [N, C, d...] -> [N, d..., C]: rows then follow the target's row-major order.
-  std::vector<int64_t> to_last{0}, from_last{0, logits.dim() - 1};
-  for (int64_t d = 2; d < logits.dim(); ++d) {
-    to_last.push_back(d);
-    from_last.push_back(d - 1);
-  }
+  if (logits.dim() <= 2) return logits.dim() == 1 ? logits.unsqueeze(0) : logits;
+  std::vector<int64_t> to_last{0};  // [N, C, d...] -> [N, d..., C]
+  for (int64_t d = 2; d < logits.dim(); ++d) to_last.push_back(d);
   to_last.push_back(1);
-  Tensor x = logits.dim() == 1   ? logits.detach().unsqueeze(0)
-             : logits.dim() == 2 ? logits.detach()
-                                 : logits.detach().permute(to_last).reshape({-1, logits.size(1)});
-  x = x.contiguous();
-  const int64_t C = x.size(1), N = x.size(0);
-  const std::vector<int64_t> t = target.to_int_vector();
-  int64_t count = 0;
-  for (int64_t n = 0; n < N; ++n) {
-    if (t[n] == options.ignore_index) continue;
-    if (t[n] < 0 || t[n] >= C)
+  return logits.permute(to_last).reshape({-1, logits.size(1)});
+}
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target,
+                     const CrossEntropyOptions& options) {
+  const Tensor input = cross_entropy_input(logits, target, options);
+  CrossEntropyRows rows{input.detach().contiguous(), target.to_int_vector(), input.size(0),
+                        input.size(1)};
+  const int64_t N = rows.N, C = rows.C;
+  for (int64_t t : rows.targets) {
+    if (t == options.ignore_index) continue;
+    if (t < 0 || t >= C)
       throw Error(
-          fmt::format("cross_entropy: Target {} is out of bounds (classes 0..{})", t[n], C - 1));
-    ++count;
+          fmt::format("cross_entropy: Target {} is out of bounds (classes 0..{})", t, C - 1));
+    ++rows.count;
   }
-  // loss_n = (1-ε)(lse - x_t) + ε(lse - mean(x)): cross entropy against the smoothed target.
-  if (options.nll && red == "none")
-    throw Error("cross_entropy: nll is returned for reduction 'mean' or 'sum', not 'none'");
+  const float eps = options.label_smoothing;
   // loss_n = (1-ε)(lse - x_t) + ε(lse - mean(x)): cross entropy against the smoothed target, with
-  // lse = log Σ e^x of row n.
+  // lse = log Σ e^x of row n; nll_n = lse - x_t, the loss without smoothing.
   std::vector<float> losses(N, 0.0f), nlls(options.nll ? N : 0, 0.0f);
-  for (int64_t n = 0; n < N; ++n) {
-    if (t[n] == options.ignore_index) continue;
-    const float* row = x.data() + n * C;
-    const float lse = row_logsumexp(row, C);
-    float total = 0.0f;
-    for (int64_t c = 0; c < C; ++c) total += row[c];
-    const float nll = lse - row[t[n]];
-    losses[n] = (1.0f - eps) * nll + eps * (lse - total / static_cast<float>(C));
-    if (!nlls.empty()) nlls[n] = nll;
-  }
-  Tensor out;
-  if (red == "none") {
-    out = from_vector(losses, target.shape());
+  if (auto fast = fast_kernel<CrossEntropyForward>("cross_entropy")) {
+    fast(rows, options, losses, nlls);
   } else {
-    auto reduce = [&](const std::vector<float>& v) {
-      double total = 0.0;
-      for (float l : v) total += l;
-      return red == "sum" ? static_cast<float>(total)
-             : count == 0 ? std::nanf("")
-                          : static_cast<float>(total / static_cast<double>(count));
-    };
-    out = full({}, reduce(losses));
-    if (options.nll) *options.nll = reduce(nlls);
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t t = rows.targets[n];
+      if (t == options.ignore_index) continue;
+      const float* row = rows.x.data() + n * C;
+      const float lse = row_logsumexp(row, C);
+      float total = 0.0f;
+      for (int64_t c = 0; c < C; ++c) total += row[c];
+      const float nll = lse - row[t];
+      losses[n] = (1.0f - eps) * nll + eps * (lse - total / static_cast<float>(C));
+      if (!nlls.empty()) nlls[n] = nll;
+    }
   }
-  return record(
-      out, "NllLossBackward0", {logits},
-      [x, t, count, N, C, eps, options, lshape = logits.shape(), from_last](const Tensor& g) {
-        // d loss_n / d x = softmax(x) - (1-ε) onehot(t) - ε/C, scaled by the upstream gradient.
-        const auto gv = g.to_vector();
-        Tensor gx = zeros({N, C});
-        for (int64_t n = 0; n < N; ++n) {
-          if (t[n] == options.ignore_index) continue;
-          const float scale = options.reduction == "none"  ? gv[n]
-                              : options.reduction == "sum" ? gv[0]
-                                                           : gv[0] / static_cast<float>(count);
-          const float* row = x.data() + n * C;
-          const float lse = row_logsumexp(row, C);
-          for (int64_t c = 0; c < C; ++c) {
-            const float target_share =
-                (c == t[n] ? 1.0f - eps : 0.0f) + eps / static_cast<float>(C);
-            gx.data()[n * C + c] = (std::exp(row[c] - lse) - target_share) * scale;
-          }
-        }
-        if (lshape.size() == 1) return std::vector<Tensor>{gx.reshape(lshape)};
-        if (lshape.size() == 2) return std::vector<Tensor>{gx};
-        Shape moved = {lshape[0]};  // [N, d..., C], then C back to dim 1
-        for (size_t d = 2; d < lshape.size(); ++d) moved.push_back(lshape[d]);
-        moved.push_back(lshape[1]);
-        return std::vector<Tensor>{gx.reshape(moved).permute(from_last).contiguous()};
-      });
+  // Summed in double, in row order: the same bits on every path and thread count.
+  const auto& red = options.reduction;
+  auto reduce = [&](const std::vector<float>& v) {
+    double total = 0.0;
+    for (float l : v) total += l;
+    return red == "sum"      ? static_cast<float>(total)
+           : rows.count == 0 ? std::nanf("")
+                             : static_cast<float>(total / static_cast<double>(rows.count));
+  };
+  if (options.nll) *options.nll = reduce(nlls);
+  Tensor out = red == "none" ? from_vector(losses, target.shape()) : full({}, reduce(losses));
+  return record(out, "NllLossBackward0", {input}, [rows, options](const Tensor& g) {
+    // Each row's share of the upstream gradient: g_n ("none"), g ("sum") or g / count ("mean").
+    const auto gv = g.to_vector();
+    std::vector<float> scale(rows.N, 0.0f);
+    for (int64_t n = 0; n < rows.N; ++n)
+      if (rows.targets[n] != options.ignore_index)
+        scale[n] = options.reduction == "none"  ? gv[n]
+                   : options.reduction == "sum" ? gv[0]
+                                                : gv[0] / static_cast<float>(rows.count);
+    Tensor gx = empty({rows.N, rows.C});
+    const float eps = options.label_smoothing;
+    if (auto fast = fast_kernel<CrossEntropyBackward>("cross_entropy_backward")) {
+      fast(rows, scale, eps, gx);
+      return std::vector<Tensor>{gx};
+    }
+    // d loss_n / d x = (softmax(x) - (1-ε) onehot(t) - ε/C) · scale_n
+    const int64_t C = rows.C;
+    for (int64_t n = 0; n < rows.N; ++n) {
+      const float* row = rows.x.data() + n * C;
+      const float lse = row_logsumexp(row, C);
+      for (int64_t c = 0; c < C; ++c) {
+        const float share =
+            (c == rows.targets[n] ? 1.0f - eps : 0.0f) + eps / static_cast<float>(C);
+        gx.data()[n * C + c] =
+            scale[n] == 0.0f ? 0.0f : (std::exp(row[c] - lse) - share) * scale[n];
+      }
+    }
+    return std::vector<Tensor>{gx};
+  });
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {

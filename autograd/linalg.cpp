@@ -2,6 +2,8 @@
 // Dimension letters: M rows of the left operand, K the contracted dim, N columns of the right.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "autograd/dispatch.hpp"
 #include "autograd/engine.hpp"
 #include "autograd/ops.hpp"
@@ -10,15 +12,8 @@ namespace anatomy {
 
 namespace {
 
-void check_float(const char* op, const Tensor& t) {
-  if (!t.defined()) throw Error(fmt::format("{}: got an undefined tensor", op));
-  if (t.dtype() != Dtype::Float32)
-    throw Error(fmt::format("{}: expected a float32 tensor but got int64 of shape {}", op,
-                            t.shape().str()));
-}
-
 // out[g, M, N] = a[g, M, K] · b[g, K, N] for every batch g; a and b are contiguous with the same
-// batch dims, out is contiguous and filled with zeros.
+// batch dims, out is contiguous and overwritten.
 void batched_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
   const int64_t batches = out.numel() / std::max<int64_t>(M * N, 1);
@@ -26,6 +21,7 @@ void batched_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
     const float* x = a.data() + g * M * K;
     const float* y = b.data() + g * K * N;
     float* z = out.data() + g * M * N;
+    std::fill(z, z + M * N, 0.0f);
     // i, k, j: the inner loop walks a row of b and a row of the result, both contiguous.
     for (int64_t i = 0; i < M; ++i)
       for (int64_t k = 0; k < K; ++k) {
@@ -73,9 +69,14 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   ea.insert(ea.end(), {M, K});
   eb.insert(eb.end(), {K, N});
   out_shape.insert(out_shape.end(), {M, N});
-  if (auto fast = fast_kernel<Tensor(const Tensor&, const Tensor&)>("matmul")) return fast(a, b);
-  Tensor out = zeros(out_shape);
-  batched_matmul(contiguous_values(expand(a2, ea)), contiguous_values(expand(b2, eb)), out);
+  Tensor out = empty(out_shape);
+  // The fast kernel reads the broadcast views in place (a stride-0 dim is read again, not
+  // copied); the reference lays them out contiguously first.
+  using BatchedProduct = void(const Tensor&, const Tensor&, const Tensor&);
+  if (auto fast = fast_kernel<BatchedProduct>("matmul"))
+    fast(expand(a2.detach(), ea), expand(b2.detach(), eb), out);
+  else
+    batched_matmul(contiguous_values(expand(a2, ea)), contiguous_values(expand(b2, eb)), out);
   Shape final_shape = out_shape;
   if (b.dim() == 1) final_shape.erase(final_shape.end() - 1);
   if (a.dim() == 1) final_shape.erase(final_shape.end() - (b.dim() == 1 ? 1 : 2));
@@ -153,25 +154,31 @@ std::vector<Tensor> linear_backward(const Tensor& g2, const Tensor& x, const Ten
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_linear("linear", x, weight, bias);
-  using Linear = Tensor(const Tensor&, const Tensor&, const Tensor&);
-  if (auto fast = fast_kernel<Linear>("linear")) return fast(x, weight, bias);
   const int64_t K = weight.size(1), N = weight.size(0);
   int64_t rows = 1;  // every dim of x but the last
   for (int64_t d = 0; d + 1 < x.dim(); ++d) rows *= x.size(d);
-  Shape out_shape = x.shape();
-  out_shape.back() = N;
-  // y = x Wᵀ + b: (rows, K) x (K, N), then b added to every row.
-  Tensor out = zeros(out_shape);
-  const Tensor w = contiguous_values(weight);
-  Tensor wt = empty({K, N});  // Wᵀ, so that the product's inner loop reads it row by row
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t k = 0; k < K; ++k) wt.data()[k * N + n] = w.data()[n * K + k];
-  if (out.numel() > 0 && K > 0)
-    batched_matmul(contiguous_values(x).view({rows, K}), wt, out.view({rows, N}));
-  if (bias.defined()) {
-    const Tensor bc = bias.contiguous();
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t n = 0; n < N; ++n) out.data()[r * N + n] += bc.data()[n];
+  // The fast kernel computes the values (one GEMM that adds b as it writes); the gradient below
+  // is the same for both.
+  using LinearValues = Tensor(const Tensor&, const Tensor&, const Tensor&);
+  Tensor out;
+  if (auto fast = fast_kernel<LinearValues>("linear")) {
+    out = fast(x, weight, bias);
+  } else {
+    // y = x Wᵀ + b: (rows, K) x (K, N), then b added to every row.
+    Shape out_shape = x.shape();
+    out_shape.back() = N;
+    out = zeros(out_shape);
+    const Tensor w = contiguous_values(weight);
+    Tensor wt = empty({K, N});  // Wᵀ, so that the product's inner loop reads it row by row
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k) wt.data()[k * N + n] = w.data()[n * K + k];
+    if (out.numel() > 0 && K > 0)
+      batched_matmul(contiguous_values(x).view({rows, K}), wt, out.view({rows, N}));
+    if (bias.defined()) {
+      const Tensor bc = bias.contiguous();
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t n = 0; n < N; ++n) out.data()[r * N + n] += bc.data()[n];
+    }
   }
   return record(out, "AddmmBackward0", {x, weight, bias},
                 [x, weight, bias, rows, K, N](const Tensor& g) {

@@ -1,4 +1,4 @@
-// Reductions. Two primitives have kernels of their own, sum and amax/amin; max/min along a dim
+// Reductions. Two primitives fold the values themselves, sum and amax/amin; max/min along a dim
 // are an index search plus gather (whose backward routes the gradient to the index), and mean,
 // var and logsumexp are composed from primitives, so their gradients come for free.
 #include <fmt/format.h>
@@ -9,24 +9,19 @@
 #include "autograd/dispatch.hpp"
 #include "autograd/engine.hpp"
 #include "autograd/ops.hpp"
+#include "autograd/reduction.hpp"
 
 namespace anatomy {
 
 namespace {
 
-// A reduction seen as a contiguous [O, R, I] block: O outer rows, R reduced, I inner.
-struct Plan {
-  std::vector<int64_t> dims;  // sorted, wrapped
-  Shape keep_shape;           // with reduced dims as 1
-  Shape out_shape;            // as asked (keepdim or not)
-  Tensor x;                   // contiguous data laid out as [O, R, I]
-  int64_t O = 1, R = 1, I = 1;
-};
-
-Plan make_plan(const char* op, const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
+// The plan of reducing `a` over `dims` (every dim when empty); throws, naming `op`, for a
+// non-float tensor, a dim out of range or a dim given twice.
+ReductionPlan reduction_plan(const char* op, const Tensor& a, std::vector<int64_t> dims,
+                             bool keepdim) {
   if (a.dtype() != Dtype::Float32)
     throw Error(fmt::format("{}: expected a float32 tensor but got int64", op));
-  Plan p;
+  ReductionPlan p;
   const int64_t nd = a.dim();
   if (dims.empty())
     for (int64_t d = 0; d < std::max<int64_t>(nd, 1); ++d) dims.push_back(d);
@@ -64,7 +59,7 @@ Plan make_plan(const char* op, const Tensor& a, std::vector<int64_t> dims, bool 
 
 // out[o, i] = fold over r of x[o, r, i], starting from x[o, 0, i].
 template <typename Fold>
-Tensor reduce_kernel(const Plan& p, Fold fold) {
+Tensor plain_fold(const ReductionPlan& p, Fold fold) {
   Tensor out = empty(p.out_shape);
   const float* x = p.x.data();
   float* y = out.data();
@@ -79,6 +74,12 @@ Tensor reduce_kernel(const Plan& p, Fold fold) {
   return out;
 }
 
+// The fold of a reduction: a fast kernel registered as `kernel`, or the plain loops above.
+Tensor fold(const char* kernel, const ReductionPlan& p, float (*f)(float, float)) {
+  if (auto fast = fast_kernel<ReductionKernel>(kernel)) return fast(p);
+  return plain_fold(p, f);
+}
+
 // The larger (smaller) of two values; a NaN wins, as in PyTorch.
 float larger(float acc, float v) {
   return std::isnan(acc) || std::isnan(v) ? NAN : std::max(acc, v);
@@ -89,7 +90,7 @@ float smaller(float acc, float v) {
 float plus(float acc, float v) { return acc + v; }
 
 // g of a reduction's output, broadcast back to the input's shape.
-Tensor expand_back(const Tensor& g, const Plan& p, const Shape& input_shape) {
+Tensor expand_back(const Tensor& g, const ReductionPlan& p, const Shape& input_shape) {
   return expand(reshape(g, p.keep_shape), input_shape);
 }
 
@@ -98,11 +99,9 @@ Tensor amax_or_amin(const char* op, const char* node, const Tensor& a, std::vect
   if (a.numel() == 0)
     throw Error(
         fmt::format("{}: Expected reduction dim to be specified for input.numel() == 0", op));
-  using Extremum = Tensor(const Tensor&, std::vector<int64_t>, bool);
-  if (auto fast = fast_kernel<Extremum>(op)) return fast(a, std::move(dims), keepdim);
-  Plan p = make_plan(op, a, std::move(dims), keepdim);
+  ReductionPlan p = reduction_plan(op, a, std::move(dims), keepdim);
   // NaN propagates, as in PyTorch: the extremum of a slice holding a NaN is NaN.
-  Tensor out = reduce_kernel(p, is_max ? larger : smaller);
+  Tensor out = fold(op, p, is_max ? larger : smaller);
   return record(out, node, {a}, [a, p, y = out.detach()](const Tensor& g) {
     // The gradient is shared evenly among the elements equal to the extremum.
     Tensor hit = eq(a, expand_back(y, p, a.shape()));
@@ -125,14 +124,18 @@ Tensor arg_search(const char* op, const Tensor& a, int64_t dim, bool keepdim, bo
   rows.pop_back();
   Tensor out = empty(rows, Dtype::Int64);
   int64_t* idx = out.data_ptr<int64_t>();
-  const float* px = x.data();
-  for (int64_t o = 0; o < out.numel(); ++o) {
-    const float* row = px + o * R;
-    // The first extremum wins; a NaN counts as the extremum, as in PyTorch.
-    int64_t best = 0;
-    for (int64_t r = 1; r < R && !std::isnan(row[best]); ++r)
-      if (std::isnan(row[r]) || (is_max ? row[r] > row[best] : row[r] < row[best])) best = r;
-    idx[o] = best;
+  if (auto fast = fast_kernel<ArgSearchKernel>(op)) {
+    fast(x.reshape({-1, R}), out);
+  } else {
+    const float* px = x.data();
+    for (int64_t o = 0; o < out.numel(); ++o) {
+      const float* row = px + o * R;
+      // The first extremum wins; a NaN counts as the extremum, as in PyTorch.
+      int64_t best = 0;
+      for (int64_t r = 1; r < R && !std::isnan(row[best]); ++r)
+        if (std::isnan(row[r]) || (is_max ? row[r] > row[best] : row[r] < row[best])) best = r;
+      idx[o] = best;
+    }
   }
   if (a.dim() == 0) return out;
   Tensor t = unsqueeze(out, -1);
@@ -156,11 +159,8 @@ std::pair<Tensor, Tensor> max_or_min(const Tensor& a, int64_t dim, bool keepdim,
 Tensor sum(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
   // PyTorch's names: x.sum() is SumBackward0, x.sum(dim) SumBackward1 (even over every dim).
   const char* name = dims.empty() ? "SumBackward0" : "SumBackward1";
-  // The fast kernel makes its own plan (which checks the dims the same way).
-  using Sum = Tensor(const Tensor&, std::vector<int64_t>, bool);
-  if (auto fast = fast_kernel<Sum>("sum")) return fast(a, std::move(dims), keepdim);
-  Plan p = make_plan("sum", a, std::move(dims), keepdim);
-  Tensor out = reduce_kernel(p, plus);
+  ReductionPlan p = reduction_plan("sum", a, std::move(dims), keepdim);
+  Tensor out = fold("sum", p, plus);
   return record(out, name, {a}, [p, shape = a.shape()](const Tensor& g) {
     return std::vector<Tensor>{expand_back(g, p, shape)};  // d(Σx)/dx_i = 1
   });
@@ -168,11 +168,9 @@ Tensor sum(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
 
 Tensor mean(const Tensor& a, std::vector<int64_t> dims, bool keepdim) {
   const char* name = dims.empty() ? "MeanBackward0" : "MeanBackward1";
-  using Mean = Tensor(const Tensor&, std::vector<int64_t>, bool);
-  if (auto fast = fast_kernel<Mean>("mean")) return fast(a, std::move(dims), keepdim);
-  Plan p = make_plan("mean", a, std::move(dims), keepdim);
+  ReductionPlan p = reduction_plan("mean", a, std::move(dims), keepdim);
   const auto count = static_cast<float>(p.R);
-  Tensor out = reduce_kernel(p, plus);
+  Tensor out = fold("sum", p, plus);
   for (float* v = out.data(); v != out.data() + out.numel(); ++v) *v /= count;  // as torch rounds
   return record(out, name, {a}, [p, count, shape = a.shape()](const Tensor& g) {
     return std::vector<Tensor>{expand_back(g / count, p, shape)};  // d(Σx/n)/dx_i = 1/n
@@ -217,15 +215,11 @@ std::pair<Tensor, Tensor> min(const Tensor& a, int64_t dim, bool keepdim) {
   return max_or_min(a, dim, keepdim, false);
 }
 
-using ArgSearch = Tensor(const Tensor&, std::optional<int64_t>, bool);
-
 Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
-  if (auto fast = fast_kernel<ArgSearch>("argmax")) return fast(a, dim, keepdim);
   if (!dim) return arg_search("argmax", a.reshape({-1}), 0, false, true);
   return arg_search("argmax", a, *dim, keepdim, true);
 }
 Tensor argmin(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
-  if (auto fast = fast_kernel<ArgSearch>("argmin")) return fast(a, dim, keepdim);
   if (!dim) return arg_search("argmin", a.reshape({-1}), 0, false, false);
   return arg_search("argmin", a, *dim, keepdim, false);
 }

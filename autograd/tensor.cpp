@@ -45,6 +45,15 @@ std::vector<int64_t> contiguous_strides(const Shape& shape) {
   return strides;
 }
 
+void check_float(const char* op, const Tensor& t) {
+  if (!t.defined()) throw Error(fmt::format("{}: got an undefined tensor", op));
+  if (t.dtype() != Dtype::Float32)
+    throw Error(
+        fmt::format("{}: expected a float32 tensor but got int64 of shape {} (int64 "
+                    "tensors hold ids for embedding, gather and cross_entropy)",
+                    op, t.shape().str()));
+}
+
 int64_t wrap_dim(const char* op, int64_t dim, int64_t ndim) {
   const int64_t n = std::max<int64_t>(ndim, 1);  // a 0-d tensor accepts dim 0 and -1
   if (dim < -n || dim >= n)

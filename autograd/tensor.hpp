@@ -197,5 +197,7 @@ std::vector<int64_t> contiguous_strides(const Shape& shape);
 // Wraps a possibly negative dim into [0, ndim), or throws "Dimension out of range".
 int64_t wrap_dim(const char* op, int64_t dim, int64_t ndim);
 Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b);
+// Throws unless t is a defined float32 tensor (int64 tensors hold ids, not values).
+void check_float(const char* op, const Tensor& t);
 
 }  // namespace anatomy

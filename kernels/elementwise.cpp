@@ -19,15 +19,6 @@ using simd::batch;
 
 namespace {
 
-void check_float(const char* op, const Tensor& t) {
-  if (!t.defined()) throw Error(fmt::format("{}: got an undefined tensor", op));
-  if (t.dtype() != Dtype::Float32)
-    throw Error(
-        fmt::format("{}: expected a float32 tensor but got int64 of shape {} (int64 "
-                    "tensors hold ids for embedding, gather and cross_entropy)",
-                    op, t.shape().str()));
-}
-
 // out = f(a) elementwise, on a contiguous copy of a when a is a view.
 template <typename F>
 Tensor unary_kernel(const char* op, const Tensor& a, F f) {

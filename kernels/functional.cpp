@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "autograd/cross_entropy.hpp"
 #include "autograd/dispatch.hpp"
 #include "autograd/engine.hpp"
 #include "autograd/ops.hpp"
@@ -20,12 +21,6 @@ namespace anatomy {
 using simd::batch;
 
 namespace {
-
-void check_float(const char* op, const Tensor& t) {
-  if (t.dtype() != Dtype::Float32)
-    throw Error(fmt::format("{}: expected a float32 tensor but got int64 of shape {}", op,
-                            t.shape().str()));
-}
 
 // Rows per chunk: enough that a chunk holds about simd::kGrain values.
 int64_t row_grain(int64_t C) {
@@ -406,114 +401,41 @@ DropoutAddLayerNorm fast_dropout_add_layer_norm(const Tensor& x, const Tensor& r
   return {sum_node, record_layer_norm(saved, sum_node, weight, bias, N, C)};
 }
 
-Tensor fast_cross_entropy(const Tensor& logits, const Tensor& target,
-                          const CrossEntropyOptions& options) {
-  check_float("cross_entropy", logits);
-  if (target.dtype() != Dtype::Int64)
-    throw Error(
-        "cross_entropy: expected scalar type Long but found Float (targets are class "
-        "indices)");
-  const auto& red = options.reduction;
-  if (red != "mean" && red != "sum" && red != "none")
-    throw Error(fmt::format("cross_entropy: {} is not a valid value for reduction", red));
+void fast_cross_entropy(const CrossEntropyRows& rows, const CrossEntropyOptions& options,
+                        std::vector<float>& losses, std::vector<float>& nlls) {
+  const int64_t C = rows.C;
   const float eps = options.label_smoothing;
-  if (eps < 0.0f || eps > 1.0f)
-    throw Error(
-        fmt::format("cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: {}", eps));
-  // Bring logits to [N, C] rows and targets to [N]: [C] -> [1, C]; [N, C, d...] -> [N·d..., C].
-  if (logits.dim() == 0) throw Error("cross_entropy: logits must have at least one dimension");
-  Shape expected = logits.shape();
-  if (logits.dim() >= 2)
-    expected.erase(expected.begin() + 1);
-  else
-    expected = {};
-  if (target.shape() != expected)
-    throw Error(fmt::format("cross_entropy: Expected target size {}, got {} (logits {})",
-                            expected.str(), target.shape().str(), logits.shape().str()));
-  // [N, C, d...] -> [N, d..., C]: rows then follow the target's row-major order.
-  std::vector<int64_t> to_last{0}, from_last{0, logits.dim() - 1};
-  for (int64_t d = 2; d < logits.dim(); ++d) {
-    to_last.push_back(d);
-    from_last.push_back(d - 1);
-  }
-  to_last.push_back(1);
-  Tensor x = logits.dim() == 1   ? logits.detach().unsqueeze(0)
-             : logits.dim() == 2 ? logits.detach()
-                                 : logits.detach().permute(to_last).reshape({-1, logits.size(1)});
-  x = x.contiguous();
-  const int64_t C = x.size(1), N = x.size(0);
-  const std::vector<int64_t> t = target.to_int_vector();
-  int64_t count = 0;
-  for (int64_t n = 0; n < N; ++n) {
-    if (t[n] == options.ignore_index) continue;
-    if (t[n] < 0 || t[n] >= C)
-      throw Error(
-          fmt::format("cross_entropy: Target {} is out of bounds (classes 0..{})", t[n], C - 1));
-    ++count;
-  }
-  // loss_n = (1-ε)(lse - x_t) + ε(lse - mean(x)): cross entropy against the smoothed target.
-  if (options.nll && red == "none")
-    throw Error("cross_entropy: nll is returned for reduction 'mean' or 'sum', not 'none'");
-  std::vector<float> losses(N, 0.0f), nlls(options.nll ? N : 0, 0.0f);
-  for_exp_rows(N, C, [&](int64_t n0, int64_t n1) {
+  for_exp_rows(rows.N, C, [&](int64_t n0, int64_t n1) {
     for (int64_t n = n0; n < n1; ++n) {
-      if (t[n] == options.ignore_index) continue;
-      const float* row = x.data() + n * C;
+      const int64_t t = rows.targets[n];
+      if (t == options.ignore_index) continue;
+      const float* row = rows.x.data() + n * C;
       const float m = simd::max(row, C);
       const float lse = m + std::log(simd::sum_exp(row, C, m));
-      const float nll = lse - row[t[n]];
+      const float nll = lse - row[t];
       const float smooth = lse - simd::sum(row, C) / static_cast<float>(C);
       losses[n] = (1.0f - eps) * nll + eps * smooth;
       if (!nlls.empty()) nlls[n] = nll;
     }
   });
-  Tensor out;
-  if (red == "none") {
-    out = from_vector(losses, target.shape());
-  } else {
-    auto reduce = [&](const std::vector<float>& v) {
-      double total = 0.0;
-      for (float l : v) total += l;
-      return red == "sum" ? static_cast<float>(total)
-             : count == 0 ? std::nanf("")
-                          : static_cast<float>(total / static_cast<double>(count));
-    };
-    out = full({}, reduce(losses));
-    if (options.nll) *options.nll = reduce(nlls);
-  }
-  return record(
-      out, "NllLossBackward0", {logits},
-      [x, t, count, N, C, eps, options, lshape = logits.shape(), from_last](const Tensor& g) {
-        // d loss_n / d x = softmax(x) - (1-ε) onehot(t) - ε/C, scaled by the upstream gradient.
-        std::vector<float> scale(N, 0.0f);
-        const auto gv = g.to_vector();
-        for (int64_t n = 0; n < N; ++n) {
-          if (t[n] == options.ignore_index) continue;
-          scale[n] = options.reduction == "none"  ? gv[n]
-                     : options.reduction == "sum" ? gv[0]
-                                                  : gv[0] / static_cast<float>(count);
-        }
-        Tensor gx = empty({N, C});
-        for_exp_rows(N, C, [&](int64_t n0, int64_t n1) {
-          for (int64_t n = n0; n < n1; ++n) {
-            float* dst = gx.data() + n * C;
-            if (scale[n] == 0.0f) {
-              std::fill(dst, dst + C, 0.0f);
-              continue;
-            }
-            softmax_row(x.data() + n * C, dst, C);
-            const batch sb(scale[n]), off(eps / static_cast<float>(C));
-            simd::map(dst, dst, C, [&](batch p) { return (p - off) * sb; });
-            dst[t[n]] -= (1.0f - eps) * scale[n];
-          }
-        });
-        if (lshape.size() == 1) return std::vector<Tensor>{gx.reshape(lshape)};
-        if (lshape.size() == 2) return std::vector<Tensor>{gx};
-        Shape moved = {lshape[0]};  // [N, d..., C], then C back to dim 1
-        for (size_t d = 2; d < lshape.size(); ++d) moved.push_back(lshape[d]);
-        moved.push_back(lshape[1]);
-        return std::vector<Tensor>{gx.reshape(moved).permute(from_last).contiguous()};
-      });
+}
+
+void fast_cross_entropy_backward(const CrossEntropyRows& rows, const std::vector<float>& scales,
+                                 float eps, const Tensor& grad_rows) {
+  const int64_t C = rows.C;
+  for_exp_rows(rows.N, C, [&](int64_t n0, int64_t n1) {
+    for (int64_t n = n0; n < n1; ++n) {
+      float* dst = grad_rows.data() + n * C;
+      if (scales[n] == 0.0f) {
+        std::fill(dst, dst + C, 0.0f);
+        continue;
+      }
+      softmax_row(rows.x.data() + n * C, dst, C);
+      const batch sb(scales[n]), off(eps / static_cast<float>(C));
+      simd::map(dst, dst, C, [&](batch p) { return (p - off) * sb; });
+      dst[rows.targets[n]] -= (1.0f - eps) * scales[n];
+    }
+  });
 }
 }  // namespace
 
@@ -526,8 +448,8 @@ void register_functional_kernels() {
   register_kernel<DropoutAddLayerNorm(const Tensor&, const Tensor&, float, bool, const Shape&,
                                       const Tensor&, const Tensor&, float)>(
       "dropout_add_layer_norm", fast_dropout_add_layer_norm);
-  register_kernel<Tensor(const Tensor&, const Tensor&, const CrossEntropyOptions&)>(
-      "cross_entropy", fast_cross_entropy);
+  register_kernel<CrossEntropyForward>("cross_entropy", fast_cross_entropy);
+  register_kernel<CrossEntropyBackward>("cross_entropy_backward", fast_cross_entropy_backward);
 }
 
 }  // namespace anatomy

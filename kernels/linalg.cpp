@@ -15,13 +15,6 @@ namespace anatomy {
 
 namespace {
 
-void check_float(const char* op, const Tensor& t) {
-  if (!t.defined()) throw Error(fmt::format("{}: got an undefined tensor", op));
-  if (t.dtype() != Dtype::Float32)
-    throw Error(fmt::format("{}: expected a float32 tensor but got int64 of shape {}", op,
-                            t.shape().str()));
-}
-
 // Can dims [0, d] of `t` be walked as one dim with stride t.stride(d)?
 bool collapsible(const Tensor& t, int64_t d) {
   for (int64_t i = 0; i < d; ++i)
@@ -30,7 +23,8 @@ bool collapsible(const Tensor& t, int64_t d) {
 }
 
 // out[..., M, N] = a[..., M, K] · b[..., K, N] where a and b are views with identical batch
-// dims (broadcast ones have stride 0) and out is contiguous.
+// dims (broadcast ones have stride 0) and out is contiguous: the product of matmul, which
+// checks the shapes and records the gradient.
 void batched_gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
   const int64_t nd = out.dim();
   const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
@@ -78,63 +72,6 @@ void batched_gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
   }
 }
 
-Tensor transpose_last(const Tensor& t) { return transpose(t, -1, -2); }
-
-Tensor fast_matmul(const Tensor& a, const Tensor& b) {
-  check_float("matmul", a);
-  check_float("matmul", b);
-  if (a.dim() == 0 || b.dim() == 0)
-    throw Error(
-        fmt::format("matmul: both arguments need at least 1 dimension (got shapes {} and "
-                    "{})",
-                    a.shape().str(), b.shape().str()));
-  // 1-D operands are promoted to matrices ([K] -> [1, K] on the left, [K, 1] on the right) and
-  // the added dim is removed from the result, as torch.matmul does.
-  Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
-  Tensor b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
-  const int64_t M = a2.size(-2), K = a2.size(-1), N = b2.size(-1);
-  if (b2.size(-2) != K) {
-    if (a.dim() <= 2 && b.dim() <= 2)
-      throw Error(fmt::format("matmul: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
-                              a2.size(0), K, b2.size(0), N));
-    throw Error(
-        fmt::format("matmul: shapes {} and {} cannot be multiplied ({} != {} in the "
-                    "contracted dimension)",
-                    a.shape().str(), b.shape().str(), K, b2.size(-2)));
-  }
-  Shape sa(a2.shape().begin(), a2.shape().end() - 2), sb(b2.shape().begin(), b2.shape().end() - 2);
-  Shape batch = broadcast_shapes("matmul", sa, sb);
-  Shape ea = batch, eb = batch, out_shape = batch;
-  ea.insert(ea.end(), {M, K});
-  eb.insert(eb.end(), {K, N});
-  out_shape.insert(out_shape.end(), {M, N});
-  Tensor out = empty(out_shape);
-  batched_gemm(expand(a2.detach(), ea), expand(b2.detach(), eb), out);
-  Shape final_shape = out_shape;
-  if (b.dim() == 1) final_shape.erase(final_shape.end() - 1);
-  if (a.dim() == 1) final_shape.erase(final_shape.end() - (b.dim() == 1 ? 1 : 2));
-  if (final_shape != out_shape) out = out.view(final_shape);
-  const char* name = a.dim() == 1 && b.dim() == 1 ? "DotBackward0"
-                     : out_shape.size() > 2       ? "BmmBackward0"
-                                                  : "MmBackward0";
-  return record(out, name, {a, b}, [a, b, a2, b2, out_shape](const Tensor& g) {
-    Tensor g2 = g.reshape(out_shape);
-    Tensor ga, gb;
-    // C = A·B: dA = dC·Bᵀ, dB = Aᵀ·dC, each summed over the batch dims it was broadcast on.
-    if (a.requires_grad())
-      ga = sum_to(matmul(g2, transpose_last(b2.detach())), a2.shape()).reshape(a.shape());
-    if (b.requires_grad()) {
-      if (b2.dim() == 2 && a2.dim() > 2)  // b shared by every batch: one [K, rows]·[rows, N]
-        gb = matmul(transpose_last(a2.detach().reshape({-1, a2.size(-1)})),
-                    g2.reshape({-1, g2.size(-1)}));
-      else
-        gb = sum_to(matmul(transpose_last(a2.detach()), g2), b2.shape());
-      gb = gb.reshape(b.shape());
-    }
-    return std::vector<Tensor>{ga, gb};
-  });
-}
-
 // h = x Wᵀ + b into a new tensor of x's shape with N last; with `act`, act(h) goes to act->out
 // in the same pass, or, when act->out is null, over h itself (which is then act(h)).
 Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
@@ -169,20 +106,9 @@ std::vector<Tensor> linear_backward(const Tensor& g2, const Tensor& x, const Ten
   return {gx, gw};
 }
 
+// linear's values, x Wᵀ + b, with no node: linear records its gradient itself.
 Tensor fast_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  const int64_t K = weight.size(1), N = weight.size(0);
-  const int64_t rows = x.numel() / std::max<int64_t>(K, 1);
-  Tensor out = linear_forward(x, weight, bias);
-  return record(out, "AddmmBackward0", {x, weight, bias},
-                [x, weight, bias, rows, K, N](const Tensor& g) {
-                  Tensor g2 = g.reshape({rows, N});
-                  std::vector<Tensor> grads = linear_backward(g2, x, weight, rows, K);
-                  if (bias.defined() && bias.requires_grad())
-                    grads.push_back(sum(g2, {0}));  // db = Σ_rows g
-                  else
-                    grads.push_back(Tensor());
-                  return grads;
-                });
+  return linear_forward(x, weight, bias);
 }
 
 Tensor fast_linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias,
@@ -246,7 +172,7 @@ Tensor fast_linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bia
 }  // namespace
 
 void register_linalg_kernels() {
-  register_kernel<Tensor(const Tensor&, const Tensor&)>("matmul", fast_matmul);
+  register_kernel<void(const Tensor&, const Tensor&, const Tensor&)>("matmul", batched_gemm);
   register_kernel<Tensor(const Tensor&, const Tensor&, const Tensor&)>("linear", fast_linear);
   register_kernel<Tensor(const Tensor&, const Tensor&, const Tensor&, const std::string&)>(
       "linear_gelu", fast_linear_gelu);

@@ -79,7 +79,7 @@ std::vector<Row> table() {
                [=](const Inputs& x) {
                  // Over every dim, the last, the first, and two at once.
                  const int64_t d = x[0].dim();
-                 Tensor t = f(x[0], {}, false).reshape({1});
+                 Tensor t = f(x[0], {}, false).reshape({-1});
                  t = cat({t, f(x[0], {-1}, false).reshape({-1})});
                  t = cat({t, f(x[0], {0}, true).reshape({-1})});
                  if (d >= 2) t = cat({t, f(x[0], {0, d - 1}, false).reshape({-1})});
@@ -117,6 +117,32 @@ std::vector<Row> table() {
                                {randn({2, 7, 128}), randn({128}), randn({128})},
                                {randn({4, 300}), randn({300}), randn({300})},
                                {transposed({24, 17}), randn({17}), randn({17})}};
+  };
+  auto cross_entropy_row = [](const char* name) {
+    return Row{
+        name,
+        [] {
+          Tensor t = randint(0, 33, {12});
+          t.slice(0, 0, 3).fill_(-100);  // ignored
+          return std::vector<Inputs>{{randn({12, 33}), t},
+                                     {randn({4, 7, 5}), randint(0, 7, {4, 5})},
+                                     {randn({9}), randint(0, 9, {})},
+                                     {randn({6, 1000}), randint(0, 1000, {6})}};
+        },
+        [](const Inputs& x) {
+          double nll = 0;
+          std::vector<Tensor> parts;
+          for (const char* red : {"mean", "sum"})
+            for (float eps : {0.0f, 0.1f}) {
+              parts.push_back(
+                  cross_entropy(x[0], x[1], {.label_smoothing = eps, .reduction = red, .nll = &nll})
+                      .reshape({1}));
+              parts.push_back(full({1}, static_cast<float>(nll)));
+            }
+          parts.push_back(cross_entropy(x[0], x[1], {.reduction = "none"}).reshape({-1}));
+          return cat(parts);
+        },
+        1e-5, 1e-5};
   };
   const auto rtol = 1e-5;
   return {
@@ -172,8 +198,11 @@ std::vector<Row> table() {
                                        {transposed({6, 20}), randint(0, 2, {6, 20}).to(kFloat32)}};
           },
           [](const Inputs& x) { return masked_fill(x[0], x[1].detach(), -1e9f); }, 0.0, 0.0},
-      reduction("sum", [](auto& a, auto d, bool k) { return sum(a, d, k); }),
-      reduction("mean", [](auto& a, auto d, bool k) { return mean(a, d, k); }),
+      // mean folds with sum's kernel, then divides.
+      reduction("sum",
+                [](auto& a, auto d, bool k) {
+                  return cat({sum(a, d, k).reshape({-1}), mean(a, d, k).reshape({-1})});
+                }),
       reduction("amax", [](auto& a, auto d, bool k) { return amax(a, d, k); }),
       reduction("amin", [](auto& a, auto d, bool k) { return amin(a, d, k); }),
       argsearch("argmax", [](auto& a, int64_t d) { return argmax(a, d); }),
@@ -242,30 +271,10 @@ std::vector<Row> table() {
             return cat({sum1.reshape({-1}), normed1.reshape({-1}), normed2.reshape({-1})});
           },
           1e-5, rtol},
-      Row{"cross_entropy",
-          [] {
-            Tensor t = randint(0, 33, {12});
-            t.slice(0, 0, 3).fill_(-100);  // ignored
-            return std::vector<Inputs>{{randn({12, 33}), t},
-                                       {randn({4, 7, 5}), randint(0, 7, {4, 5})},
-                                       {randn({9}), randint(0, 9, {})},
-                                       {randn({6, 1000}), randint(0, 1000, {6})}};
-          },
-          [](const Inputs& x) {
-            double nll = 0;
-            std::vector<Tensor> parts;
-            for (const char* red : {"mean", "sum"})
-              for (float eps : {0.0f, 0.1f}) {
-                parts.push_back(
-                    cross_entropy(x[0], x[1],
-                                  {.label_smoothing = eps, .reduction = red, .nll = &nll})
-                        .reshape({1}));
-                parts.push_back(full({1}, static_cast<float>(nll)));
-              }
-            parts.push_back(cross_entropy(x[0], x[1], {.reduction = "none"}).reshape({-1}));
-            return cat(parts);
-          },
-          1e-5, rtol},
+      // The two kernels of cross_entropy: the forward gives the result, the backward the
+      // gradient, of the same calls.
+      cross_entropy_row("cross_entropy"),
+      cross_entropy_row("cross_entropy_backward"),
       Row{"flash_attention",
           [] {
             return std::vector<Inputs>{
