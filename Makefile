@@ -1,4 +1,4 @@
-# The README's two commands, and a few more. Each installs what is missing first.
+# The README's two commands (make demo, make test), and a few more. Each installs what is missing first.
 #   make demo    the main job
 #   make test    the whole test suite (what CI runs)
 PRESET ?= release

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The PyTorch reference for corpus translation (README, "Learning targets"): torch's own
+"""The PyTorch reference for corpus translation (docs/training.md): torch's own
 nn.Transformer, trained on exactly the data an `anatomy train --corpus` run used, the same way,
 for the same time budget, so that test BLEU can be compared side by side.
 

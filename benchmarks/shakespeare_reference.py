@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """nanoGPT's shakespeare_char CPU recipe in PyTorch, as the side-by-side reference for the
-Tiny Shakespeare learning target (README, "Learning targets").
+Tiny Shakespeare learning target (docs/training.md).
 
 It trains the same model the same way `anatomy train --task lm` does (4 layers, 4 heads, hidden
 128, block 64, batch 12, 2000 iterations, no dropout, AdamW lr 1e-3 -> cosine to 1e-4 after 100

@@ -8,7 +8,7 @@
 //
 //   length_generalization [--task reverse] [--seconds 90] [--schemes absolute,...] [--out DIR]
 //
-// The README's learning-targets table quotes this program's table (make length-generalization).
+// docs/coursework.md quotes this program's table (make length-generalization).
 #include <fmt/format.h>
 
 #include <filesystem>

@@ -76,7 +76,7 @@ struct TransformerConfig {
 
   // One field from text, as `anatomy train --set hidden_size=256` gives it ("name=value").
   void set(const std::string& assignment);
-  // Every field's name, default and meaning, for --help and the README.
+  // Every field's name, default and meaning, for --help and the guide.
   static std::vector<std::string> describe();
 
   // Named presets: tiny, small, base (translation sizes), bert-base (the book's), nanogpt

@@ -200,7 +200,7 @@ int train_language_model(const TrainOptions& o) {
   };
   // Each thread trains on its own rows of the batch (nn::DataParallel).
   trainer.replicate = [&] { return std::make_shared<models::TransformerForCausalLM>(config); };
-  // 50 fixed batches on the way, 200 at the end (the number the README reports).
+  // 50 fixed batches on the way, 200 at the end (the number docs/training.md reports).
   nn::DataParallel evaluators(model, trainer.replicate);
   trainer.evaluate = [&](bool final) {
     return Metrics{{"valid_loss",

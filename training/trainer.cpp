@@ -202,7 +202,7 @@ TrainResult Trainer::fit() {
   if (o_.resume) {
     restore();
   } else if (saving) {
-    // A run folder of one's own (the README's example) need not exist yet: `anatomy train`
+    // A run folder of one's own (the guide's example) need not exist yet: `anatomy train`
     // creates it with RunDir::create, a program using the Trainer directly may not have.
     for (const char* sub : {"best", "last"}) {
       std::error_code ec;

@@ -62,7 +62,7 @@ inline std::optional<checkpoints::BertFolder> pretrained_bert(const Tutorial& t)
     fmt::print(
         "(no pretrained BERT: pass --bert DIR, a folder with config.json, model.safetensors and\n"
         " vocab.txt as Hugging Face's save_pretrained writes them, or have bert-base-uncased in\n"
-        " the Hugging Face cache; the README says how. Going on with untrained weights.)\n");
+        " the Hugging Face cache; docs/models.md says how. Going on with untrained weights.)\n");
     return std::nullopt;
   }
   std::optional<checkpoints::BertFolder> bert;

@@ -5,7 +5,7 @@ using namespace anatomy;
 
 namespace {
 
-// y = x³ (the README's example).
+// y = x³ (the example of docs/library.md).
 struct Cube : Function<Cube> {
   static constexpr const char* name = "CubeBackward";
   static Tensor forward(Context& ctx, const Tensor& x) {

@@ -476,7 +476,7 @@ TEST_CASE("toylang: subjects are definite half of the time") {
   CHECK(std::abs(plural / n - 1.0 / 3.0) < 0.02);
 }
 
-// Seed 0's data is fixed across builds (the README's scores are measured on it): each task's
+// Seed 0's data is fixed across builds (the guide's scores are measured on it): each task's
 // first training pair and its size, and the majority task's first example.
 TEST_CASE("toy tasks: seed 0 gives the same data in every build") {
   const std::vector<std::tuple<std::string, std::string, std::string, size_t>> pinned = {

@@ -1,6 +1,6 @@
 # ctest runs this: install the built anatomy into a scratch prefix, build the extension project
 # against it, run its checks, then train `reverse` with each new part through the project's own
-# anatomy program, as the README shows.
+# anatomy program, as docs/extending.md shows.
 set(prefix "${BINARY_DIR}/extend-install")
 set(build "${BINARY_DIR}/extend-build")
 set(runs "${BINARY_DIR}/extend-runs")

@@ -7,7 +7,7 @@ using testing::check_error;
 
 namespace {
 
-// A student's module, exactly as the README shows it.
+// A student's module, exactly as docs/library.md shows it.
 struct TwoLayer : nn::Module {
   std::shared_ptr<nn::Linear> fc1, fc2;
   std::shared_ptr<nn::Dropout> drop;

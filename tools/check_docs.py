@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Checks the front page and the guide (README.md, docs/*.md, kernels/README.md).
+
+- every relative link and image resolves to a file in the tree (and an #anchor to a heading);
+- README.md is at most 300 lines;
+- every subcommand `anatomy --help` lists has its section in docs/cli.md (`$A <name>` or
+  `anatomy <name>`);
+- no page narrates how it was made: no numbered work periods, no dated entries.
+
+Usage: check_docs.py SOURCE_DIR [ANATOMY_PROGRAM]. Exits non-zero and lists every problem.
+"""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+root = Path(sys.argv[1]).resolve()
+program = sys.argv[2] if len(sys.argv) > 2 else None
+pages = [root / "README.md", root / "kernels" / "README.md"] + sorted((root / "docs").glob("*.md"))
+problems = []
+
+
+def anchors(page: Path) -> set:
+    """GitHub's anchors: a heading lower-cased, punctuation dropped, spaces as hyphens."""
+    out = set()
+    for line in page.read_text(encoding="utf-8").splitlines():
+        m = re.match(r"#+\s+(.*)", line)
+        if m:
+            text = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower())
+            out.add(text.replace(" ", "-"))
+    return out
+
+
+link = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+journal = [
+    (re.compile(r"\b[Ss]ession \d+"), "a numbered work period"),
+    (re.compile(r"\b20\d\d-\d\d-\d\d\b"), "a dated entry"),
+    (re.compile(r"[Tt]ried, not kept"), "a log of what was tried"),
+]
+for page in pages:
+    text = page.read_text(encoding="utf-8")
+    # Fenced code is what a program prints or a user types, not prose or links.
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)
+    for target in link.findall(prose):
+        if re.match(r"[a-z]+:", target):
+            continue  # http:, https:, mailto:
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        if not dest.exists():
+            problems.append(f"{page.relative_to(root)}: the link '{target}' points at nothing")
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+            problems.append(f"{page.relative_to(root)}: no heading '#{anchor}' in {path or page.name}")
+    # Quoted examples ("March 3, 2021" -> "2021-03-03") are data, not dates of the project.
+    unquoted = re.sub(r'"[^"\n]*"|`[^`\n]*`', "", prose)
+    for pattern, what in journal:
+        for m in pattern.finditer(unquoted):
+            problems.append(f"{page.relative_to(root)}: '{m.group(0)}' is {what}; that belongs in a commit message")
+
+readme_lines = (root / "README.md").read_text(encoding="utf-8").count("\n")
+if readme_lines > 300:
+    problems.append(f"README.md: {readme_lines} lines, more than 300 (the guide lives in docs/)")
+
+if program:
+    help_text = subprocess.run([program, "--help"], capture_output=True, text=True).stdout
+    section = help_text.split("Subcommands:", 1)[-1]
+    commands = re.findall(r"^\s{2}(\w+)\s", section, flags=re.M)
+    if not commands:
+        problems.append(f"{program} --help lists no subcommands")
+    cli = (root / "docs" / "cli.md").read_text(encoding="utf-8")
+    for name in commands:
+        if not re.search(rf"(\$A|anatomy) {name}\b", cli):
+            problems.append(f"docs/cli.md: the subcommand '{name}' of `anatomy --help` is not shown")
+
+for p in problems:
+    print(p)
+print(f"{len(problems)} problem(s) in {len(pages)} pages")
+sys.exit(1 if problems else 0)
