@@ -247,8 +247,8 @@ TEST_CASE("scalar arithmetic records PyTorch's node names") {
   CHECK(pow(x, x).grad_fn()->name == "PowBackward1");
 }
 
-// Mutation seed 18: keeping an element only when its draw is above p (not at p) dropped one
-// grid point too many. Draws are multiples of 2^-24, so `keep when u >= p` keeps exactly 1 - p of
+// Keeping an element only when its draw is above p (not at p) would drop one grid point too
+// many. Draws are multiples of 2^-24, so `keep when u >= p` keeps exactly 1 - p of
 // them for a p on that grid; here p is the very draw the element gets.
 TEST_CASE("dropout keeps an element whose draw equals p, and drops one just under p") {
   manual_seed(21);

@@ -127,8 +127,8 @@ TEST_CASE("a BERT checkpoint: prefix, TensorFlow's gamma/beta, and names that do
   narrow["encoder.layer.1.attention.self.key.weight"] = zeros({32, 16});
   check_error([&] { from_bert_checkpoint(narrow, config); },
               {"'encoder.layer.1.attention.self.key.weight' has shape [32, 16]", "[32, 32]"});
-  // Too many rows, the right columns: each clause of the shape check on its own (mutation seed
-  // 20: checking the columns twice took the first 32 of 48 rows without a word).
+  // Too many rows, the right columns: each clause of the shape check on its own (checking
+  // the columns twice would take the first 32 of 48 rows without a word).
   auto tall = hf;
   tall["encoder.layer.0.attention.self.query.weight"] = zeros({48, 32});
   check_error([&] { from_bert_checkpoint(tall, config); },
@@ -200,8 +200,8 @@ TEST_CASE("load_bert_folder: a save_pretrained folder into the book's encoder, o
   CHECK(find_in_hugging_face_cache("bert-large-cased") == "");
   unsetenv("HF_HUB_CACHE");
   // Without HF_HUB_CACHE: $HF_HOME/hub, else $HOME/.cache/huggingface/hub, an empty variable
-  // counting as unset, as huggingface_hub reads them (mutation seed 19: an empty HF_HOME was
-  // taken as a folder, and an unset one read through a null pointer).
+  // counting as unset, as huggingface_hub reads them (an empty HF_HOME is no folder, and an
+  // unset one must not be read through a null pointer).
   const char* home = std::getenv("HOME");
   const std::string saved_home = home ? home : "";
   setenv("HF_HOME", tmp.c_str(), 1);

@@ -425,8 +425,8 @@ TEST_CASE("command-line options: each numeric bound accepts its limits and refus
 }
 
 // A file saved on Windows ends its lines in CRLF: the commands that read lines (tokenize,
-// translate, bleu) drop the CR, so the text is the same as with LF (mutation seed 21: the CR was
-// kept, and a character tokenizer read it as one more, unknown, character).
+// translate, bleu) drop the CR, so the text is the same as with LF (a kept CR would be one more,
+// unknown, character to a character tokenizer).
 TEST_CASE("tokenize reads CRLF lines as the same lines as LF") {
   const auto dir = std::filesystem::temp_directory_path() / "anatomy_cli_crlf";
   std::filesystem::remove_all(dir);

@@ -60,7 +60,7 @@ TEST_CASE("JSON nested 100,000 levels deep is refused, not a stack overflow") {
   check_error([&] { text::load_tokenizer(dir + "/array_tok"); },
               {"array_tok.json", "must hold a JSON object", "array"});
   // Each flag must be a boolean, and kind a string (the fuzzer found raw type errors here); the
-  // message shows the value that came, whole (mutation seed 21: its first character was cut).
+  // message shows the value that came, whole (not with its first character cut).
   const std::vector<std::pair<std::string, std::string>> fields{
       {R"("kind": "word", "lowercase": "yes")", R"((got "yes"))"},
       {R"("kind": "bert", "do_lower_case": 1)", "(got 1)"},

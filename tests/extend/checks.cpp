@@ -1,6 +1,6 @@
-// Checks of the guide's extension example (docs/extending.md), built as a separate project: ScaleNorm and a learned
-// relative bias are each right on a case worked by hand, pass gradcheck, train inside a
-// Transformer, and the bias's cached decoding equals uncached.
+// Checks of the guide's extension example (docs/extending.md), built as a separate project:
+// ScaleNorm and a learned relative bias are each right on a case worked by hand, pass gradcheck,
+// train inside a Transformer, and the bias's cached decoding equals uncached.
 #include <fmt/format.h>
 
 #include <cmath>

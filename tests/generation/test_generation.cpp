@@ -154,8 +154,8 @@ TEST_CASE("top-k and top-p draw from exactly the kept tokens, in proportion") {
   auto one = draw({.temperature = temperature, .top_p = static_cast<float>(p[order[0]] * 0.5)}, 50);
   CHECK(one.size() == 1);
   CHECK(one.count(order[0]) == 1);
-  // A prefix whose mass equals top_p exactly reaches it: the first token alone (mutation seed 21:
-  // `mass > top_p` kept a second token). 400 draws: the second token has about 1 - p0 of them.
+  // A prefix whose mass equals top_p exactly reaches it: the first token alone (`mass > top_p`
+  // would keep a second token). 400 draws: the second token has about 1 - p0 of them.
   REQUIRE(p[order[1]] > 0.05f);
   auto exact = draw({.temperature = temperature, .top_p = p[order[0]]}, 400);
   CHECK(exact.size() == 1);
@@ -163,8 +163,8 @@ TEST_CASE("top-k and top-p draw from exactly the kept tokens, in proportion") {
 }
 
 // With every logit equal (an output layer of zeros) the order of the tokens decides: ties keep the
-// smaller token first, so top-k 1 is token 0 and top-k 2 draws only tokens 0 and 1 (mutation seed
-// 21: a comparator that was not strict left ties in whatever order the sort made).
+// smaller token first, so top-k 1 is token 0 and top-k 2 draws only tokens 0 and 1 (a comparator
+// that is not strict leaves ties in whatever order the sort makes).
 TEST_CASE("sampling: equally likely tokens are ranked by token id") {
   const auto model = eval_lm();
   TransformerForCausalLM& lm = *model;
@@ -241,7 +241,7 @@ TEST_CASE("beam search finds the best-scoring sequence, with GNMT's length penal
   // Then again with token 0 made likely: a search that never extends a beam with token 0 (the
   // padding id in the translation vocabularies, yet a token like any other to the search) fails.
   // Last with the end token made likely, so that the best hypotheses have ended: their length
-  // counts the end token (mutation seed 20: a finished hypothesis not marked ended lost it).
+  // counts the end token (a finished hypothesis not marked ended would lose it).
   for (const int64_t favour : {int64_t{-1}, int64_t{0}, eos})
     for (const float alpha : {0.0f, 0.6f, 2.0f}) {
       const bool favour_zero = favour == 0;

@@ -83,8 +83,8 @@ TEST_CASE_FIXTURE(anatomy::testing::FastKernels,
   set_num_threads(before);
 }
 
-// Mutation seed 18: with a grain of one row, a small layer norm was cut into a chunk per row or
-// two on 2 threads, and its bias gradient summed in another order. Under a quarter of kGrain
+// With a grain of one row, a small layer norm would be cut into a chunk per row or two on 2
+// threads, and its bias gradient summed in another order. Under a quarter of kGrain
 // values (the grain of rows that fit in registers; wider rows: kGrain) a norm is one chunk: the
 // row-order sum, whatever the thread count. The gradient below makes the order
 // visible: 1e8 + 1 - 1e8 + 1 + ... is 1 from the left and 0 in pairs.

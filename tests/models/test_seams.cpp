@@ -120,7 +120,7 @@ TEST_CASE("config: one declaration per field drives json, set() and checks") {
   CHECK(c.hidden_dropout_prob == 0.25);
   CHECK_FALSE(c.pre_layer_norm);
   CHECK(c.hidden_act == "relu");
-  c.validate();  // relu is one of the three activations (mutation seed 22: only it was refused)
+  c.validate();  // relu is one of the three activations (and it is not refused)
   c.set("hidden_act=swish");
   check_error([&] { c.validate(); }, {"hidden_act", "must be gelu, gelu_new or relu", "swish"});
   c.set("hidden_act=relu");

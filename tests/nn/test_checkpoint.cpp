@@ -145,7 +145,7 @@ TEST_CASE("resume: N steps, save, M steps == N + M steps uninterrupted, bit for 
   check_error([&] { nn::load_checkpoint(path, o, os, nullptr); }, {"does not fit", "fc1.weight"});
   // The same parameters and one more tensor the checkpoint lacks (a buffer: the optimizer's
   // state still fits): the model part alone must be refused, by name, and nothing applied
-  // (mutation seed 20: a non-strict check let the missing key through to the load).
+  // (a non-strict check would let the missing key through to the load).
   struct Wider : Net {
     Wider() { register_buffer("running_mean", zeros({3})); }
   } wider;

@@ -179,8 +179,8 @@ TEST_CASE("default initialization follows PyTorch's") {
 TEST_CASE("Linear refuses a negative size on either side") {
   check_error([] { nn::Linear(-1, 3); }, {"Linear", "non-negative", "-1, 3"});
   check_error([] { nn::Linear(3, -2); }, {"Linear", "non-negative", "3, -2"});
-  // Empty is allowed, as in torch (whose bias bound is 0 then): this divided by zero (SIGFPE)
-  // in the fan computation until the mutation run's test for this check tried it.
+  // Empty is allowed, as in torch (whose bias bound is 0 then): the fan computation must not
+  // divide by zero (SIGFPE).
   nn::Linear empty_in(0, 2);
   CHECK(empty_in.weight.sizes() == Shape{2, 0});
   CHECK(empty_in.bias.to_vector() == std::vector<float>{0.0f, 0.0f});

@@ -69,7 +69,7 @@ TEST_CASE("warmup then linear or cosine decay (Hugging Face's, nanoGPT's), and c
 TEST_CASE("optimizer and schedule arguments are checked") {
   Tensor w = zeros({2}).requires_grad_();
   nn::SGD sgd({w}, {.lr = 0.1});
-  // Warmup 0 would divide by zero in the paper's formula (a mutation run found this unchecked).
+  // Warmup 0 would divide by zero in the paper's formula (so it is refused).
   check_error([&] { nn::NoamSchedule(sgd, 512, 0); }, {"NoamSchedule", "positive", "0"});
   check_error([&] { nn::NoamSchedule(sgd, 0, 100); }, {"NoamSchedule", "positive"});
   // The smallest positive values are allowed: warmup 1 peaks at the first step, d_model^-0.5.
@@ -164,7 +164,7 @@ TEST_CASE("AdamW's decoupled weight decay: p times (1 - lr * wd), whatever wd") 
 }
 
 // nanoGPT's rule: vectors (biases, norm gains) are not decayed, matrices are. A vector first in
-// the list, a matrix between two vectors (mutation seed 19: the loop skipped the first).
+// the list, a matrix between two vectors (a loop that skips the first fails).
 TEST_CASE("no_decay_for_vectors: every vector keeps its value, every matrix decays") {
   Tensor b1 = tensor({2.0f, -4.0f}).requires_grad_(), w = ones({2, 2}).requires_grad_(),
          b2 = tensor({3.0f}).requires_grad_();

@@ -158,8 +158,8 @@ TEST_CASE("char, word and BPE tokenizers: training, round trips, save and load")
   CHECK(chars.vocab().token(3) == "[EOS]");
   CHECK(chars.decode(chars.encode("Hallo, Welt!")) == "Hallo, Welt!");
   CHECK(chars.encode("Ü") == std::vector<int64_t>{chars.vocab().id("[UNK]")});
-  // decode skips every special token but [UNK], wherever it stands (mutation seed 21: [PAD] and
-  // [BOS] were no longer skipped).
+  // decode skips every special token but [UNK], wherever it stands ([PAD] and [BOS]
+  // included).
   {
     const auto& v = chars.vocab();
     std::vector<int64_t> ids{v.id("[BOS]"), v.id("[PAD]")};
