@@ -3,7 +3,7 @@
 #   make test    the whole test suite (what CI runs)
 PRESET ?= release
 
-.PHONY: demo test build deps bench golden format asan sanitize fuzz mutation length-generalization exercises exercise-start exercise clean
+.PHONY: demo test build deps bench golden format asan sanitize fuzz mutation pictures length-generalization exercises exercise-start exercise clean
 
 deps:
 	@cmake/install-deps.sh core
@@ -88,6 +88,10 @@ exercise: build
 
 # The learning-targets table's length-generalization rows: reverse trained on 4-12 symbols with
 # each position scheme, tested on longer sequences (about 8 minutes).
+# The pictures of README.md and docs/, made anew by the programs (tools/make_pictures.sh).
+pictures: build
+	tools/make_pictures.sh build/$(PRESET)
+
 length-generalization: build
 	./build/$(PRESET)/experiments/length_generalization --task reverse --seconds 90
 
