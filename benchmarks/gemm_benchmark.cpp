@@ -68,9 +68,9 @@ void call(const Case& c, bool ours, const float* a, const float* b, float* out) 
 }
 
 // Ours and OpenBLAS's in turns of about 10 ms each (ABBA: each library goes first as often), 40
-// turns in all, every call timed; each library's GFLOP/s is its median call. Run one library
-// for 0.3 s and then the other, as this benchmark did until session 23, and a noisy minute on a
-// 2-core virtual machine moved one side alone: the same product read 84 and then 125 GFLOP/s.
+// turns in all, every call timed; each library's GFLOP/s is its median call. Were one library run
+// for 0.3 s and then the other, a noisy minute on a 2-core virtual machine would move one side
+// alone.
 // After each turn the threads of the library that ran are given 5 ms to go to sleep (ours spin
 // 50 us, OpenBLAS's 2^22 cycles: see main), so that they do not take the next turn's cores.
 void run(benchmark::State& state, const Case& c, int threads) {

@@ -353,8 +353,8 @@ TEST_CASE_FIXTURE(anatomy::testing::FastKernels,
 }
 
 // A cloud machine's host takes a vCPU away now and then, with nothing else running: a stall of a
-// few milliseconds once in a while. Going alone for each (as the pool did until session 36) ran a
-// third of a Tiny Shakespeare run on one thread. Such stalls drain away as time passes; stalls
+// few milliseconds once in a while. Going alone for each would run a third of a Tiny Shakespeare
+// run on one thread. Such stalls drain away as time passes; stalls
 // that keep coming, as on a busy machine, still make the loops run alone. Another test running
 // beside this one would stall the pool's worker for real, so ctest runs it alone.
 TEST_CASE_FIXTURE(anatomy::testing::FastKernels,
