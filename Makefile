@@ -86,12 +86,12 @@ exercise: build
 	  { cat build/exercise/$(NAME).log; echo "your file does not compile (above)"; exit 1; }
 	@build/exercise/$(NAME)/check_$(NAME)
 
-# The learning-targets table's length-generalization rows: reverse trained on 4-12 symbols with
-# each position scheme, tested on longer sequences (about 8 minutes).
 # The pictures of README.md and docs/, made anew by the programs (tools/make_pictures.sh).
 pictures: build
 	tools/make_pictures.sh build/$(PRESET)
 
+# The length-generalization table of docs/coursework.md: reverse trained on 4-12 symbols with
+# each position scheme, tested on longer sequences (about 8 minutes).
 length-generalization: build
 	./build/$(PRESET)/experiments/length_generalization --task reverse --seconds 90
 
@@ -99,11 +99,13 @@ bench: deps
 	@cmake/install-deps.sh bench torch
 	cmake --preset bench > /dev/null
 	cmake --build --preset bench
-	./build/bench/benchmarks/gemm_benchmark
-	benchmarks/bench_models.sh build/bench/benchmarks/models_benchmark
-	benchmarks/busy_machine.sh build/bench
-	benchmarks/bench_decode.sh build/bench
-	benchmarks/bench_shakespeare.sh build/bench
+	@rm -rf build/bench/results && mkdir -p build/bench/results
+	bash -o pipefail -c './build/bench/benchmarks/gemm_benchmark | tee build/bench/results/1_gemm.md'
+	bash -o pipefail -c 'benchmarks/bench_models.sh build/bench/benchmarks/models_benchmark | tee build/bench/results/2_models.md'
+	bash -o pipefail -c 'benchmarks/busy_machine.sh build/bench | tee build/bench/results/3_busy_machine.md'
+	bash -o pipefail -c 'benchmarks/bench_decode.sh build/bench | tee build/bench/results/4_decode.md'
+	bash -o pipefail -c 'benchmarks/bench_shakespeare.sh build/bench | tee build/bench/results/5_shakespeare.md'
+	python3 benchmarks/write_results.py docs/performance.md build/bench/results
 
 # Regenerates the PyTorch reference values of the parity tests (Debian's python3-torch).
 golden:

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Rewrites the results of docs/performance.md from what `make bench` printed.
+
+The block between the markers `<!-- make bench: begin -->` and `<!-- make bench: end -->` is
+replaced, never appended to: a line naming the machine (CPU, cores, SIMD width) and the
+yardstick's version, then every table the benchmarks printed, in their order.
+
+usage: write_results.py PAGE RESULTS_DIR   (RESULTS_DIR holds one .md file per benchmark)
+"""
+import os
+import platform
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+page, results = Path(sys.argv[1]), Path(sys.argv[2])
+begin, end = "<!-- make bench: begin -->", "<!-- make bench: end -->"
+text = page.read_text(encoding="utf-8")
+if text.count(begin) != 1 or text.count(end) != 1 or text.index(begin) > text.index(end):
+    sys.exit(f"write_results: {page} needs one '{begin}' before one '{end}'")
+
+
+def cpu() -> str:
+    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    model = re.search(r"model name\s*:\s*(.*)", info)
+    flags = re.search(r"flags\s*:\s*(.*)", info)
+    width = "AVX-512" if flags and "avx512f" in flags.group(1).split() else \
+        "AVX2" if flags and "avx2" in flags.group(1).split() else "SSE"
+    return f"{model.group(1).strip() if model else platform.processor()}, {os.cpu_count()} cores, {width}"
+
+
+def torch_version() -> str:
+    try:
+        # The benchmarks run the yardstick with Debian's Python (benchmarks/bench_models.sh).
+        python = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
+        out = subprocess.run([python, "-c", "import torch; print(torch.__version__)"],
+                             capture_output=True, text=True, timeout=120)
+        return out.stdout.strip() or "not installed"
+    except (OSError, subprocess.TimeoutExpired):
+        return "not installed"
+
+
+blocks = []
+for f in sorted(results.glob("*.md")):
+    lines = f.read_text(encoding="utf-8").splitlines()
+    tables, current = [], []
+    for line in lines + [""]:
+        if line.startswith("|"):
+            current.append(line)
+        elif current:
+            tables.append("\n".join(current))
+            current = []
+    if not tables:
+        sys.exit(f"write_results: {f} holds no table; did that benchmark fail?")
+    blocks.extend(tables)
+
+body = (f"{begin}\n\nMeasured by `make bench` on {cpu()}; the yardstick is PyTorch "
+        f"{torch_version()}.\n\n" + "\n\n".join(blocks) + f"\n\n{end}")
+text = text[: text.index(begin)] + body + text[text.index(end) + len(end):]
+page.write_text(text, encoding="utf-8")
+print(f"wrote {len(blocks)} tables into {page}")
