@@ -3,8 +3,8 @@
 
 - every relative link and image resolves to a file in the tree (and an #anchor to a heading);
 - README.md is at most 300 lines;
-- every subcommand `anatomy --help` lists has its section in docs/cli.md (`$A <name>` or
-  `anatomy <name>`);
+- every subcommand `anatomy --help` lists, and every option of its own --help, is shown in
+  docs/cli.md (`$A <name>` or `anatomy <name>`, and the option's name);
 - no page narrates how it was made: no numbered work periods, no dated entries.
 
 Usage: check_docs.py SOURCE_DIR [ANATOMY_PROGRAM]. Exits non-zero and lists every problem.
@@ -70,6 +70,10 @@ if program:
     for name in commands:
         if not re.search(rf"(\$A|anatomy) {name}\b", cli):
             problems.append(f"docs/cli.md: the subcommand '{name}' of `anatomy --help` is not shown")
+        sub = subprocess.run([program, name, "--help"], capture_output=True, text=True).stdout
+        for option in re.findall(r"^\s+(?:-\w,)?(--[a-z][\w-]*)", sub, flags=re.M):
+            if option != "--help" and not re.search(rf"{re.escape(option)}\b", cli):
+                problems.append(f"docs/cli.md: '{name} {option}' (anatomy {name} --help) is not shown")
 
 for p in problems:
     print(p)
