@@ -193,7 +193,8 @@ TEST_CASE("Tatoeba eng-deu: the split by source holds out no source the training
   if (!testing::have_shared_data("tatoeba/eng-deu.tsv")) return;
   const std::string path = testing::shared_data("tatoeba/eng-deu.tsv");
   auto pairs = read_tsv(path).pairs;
-  // The split by pairs that runs before this one used: 36-40% of its test pairs leak.
+  // The split by pairs (what runs without data.split in run.json use): 36-40% of its test pairs
+  // leak.
   const Splits by_pair = split_corpus_by_pair(pairs, 0, path);
   std::set<std::string> trained;
   for (const auto& p : by_pair.train) trained.insert(source_key(p.source));

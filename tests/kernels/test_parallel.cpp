@@ -276,12 +276,12 @@ TEST_CASE_FIXTURE(anatomy::testing::FastKernels,
 }
 
 // Loops back to back. A worker that read the next loop's chunk count while still claiming from
-// the loop before ran a chunk of the new loop under the old claim: one chunk ran twice and
-// another not at all, and the caller either waited forever or returned while a chunk still used
-// its stack (a crash once in a few Tiny Shakespeare runs on a 2-core virtual machine). The
-// moment for it, between storing a loop and publishing it, is nanoseconds long; the testing
-// pause stretches it on every third loop, and more threads than cores make workers late. Every
-// chunk of every loop must run exactly once (the old pool hung here within a second).
+// the loop before would run a chunk of the new loop under the old claim: one chunk twice and
+// another not at all, and the caller would wait forever or return while a chunk still used its
+// stack. The moment for it, between storing a loop and publishing it, is nanoseconds long; the
+// testing pause stretches it on every third loop, and more threads than cores make workers late.
+// Every chunk of every loop must run exactly once (a pool with that race hangs here within a
+// second).
 TEST_CASE_FIXTURE(anatomy::testing::FastKernels,
                   "back-to-back loops run every chunk exactly once, late workers included") {
   Threads four(4);
