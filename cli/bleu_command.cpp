@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "data/bleu.hpp"
+#include "io/input_file.hpp"
 
 namespace anatomy::cli {
 
@@ -33,8 +34,7 @@ Runner add_bleu_command(CLI::App& app) {
   return [o] {
     std::vector<std::vector<std::string>> streams;
     for (const auto& path : o->files) {
-      std::ifstream f(path);
-      if (!f) throw Error(fmt::format("bleu: cannot open {}", path));
+      std::ifstream f = open_input("bleu", path);
       streams.push_back(read_lines(f));
     }
     const auto hyps = streams[0];

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string_view>
 
 #include "autograd/autograd.hpp"
 #include "cli/commands.hpp"
@@ -26,10 +28,81 @@ CLI::Validator anatomy::cli::in_range(double min, double max) {
       "in " + range);
 }
 
+namespace {
+
+// The number of single-character insertions, deletions and substitutions that turn a into b.
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// " did you mean X?" (or "X or Y") for the names close to `word`: within a third of its length,
+// and at least two edits for short words; "" when none is.
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& names) {
+  const size_t limit = std::max<size_t>(2, word.size() / 3);
+  size_t best = limit + 1;
+  std::vector<std::string> closest;
+  for (const auto& name : names) {
+    const size_t d = edit_distance(word, name);
+    if (d < best) closest.clear(), best = d;
+    if (d == best && d <= limit) closest.push_back(name);
+  }
+  if (closest.empty()) return "";
+  std::string list = closest[0];
+  for (size_t i = 1; i < closest.size(); ++i)
+    list += (i + 1 == closest.size() ? " or " : ", ") + closest[i];
+  return fmt::format("; did you mean {}?", list);
+}
+
+std::vector<std::string> command_names(CLI::App& app) {
+  std::vector<std::string> names;
+  for (const auto* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+  return names;
+}
+
+// What a parse error means for someone who mistyped: an unknown command or option named, with
+// the closest names; "" when the error is of another kind (CLI11's own message then stands).
+std::string explain_mistake(CLI::App& app, int argc, char** argv) {
+  if (argc < 2) return "";
+  const std::string first = argv[1];
+  if (first.starts_with("-")) return "";
+  CLI::App* sub = nullptr;
+  for (auto* s : app.get_subcommands({}))
+    if (s->get_name() == first) sub = s;
+  if (!sub)
+    return fmt::format("anatomy: unknown command '{}'{} ('anatomy help' lists the commands)", first,
+                       did_you_mean(first, command_names(app)));
+  std::vector<std::string> options{"--help"};
+  for (const auto* opt : sub->get_options())
+    for (const auto& name : opt->get_lnames()) options.push_back("--" + name);
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (!arg.starts_with("--") || arg == "--") continue;
+    const std::string name = arg.substr(0, arg.find('='));
+    if (std::ranges::find(options, name) == options.end())
+      return fmt::format("anatomy {}: unknown option {}{} ('anatomy help {}' lists its options)",
+                         first, name, did_you_mean(name, options), first);
+  }
+  return "";
+}
+
+}  // namespace
+
 int anatomy::cli::main(int argc, char** argv) {
   // Line by line into a log or a pipe too (`anatomy train ... | tee log`), not in 4 kB blocks.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   CLI::App app{"anatomy: a Transformer built from scratch, to learn how it works"};
+  app.name("anatomy");
   app.set_version_flag("--version", "anatomy " ANATOMY_VERSION);
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, anatomy::cli::Runner>> commands;
@@ -56,10 +129,35 @@ int anatomy::cli::main(int argc, char** argv) {
                     "reference: the plain ops of autograd/; fast: the kernels of kernels/ "
                     "(default: ANATOMY_KERNELS if set, else fast)")
         ->check(CLI::IsMember({"reference", "fast"}));
+  // `anatomy help` lists the commands, `anatomy help COMMAND` shows one's options.
+  if (argc >= 2 && std::string_view(argv[1]) == "help") {
+    if (argc == 2) {
+      fmt::print("{}", app.help());
+      return 0;
+    }
+    for (auto* sub : app.get_subcommands({}))
+      if (sub->get_name() == argv[2]) {
+        fmt::print("{}", sub->help());
+        return 0;
+      }
+    fmt::print(stderr, "anatomy: unknown command '{}'{} ('anatomy help' lists the commands)\n",
+               argv[2], did_you_mean(argv[2], command_names(app)));
+    return 1;
+  }
+  if (argc == 1) {  // no command: what there is to run, as `anatomy help` shows it
+    fmt::print(stderr, "{}", app.help());
+    return 1;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const bool asked = dynamic_cast<const CLI::CallForHelp*>(&e) ||
+                       dynamic_cast<const CLI::CallForAllHelp*>(&e) ||
+                       dynamic_cast<const CLI::CallForVersion*>(&e);
+    const std::string mistake = asked ? "" : explain_mistake(app, argc, argv);
+    if (mistake.empty()) return app.exit(e);
+    fmt::print(stderr, "{}\n", mistake);
+    return e.get_exit_code();
   }
   try {
     if (!kernels.empty())

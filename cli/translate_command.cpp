@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "io/input_file.hpp"
 #include "training/training.hpp"
 
 namespace anatomy::cli {
@@ -66,8 +67,7 @@ Runner add_translate_command(CLI::App& app) {
     if (o->beam == 0) o->beam = tr.default_beam;
     std::vector<std::string> texts = o->texts;
     if (!o->file.empty()) {
-      std::ifstream f(o->file);
-      if (!f) throw Error(fmt::format("translate: cannot open {}", o->file));
+      std::ifstream f = open_input("translate", o->file);
       texts = read_lines(f);
     } else if (texts.empty() && isatty(fileno(stdin))) {
       // At a terminal: one sentence at a time, as it is typed.

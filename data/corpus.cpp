@@ -10,6 +10,7 @@
 
 #include "autograd/random.hpp"
 #include "autograd/tensor.hpp"
+#include "io/input_file.hpp"
 #include "tokenizers/tokenizer.hpp"
 
 namespace anatomy::data {
@@ -36,8 +37,7 @@ std::string trim(const std::string& s) {
 }  // namespace
 
 Corpus read_tsv(const std::string& path, const CorpusOptions& o) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(fmt::format("corpus: cannot open {}", path));
+  std::ifstream f = open_input("corpus", path);
   Corpus c;
   std::string line;
   while (std::getline(f, line)) {

@@ -1,6 +1,7 @@
 // Tensors in and out of a program: printed as PyTorch prints them, and saved to and loaded from
-// safetensors files.
+// safetensors files; and the files a user names, opened with a reason when they cannot be.
 #pragma once
 
+#include "io/input_file.hpp"
 #include "io/print.hpp"
 #include "io/safetensors.hpp"

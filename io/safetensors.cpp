@@ -1,5 +1,6 @@
 #include "io/safetensors.hpp"
 
+#include "io/input_file.hpp"
 #include "io/json_limits.hpp"
 
 #include <fmt/format.h>
@@ -199,8 +200,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw Error(fmt::format("load_safetensors: {} is a folder, not a .safetensors file", path));
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(fmt::format("load_safetensors: cannot open {}", path));
+  std::ifstream f = open_input("load_safetensors", path);
   // One read into a buffer of the file's size: a stringstream would copy it twice, growing.
   f.seekg(0, std::ios::end);
   const std::streamoff size = f.tellg();

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "autograd/tensor.hpp"
+#include "io/input_file.hpp"
 #include "io/json_limits.hpp"
 #include "models/registry.hpp"
 
@@ -160,8 +161,7 @@ TransformerConfig TransformerConfig::from_json(const std::string& text, const st
 }
 
 TransformerConfig TransformerConfig::from_json_file(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw Error(fmt::format("config: cannot open {}", path));
+  std::ifstream f = open_input("config", path);
   std::stringstream ss;
   ss << f.rdbuf();
   return from_json(ss.str(), path);

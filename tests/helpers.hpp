@@ -107,6 +107,28 @@ void check_error(F f, std::initializer_list<std::string> fragments) {
   }
 }
 
+// A fresh folder of its own under the system's temporary folder (mkdtemp), removed with
+// everything in it when the test is done: two suites running at once never share a path.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "anatomy_test_XXXXXX").string();
+    if (!mkdtemp(pattern.data())) throw std::runtime_error("TempDir: mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& str() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
 // What a shell command printed (stdout and stderr) and its exit code (128 + the signal when a
 // signal ended it, as a shell reports it).
 struct CommandResult {

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "autograd/tensor.hpp"
+#include "io/input_file.hpp"
 #include "io/safetensors.hpp"
 #include "tokenizers/unicode.hpp"
 
@@ -165,8 +166,7 @@ void BpeTokenizer::save(const std::string& path) const {
 
 std::unique_ptr<BpeTokenizer> BpeTokenizer::load(const std::string& path, Vocabulary vocab,
                                                  bool lower) {
-  std::ifstream f(path + ".merges.txt");
-  if (!f) throw Error(fmt::format("BpeTokenizer: cannot open {}.merges.txt", path));
+  std::ifstream f = open_input("BpeTokenizer", path + ".merges.txt");
   std::vector<std::pair<std::string, std::string>> merges;
   std::string line;
   int64_t n = 0;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "autograd/tensor.hpp"
+#include "io/input_file.hpp"
 #include "io/json_limits.hpp"
 #include "io/safetensors.hpp"
 #include "tokenizers/bert_tokenizer.hpp"
@@ -49,8 +50,7 @@ void Tokenizer::save(const std::string& path) const {
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
-  std::ifstream f(path + ".json");
-  if (!f) throw Error(fmt::format("load_tokenizer: cannot open {}.json", path));
+  std::ifstream f = open_input("load_tokenizer", path + ".json");
   std::stringstream ss;
   ss << f.rdbuf();
   nlohmann::json j;

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "autograd/tensor.hpp"
+#include "io/input_file.hpp"
 #include "io/safetensors.hpp"
 
 namespace anatomy::text {
@@ -56,8 +57,7 @@ std::string unescape(const std::string& line, const std::string& path, size_t li
 }  // namespace
 
 Vocabulary Vocabulary::load(const std::string& path, bool escaped) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(fmt::format("Vocabulary: cannot open {}", path));
+  std::ifstream f = open_input("Vocabulary", path);
   std::vector<std::string> tokens;
   std::string line;
   while (std::getline(f, line)) {

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "checkpoints/checkpoints.hpp"
+#include "io/input_file.hpp"
 #include "models/models.hpp"
 #include "training/run_dir.hpp"
 #include "training/trainer.hpp"
@@ -112,8 +113,7 @@ void export_to_pytorch(const std::string& run_dir, const std::string& to) {
     add_rows(data, "target", train.tgt);
   } else {
     const std::string path = run.field<std::string>(meta, "text");
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw Error(fmt::format("export: cannot open the run's text {}", path));
+    std::ifstream f = open_input("export", path, "the run's text");
     const std::string text((std::istreambuf_iterator<char>(f)), {});
     const auto ids = text::load_tokenizer(run.file("tokenizer"))->encode(text);
     const std::vector<int64_t> train(ids.begin(),

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "io/input_file.hpp"
 #include "kernels/frozen_weights.hpp"
 #include "kernels/parallel.hpp"
 #include "training/run_dir.hpp"
@@ -34,8 +35,7 @@ LmRecipe lm_recipe(const std::string& name) {
 }
 
 std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(fmt::format("train: cannot open the text {}", path));
+  std::ifstream f = open_input("train", path, "the text");
   std::stringstream ss;
   ss << f.rdbuf();
   if (ss.str().empty()) throw Error(fmt::format("train: the text {} is empty", path));

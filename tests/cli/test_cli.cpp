@@ -418,10 +418,55 @@ TEST_CASE("command-line options: each numeric bound accepts its limits and refus
     CHECK_MESSAGE(help.output.find(shown) != std::string::npos, help.output);
   }
   CHECK(run("train --help").output.find("{false}") == std::string::npos);
-  // Without a command there is nothing to do: say so, and fail.
+  // Without a command there is nothing to do: list the commands, and fail.
   const auto none = run("");
   CHECK(none.code != 0);
-  CHECK_MESSAGE(none.output.find("A subcommand is required") != std::string::npos, none.output);
+  CHECK_MESSAGE(none.output.find("Subcommands:") != std::string::npos, none.output);
+  CHECK_MESSAGE(none.output.find("translate") != std::string::npos, none.output);
+}
+
+TEST_CASE("a mistyped command or option is named, with the closest names") {
+  struct Case {
+    std::string args;
+    std::vector<std::string> said;
+  };
+  for (const auto& [args, said] : std::vector<Case>{
+           {"train --task copy --time-budjet 30",
+            {"anatomy train: unknown option --time-budjet", "did you mean --time-budget?"}},
+           {"translate --bean 4 x", {"unknown option --bean", "did you mean --beam?"}},
+           {"train --outt=runs/x", {"unknown option --outt", "did you mean --out?"}},
+           {"trian --task copy", {"unknown command 'trian'", "did you mean train?"}},
+           {"evalute", {"unknown command 'evalute'", "did you mean evaluate?"}},
+           {"help tokenise", {"unknown command 'tokenise'", "did you mean tokenize?"}}}) {
+    CAPTURE(args);
+    const auto r = run(args);
+    CHECK(r.code != 0);
+    for (const auto& s : said) CHECK_MESSAGE(r.output.find(s) != std::string::npos, r.output);
+  }
+  // Nothing close: no guess, only where the names are.
+  const auto far = run("train --zzzzzzzz 1");
+  CHECK(far.code != 0);
+  CHECK(far.output.find("unknown option --zzzzzzzz") != std::string::npos);
+  CHECK(far.output.find("did you mean") == std::string::npos);
+  CHECK(far.output.find("'anatomy help train' lists its options") != std::string::npos);
+  // `anatomy help` and `anatomy help COMMAND` show the lists and exit 0.
+  const auto all = run("help");
+  CHECK(all.code == 0);
+  CHECK(all.output.find("Subcommands:") != std::string::npos);
+  const auto one = run("help translate");
+  CHECK(one.code == 0);
+  CHECK(one.output.find("--beam") != std::string::npos);
+}
+
+TEST_CASE("a file that cannot be opened is named with the reason") {
+  testing::TempDir dir;
+  const auto folder = run("bleu " + dir.str() + " " + dir.str());
+  CHECK(folder.code != 0);
+  CHECK_MESSAGE(folder.output.find("it is a folder, not a file") != std::string::npos,
+                folder.output);
+  const auto missing = run("tokenize --vocab " + dir / "vocab.txt" + " x");
+  CHECK(missing.code != 0);
+  CHECK_MESSAGE(missing.output.find("no such file") != std::string::npos, missing.output);
 }
 
 // A file saved on Windows ends its lines in CRLF: the commands that read lines (tokenize,
