@@ -78,12 +78,27 @@ exercise-start:
 	cp exercises/$(NAME)/README.md "$(DIR)/$(NAME).md"
 	@echo "edit $(DIR)/$(NAME).cpp ($(DIR)/$(NAME).md says what to do), then: make exercise NAME=$(NAME) DIR=$(DIR)"
 
-exercise: build
+# Checks a student's file quietly: the name and the file first, then only the libraries the
+# checker links and the checker itself are built, their output shown only when a build fails.
+exercise:
 	@test -n "$(NAME)" -a -n "$(DIR)" || { echo "usage: make exercise NAME=<exercise> DIR=<folder>"; exit 2; }
+	@test -d exercises/$(NAME) || { echo "no exercise '$(NAME)' (there are: $(EXERCISES))"; exit 2; }
+	@test -f "$(DIR)/$(NAME).cpp" || { echo "$(DIR)/$(NAME).cpp does not exist: start it with make exercise-start NAME=$(NAME) DIR=$(DIR)"; exit 2; }
+	@mkdir -p build/exercise
+	@if [ ! -f build/$(PRESET)/CMakeCache.txt ]; then \
+	  echo "building anatomy first (once, a few minutes)"; \
+	  $(MAKE) --no-print-directory deps > build/exercise/setup.log 2>&1 && \
+	  cmake --preset $(PRESET) >> build/exercise/setup.log 2>&1 || { cat build/exercise/setup.log; exit 1; }; fi
+	@cmake --build build/$(PRESET) --target anatomy_training > build/exercise/library.log 2>&1 || \
+	  { grep -v -e 'Entering directory' -e 'Leaving directory' -e 'Built target' build/exercise/library.log; \
+	    echo "anatomy itself does not build (above)"; exit 1; }
 	@cmake -S exercises -B build/exercise/$(NAME) -Danatomy_DIR=$(CURDIR)/build/$(PRESET) \
-	  -DCMAKE_BUILD_TYPE=Release -DEXERCISE=$(NAME) -DSTUDENT_FILE=$(abspath $(DIR))/$(NAME).cpp > /dev/null
+	  -DCMAKE_BUILD_TYPE=Release -DEXERCISE=$(NAME) -DSTUDENT_FILE=$(abspath $(DIR))/$(NAME).cpp \
+	  > build/exercise/$(NAME).log 2>&1 || { cat build/exercise/$(NAME).log; exit 1; }
 	@cmake --build build/exercise/$(NAME) -j2 > build/exercise/$(NAME).log 2>&1 || \
-	  { cat build/exercise/$(NAME).log; echo "your file does not compile (above)"; exit 1; }
+	  { grep -v -e 'Entering directory' -e 'Leaving directory' -e 'Built target' -e '^\[' -e 'make\[[0-9]*\]: \*\*\*' \
+	      -e 'Consolidate compiler' -e 'Scanning dependencies' build/exercise/$(NAME).log; \
+	    echo "$(DIR)/$(NAME).cpp does not compile: fix the first error above, then run this again"; exit 1; }
 	@build/exercise/$(NAME)/check_$(NAME)
 
 # The pictures of README.md and docs/, made anew by the programs (tools/make_pictures.sh).

@@ -28,6 +28,9 @@ class ModuleList : public Module {
   }
   auto begin() const { return items_.begin(); }
   auto end() const { return items_.end(); }
+  // As PyTorch 2 prints a ModuleList: a run of children that print alike is one entry,
+  // "(0-11): 12 x AttentionHead(...)".
+  std::string repr() const override;
 
  private:
   std::vector<std::shared_ptr<Module>> items_;

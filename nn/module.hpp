@@ -101,7 +101,7 @@ class Module {
   virtual std::string type_name() const;
   // The part inside the parentheses, e.g. "in_features=768, out_features=3072, bias=True".
   virtual std::string extra_repr() const { return ""; }
-  std::string repr() const;
+  virtual std::string repr() const;
 
  protected:
   bool training_ = true;

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -79,9 +80,12 @@ class Tutorial {
     return (std::filesystem::path(out_dir_) / name).string();
   }
 
+  // Prints "[ok] what" the first time a check passes (a check made in a loop says it once) and
+  // "[FAILED] what" every time one fails.
   void check(bool ok, const std::string& what) {
-    fmt::print("  [{}] {}\n", ok ? "ok" : "FAILED", what);
     if (!ok) ++failures_;
+    if (ok && !passed_.insert(what).second) return;
+    fmt::print("  [{}] {}\n", ok ? "ok" : "FAILED", what);
   }
 
   // Prints the summary; the return value is the process exit code.
@@ -112,6 +116,7 @@ class Tutorial {
   std::vector<std::pair<std::string, std::string>> options_;
   int sections_ = 0;
   int failures_ = 0;
+  std::set<std::string> passed_;  // the checks already shown as passed
 };
 
 }  // namespace anatomy::tutorial

@@ -1,4 +1,5 @@
-// Exercise 01: fill in forward and backward (see README.md). Check with
+// Exercise 01: fill in forward and backward (see 01_tanh.md beside this file).
+// Check with
 //   make exercise NAME=01_tanh DIR=<the folder holding this file>
 #include "exercise.hpp"
 

@@ -1,4 +1,5 @@
-// Exercise 02: fill in forward and backward (see README.md). Check with
+// Exercise 02: fill in forward and backward (see 02_softmax.md beside this file).
+// Check with
 //   make exercise NAME=02_softmax DIR=<the folder holding this file>
 #include "exercise.hpp"
 

@@ -36,7 +36,8 @@ int main() {
     if (exercise::close(gx, r * w * rsqrt(mean(centered * centered, {-1}, true) + 1e-5f)))
       c.diagnose(
           "your dx treats the mean and the variance as constants (g · weight / std): both "
-          "depend on x, which adds the two mean terms of the README's formula");
+          "depend on x, which adds the two mean terms of the statement's formula "
+          "(03_layer_norm.md)");
     return c.finish();
   }
   auto gc = gradcheck(

@@ -1,4 +1,5 @@
-// Exercise 03: fill in forward and backward (see README.md). Check with
+// Exercise 03: fill in forward and backward (see 03_layer_norm.md beside this file).
+// Check with
 //   make exercise NAME=03_layer_norm DIR=<the folder holding this file>
 #include "exercise.hpp"
 

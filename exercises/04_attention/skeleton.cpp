@@ -1,4 +1,5 @@
-// Exercise 04: fill in the function (see README.md). Check with
+// Exercise 04: fill in the function (see 04_attention.md beside this file).
+// Check with
 //   make exercise NAME=04_attention DIR=<the folder holding this file>
 #include "exercise.hpp"
 

@@ -1,4 +1,5 @@
-// Exercise 05: fill in forward (see README.md). Check with
+// Exercise 05: fill in forward (see 05_multi_head.md beside this file).
+// Check with
 //   make exercise NAME=05_multi_head DIR=<the folder holding this file>
 #include "exercise.hpp"
 

@@ -1,4 +1,5 @@
-// Exercise 06: fill in forward (see README.md). Check with
+// Exercise 06: fill in forward (see 06_encoder_layer.md beside this file).
+// Check with
 //   make exercise NAME=06_encoder_layer DIR=<the folder holding this file>
 #include "exercise.hpp"
 

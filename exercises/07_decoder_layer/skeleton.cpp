@@ -1,4 +1,5 @@
-// Exercise 07: fill in forward (see README.md). Check with
+// Exercise 07: fill in forward (see 07_decoder_layer.md beside this file).
+// Check with
 //   make exercise NAME=07_decoder_layer DIR=<the folder holding this file>
 #include "exercise.hpp"
 

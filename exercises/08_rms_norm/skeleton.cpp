@@ -1,4 +1,5 @@
-// Exercise 08: fill in the function (see README.md). Check with
+// Exercise 08: fill in the function (see 08_rms_norm.md beside this file).
+// Check with
 //   make exercise NAME=08_rms_norm DIR=<the folder holding this file>
 #include "exercise.hpp"
 

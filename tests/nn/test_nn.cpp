@@ -81,6 +81,23 @@ TEST_CASE("the printed tree reads like PyTorch's repr") {
         "  (drop): Dropout(p=0.1)\n"
         "  (fc2): Linear(in_features=8, out_features=2, bias=True)\n"
         ")");
+  // A ModuleList prints a run of alike children once, as PyTorch 2 does; a child that differs
+  // breaks the run.
+  nn::ModuleList list;
+  for (int i = 0; i < 3; ++i) list.push_back(std::make_shared<nn::Linear>(4, 4));
+  list.push_back(std::make_shared<nn::Linear>(4, 2));
+  list.push_back(std::make_shared<TwoLayer>());
+  CHECK(list.repr() ==
+        "ModuleList(\n"
+        "  (0-2): 3 x Linear(in_features=4, out_features=4, bias=True)\n"
+        "  (3): Linear(in_features=4, out_features=2, bias=True)\n"
+        "  (4): TwoLayer(\n"
+        "    (fc1): Linear(in_features=4, out_features=8, bias=True)\n"
+        "    (drop): Dropout(p=0.1)\n"
+        "    (fc2): Linear(in_features=8, out_features=2, bias=True)\n"
+        "  )\n"
+        ")");
+  CHECK(nn::ModuleList().repr() == "ModuleList()");
   CHECK(nn::Embedding(10, 4, 0).repr() == "Embedding(10, 4, padding_idx=0)");
   CHECK(nn::Linear(3, 2, false).repr() == "Linear(in_features=3, out_features=2, bias=False)");
   CHECK(nn::Softmax(-1).repr() == "Softmax(dim=-1)");
