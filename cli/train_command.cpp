@@ -41,7 +41,8 @@ Runner add_train_command(CLI::App& app) {
   auto* preset =
       cmd->add_option("--preset", o->preset,
                       fmt::format("model size: {} (lm: nanogpt, tiny, small)",
-                                  fmt::join(models::TransformerConfig::preset_names(), " | ")));
+                                  fmt::join(models::TransformerConfig::preset_names(), " | ")))
+          ->check(CLI::IsMember(models::TransformerConfig::preset_names()));  // before any data
   cmd->add_option("--config", o->config_file,
                   "the model's config.json (Hugging Face keys; instead of --preset)")
       ->excludes(preset);

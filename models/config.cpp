@@ -27,9 +27,14 @@ std::string activation(const std::string& v) {
 }
 template <typename R>
 std::string registered(const R& registry, const std::string& v) {
+  // A name this program does not know is most likely a part registered by another program (a
+  // project of one's own built on anatomy::cli): that program reads the run.
   return registry.contains(v)
              ? ""
-             : fmt::format("must be one of: {}", fmt::join(registry.names(), ", "));
+             : fmt::format(
+                   "must be one of: {}; a part registered by a program of your own is "
+                   "read by that program (e.g. ./build/my_anatomy, docs/extending.md)",
+                   fmt::join(registry.names(), ", "));
 }
 std::string norm(const std::string& v) { return registered(norms(), v); }
 std::string ffn(const std::string& v) { return registered(feed_forwards(), v); }

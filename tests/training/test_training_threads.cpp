@@ -218,6 +218,14 @@ TEST_CASE("train --config FILE and --set change the model, bad fields are refuse
   CHECK(e2.code != 0);
   CHECK_MESSAGE(e2.output.find("norm_type must be one of: layer_norm") != std::string::npos,
                 e2.output);
+  // A name this program does not know may be a part registered by another: the message says so.
+  CHECK_MESSAGE(e2.output.find("read by that program") != std::string::npos, e2.output);
+  // An unknown preset is refused before the task's data is made (which would print its sizes).
+  auto e4 = run("train --task numbers --preset huge --out " + bad);
+  CHECK(e4.code != 0);
+  CHECK_MESSAGE(e4.output.find("huge") != std::string::npos, e4.output);
+  CHECK_MESSAGE(e4.output.find("pairs") == std::string::npos, e4.output);
+  CHECK_FALSE(std::filesystem::exists(bad));
   auto e3 = run("train --task copy --preset tiny --config " + config + " --out " + bad);
   CHECK(e3.code != 0);
   CHECK_FALSE(std::filesystem::exists(bad));
