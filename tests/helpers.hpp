@@ -129,6 +129,15 @@ class TempDir {
   std::string path_;
 };
 
+// A folder of this test process's own, made at its first use and removed when the process ends.
+// Tests put their files under it rather than under the shared temporary folder, so that two
+// suites running at once (or two test processes) never write to the same path.
+inline const std::filesystem::path& temp_root() {
+  static const TempDir dir;
+  static const std::filesystem::path root = dir.str();
+  return root;
+}
+
 // What a shell command printed (stdout and stderr) and its exit code (128 + the signal when a
 // signal ended it, as a shell reports it).
 struct CommandResult {

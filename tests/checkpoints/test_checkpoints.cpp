@@ -23,7 +23,7 @@ TEST_CASE("to_book_layout refuses a qkv that does not split into 3 x H heads") {
 }
 
 TEST_CASE("load_weights: a file in either attention layout loads into either model") {
-  const std::string dir = (std::filesystem::temp_directory_path() / "anatomy_layouts").string();
+  const std::string dir = (anatomy::testing::temp_root() / "anatomy_layouts").string();
   std::filesystem::create_directories(dir);
   manual_seed(4);
   TransformerForSequenceClassification fused_model(small(true)), book_model(small(false));
@@ -154,7 +154,8 @@ TEST_CASE("load_bert_folder: a save_pretrained folder into the book's encoder, o
     CHECK_CLOSE(bert.model->pooler->forward(hidden), want.at("pooler_output"), 1e-4, 0);
   }
 
-  const fs::path tmp = fs::temp_directory_path() / fmt::format("anatomy_bert_folder_{}", getpid());
+  const fs::path tmp =
+      anatomy::testing::temp_root() / fmt::format("anatomy_bert_folder_{}", getpid());
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   auto copy_golden = [&](std::initializer_list<const char*> files) {

@@ -42,8 +42,7 @@ TEST_CASE("anatomy run reproduces the book-style PyTorch models") {
       const std::string dir = golden_dir(kind);
       const std::string model = kind.substr(0, kind.find("-relative"));
       const std::string out =
-          (std::filesystem::temp_directory_path() / ("anatomy_run_" + kind + ".safetensors"))
-              .string();
+          (anatomy::testing::temp_root() / ("anatomy_run_" + kind + ".safetensors")).string();
       std::filesystem::remove(out);
       const auto r =
           run(fmt::format("run --config {0}/config.json --weights {0}/weights.safetensors "
@@ -69,9 +68,9 @@ TEST_CASE("anatomy run --kernels reference gives the fast path's outputs to 1e-4
       const std::string dir = golden_dir(kind);
       std::map<std::string, std::map<std::string, Tensor>> outputs;
       for (const std::string path : {"reference", "fast"}) {
-        const std::string out = (std::filesystem::temp_directory_path() /
-                                 ("anatomy_run_" + kind + "_" + path + ".safetensors"))
-                                    .string();
+        const std::string out =
+            (anatomy::testing::temp_root() / ("anatomy_run_" + kind + "_" + path + ".safetensors"))
+                .string();
         std::filesystem::remove(out);
         const auto r = run(fmt::format(
             "run --kernels {4} --config {0}/config.json --weights {0}/weights.safetensors "
@@ -106,8 +105,7 @@ TEST_CASE("an unknown kernels path is refused by every command, naming ANATOMY_K
 
 TEST_CASE("anatomy run: bad input gives a clear message, a non-zero exit and no output file") {
   const std::string dir = golden_dir("seq2seq");
-  const std::string out =
-      (std::filesystem::temp_directory_path() / "anatomy_run_bad.safetensors").string();
+  const std::string out = (anatomy::testing::temp_root() / "anatomy_run_bad.safetensors").string();
   std::filesystem::remove(out);
   const std::string base = fmt::format(
       "run --config {0}/config.json --weights {0}/weights.safetensors --output {1} ", dir, out);
@@ -147,9 +145,9 @@ TEST_CASE("anatomy run loads a Hugging Face BERT checkpoint into the book's enco
     const auto v = want.at(name).to_int_vector();
     return fmt::format("{}", fmt::join(v, ","));
   };
-  const std::string out = (std::filesystem::temp_directory_path() /
-                           fmt::format("anatomy_bert_{}.safetensors", getpid()))
-                              .string();
+  const std::string out =
+      (anatomy::testing::temp_root() / fmt::format("anatomy_bert_{}.safetensors", getpid()))
+          .string();
   for (const std::string folder : {"bert", "bert-for-masked-lm"}) {
     CAPTURE(folder);
     const std::string dir = bert_dir(folder);
@@ -209,7 +207,7 @@ TEST_CASE("anatomy run loads a Hugging Face BERT checkpoint into the book's enco
 
 TEST_CASE("anatomy run: a BERT checkpoint that does not fit its config is refused by name") {
   const std::string dir = bert_dir("bert");
-  const auto tmp = std::filesystem::temp_directory_path();
+  const auto tmp = anatomy::testing::temp_root();
   const std::string out = (tmp / fmt::format("anatomy_bert_bad_{}.safetensors", getpid())).string();
   const std::string config = (tmp / fmt::format("anatomy_bert_{}.json", getpid())).string();
   std::filesystem::remove(out);
@@ -243,8 +241,7 @@ TEST_CASE("anatomy run: a BERT checkpoint that does not fit its config is refuse
 TEST_CASE("anatomy attention --bert draws a BERT folder's attention on the book's pair") {
   const std::string dir = bert_dir("bert");
   const std::string page =
-      (std::filesystem::temp_directory_path() / fmt::format("anatomy_bert_{}.html", getpid()))
-          .string();
+      (anatomy::testing::temp_root() / fmt::format("anatomy_bert_{}.html", getpid())).string();
   const auto r = run(fmt::format(
       "attention --bert {} --out {} \"time flies like an arrow\" \"fruit flies like a banana\"",
       dir, page));
@@ -297,7 +294,7 @@ TEST_CASE("anatomy attention --bert draws a BERT folder's attention on the book'
   // A BERT with one token type reads one sentence, and refuses a pair by name.
   {
     const std::string one =
-        (std::filesystem::temp_directory_path() / fmt::format("anatomy_bert_one_type_{}", getpid()))
+        (anatomy::testing::temp_root() / fmt::format("anatomy_bert_one_type_{}", getpid()))
             .string();
     std::filesystem::create_directories(one);
     std::filesystem::copy_file(dir + "/vocab.txt", one + "/vocab.txt",
@@ -340,8 +337,7 @@ TEST_CASE("command-line options: each numeric bound accepts its limits and refus
     std::vector<std::string> accepted, refused;
   };
   const std::string out =
-      (std::filesystem::temp_directory_path() / fmt::format("anatomy_bounds_{}", getpid()))
-          .string();
+      (anatomy::testing::temp_root() / fmt::format("anatomy_bounds_{}", getpid())).string();
   const std::string train = "train --task klingon --out " + out, unknown = "unknown task";
   const std::string translate = "translate --checkpoint /nonexistent x", no_run = "no run.json";
   const std::string evaluate = "evaluate --checkpoint /nonexistent";
@@ -473,7 +469,7 @@ TEST_CASE("a file that cannot be opened is named with the reason") {
 // translate, bleu) drop the CR, so the text is the same as with LF (a kept CR would be one more,
 // unknown, character to a character tokenizer).
 TEST_CASE("tokenize reads CRLF lines as the same lines as LF") {
-  const auto dir = std::filesystem::temp_directory_path() / "anatomy_cli_crlf";
+  const auto dir = anatomy::testing::temp_root() / "anatomy_cli_crlf";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   text::CharTokenizer::train({"abc"}).save((dir / "tok").string());

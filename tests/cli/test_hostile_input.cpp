@@ -21,7 +21,7 @@ namespace {
 std::string nested(int depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 
 std::string scratch(const std::string& name) {
-  const auto d = std::filesystem::temp_directory_path() / ("anatomy_hostile_" + name);
+  const auto d = anatomy::testing::temp_root() / ("anatomy_hostile_" + name);
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d.string();

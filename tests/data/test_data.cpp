@@ -83,7 +83,7 @@ TEST_CASE("toy tasks: splits never share a source, and a seed fixes the data") {
 }
 
 TEST_CASE("TSV corpus: pairs, extra columns, and errors with line numbers") {
-  const std::string dir = (std::filesystem::temp_directory_path() / "anatomy_tsv").string();
+  const std::string dir = (anatomy::testing::temp_root() / "anatomy_tsv").string();
   std::filesystem::create_directories(dir);
   auto write = [&](const std::string& name, const std::string& text) {
     std::ofstream(dir + "/" + name, std::ios::binary) << text;

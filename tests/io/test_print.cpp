@@ -69,8 +69,7 @@ TEST_CASE("graph: DOT export names ops and shapes") {
   y.backward();
   CHECK(to_dot(y).find("SoftmaxBackward0") != std::string::npos);  // kept after backward
   // save_dot writes the same text to a file (atomically: no .tmp is left behind).
-  const std::string path =
-      (std::filesystem::temp_directory_path() / "anatomy_graph_test.dot").string();
+  const std::string path = (anatomy::testing::temp_root() / "anatomy_graph_test.dot").string();
   save_dot(y, path);
   std::ifstream f(path);
   CHECK(std::string(std::istreambuf_iterator<char>(f), {}) == to_dot(y));

@@ -11,7 +11,7 @@ using testing::check_error;
 namespace {
 
 std::string tmp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("anatomy_test_" + name)).string();
+  return (anatomy::testing::temp_root() / ("anatomy_test_" + name)).string();
 }
 
 std::string read_bytes(const std::string& path) {
@@ -161,7 +161,7 @@ TEST_CASE("safetensors: broken files give one clear error") {
       {"2 problem(s)", "'a'", "'b'"});
   check_error([&] { load_safetensors("/nonexistent/file.safetensors"); }, {"cannot open"});
   // A folder where the file should be (a checkpoint folder passed one level too high).
-  check_error([&] { load_safetensors(std::filesystem::temp_directory_path().string()); },
+  check_error([&] { load_safetensors(anatomy::testing::temp_root().string()); },
               {"load_safetensors", "is a folder"});
 }
 

@@ -11,7 +11,7 @@ using testing::check_error;
 namespace {
 
 std::string tmp(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("anatomy_ckpt_" + name)).string();
+  return (anatomy::testing::temp_root() / ("anatomy_ckpt_" + name)).string();
 }
 
 struct Net : nn::Module {

@@ -327,7 +327,7 @@ TEST_CASE("Trainer with batch, batch_loss and replicate: two threads train as on
 
 TEST_CASE(
     "Trainer: a run folder that does not exist yet is created, as the guide's example needs") {
-  const auto dir = std::filesystem::temp_directory_path() / "anatomy_trainer_new_folder" / "run";
+  const auto dir = anatomy::testing::temp_root() / "anatomy_trainer_new_folder" / "run";
   std::filesystem::remove_all(dir.parent_path());
   const auto config = tiny_gpt(0.0);
   models::TransformerForCausalLM model(config);

@@ -199,7 +199,7 @@ TEST_CASE("char, word and BPE tokenizers: training, round trips, save and load")
       {"▁", "b"}, {"a", "a"}, {"aa", "b"}, {"b", "c"}, {"▁", "aab"}, {"▁b", "a"}, {"▁b", "bc"}};
   CHECK(BpeTokenizer::train({"ba bbc aab"}, 100, false, 1).merges == traced);
 
-  const std::string dir = (std::filesystem::temp_directory_path() / "anatomy_tok").string();
+  const std::string dir = (anatomy::testing::temp_root() / "anatomy_tok").string();
   std::filesystem::create_directories(dir);
   for (const Tokenizer* t : std::initializer_list<const Tokenizer*>{&chars, &words, &bpe}) {
     t->save(dir + "/t");
@@ -211,7 +211,7 @@ TEST_CASE("char, word and BPE tokenizers: training, round trips, save and load")
 }
 
 TEST_CASE("tokenizer files: clear errors") {
-  const std::string dir = (std::filesystem::temp_directory_path() / "anatomy_tok_bad").string();
+  const std::string dir = (anatomy::testing::temp_root() / "anatomy_tok_bad").string();
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/dup.txt") << "a\nb\na\n";
   check_error([&] { Vocabulary::load(dir + "/dup.txt"); }, {"token 'a' appears twice", "dup.txt"});
@@ -252,7 +252,7 @@ TEST_CASE("char vocabularies with line breaks and backslashes survive save and l
   const std::string text = "First Citizen:\nBefore we proceed,\r\nhear me \\n speak.\\\n";
   auto chars = CharTokenizer::train({text});
   for (const char* t : {"\n", "\r", "\\"}) CHECK(chars.vocab().contains(t));
-  const std::string dir = (std::filesystem::temp_directory_path() / "anatomy_tok_nl").string();
+  const std::string dir = (anatomy::testing::temp_root() / "anatomy_tok_nl").string();
   std::filesystem::create_directories(dir);
   chars.save(dir + "/t");
   auto loaded = load_tokenizer(dir + "/t");
@@ -308,7 +308,7 @@ TEST_CASE("BERT's cleaning drops NUL, U+FFFD and control characters") {
 }
 
 TEST_CASE("a BERT tokenizer file that does not say 'do_lower_case' lower-cases, as BERT") {
-  const std::string dir = (std::filesystem::temp_directory_path() / "anatomy_tok_bert").string();
+  const std::string dir = (anatomy::testing::temp_root() / "anatomy_tok_bert").string();
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/b.json") << R"({"kind": "bert"})";
   std::ofstream(dir + "/b.vocab.txt") << "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhallo\n";
@@ -317,7 +317,7 @@ TEST_CASE("a BERT tokenizer file that does not say 'do_lower_case' lower-cases, 
 }
 
 TEST_CASE("a word tokenizer file that does not say 'lowercase' keeps case") {
-  const std::string dir = (std::filesystem::temp_directory_path() / "anatomy_tok_word").string();
+  const std::string dir = (anatomy::testing::temp_root() / "anatomy_tok_word").string();
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/w.json") << R"({"kind": "word"})";
   std::ofstream(dir + "/w.vocab.txt") << "[PAD]\n[UNK]\n[BOS]\n[EOS]\n▁Hallo\n▁hallo\n";
@@ -328,7 +328,7 @@ TEST_CASE("a word tokenizer file that does not say 'lowercase' keeps case") {
 }
 
 TEST_CASE("a vocab.txt with Windows line endings loads the same tokens") {
-  const std::string dir = (std::filesystem::temp_directory_path() / "anatomy_tok_crlf").string();
+  const std::string dir = (anatomy::testing::temp_root() / "anatomy_tok_crlf").string();
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/crlf.txt", std::ios::binary) << "[PAD]\r\n[UNK]\r\nflies\r\n\r\n";
   // The last line is empty once its "\r" is gone: still a line, as Python's splitlines sees it.
@@ -387,7 +387,7 @@ TEST_CASE("BertTokenizer: decode joins word pieces and skips specials, and saves
   cased_options.do_lower_case = false;
   const BertTokenizer cased(vocab, cased_options);
   CHECK(cased.tokenize("Time time") == std::vector<std::string>{"Time", "time"});
-  const std::string dir = (std::filesystem::temp_directory_path() / "anatomy_tok_cased").string();
+  const std::string dir = (anatomy::testing::temp_root() / "anatomy_tok_cased").string();
   std::filesystem::create_directories(dir);
   cased.save(dir + "/b");
   const auto loaded = load_tokenizer(dir + "/b");

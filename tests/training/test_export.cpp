@@ -36,7 +36,7 @@ int free_port() {
 testing::CommandResult sh(const std::string& command) { return testing::run_command(command); }
 
 std::string fresh(const std::string& name) {
-  const auto d = std::filesystem::temp_directory_path() / ("anatomy_export_" + name);
+  const auto d = anatomy::testing::temp_root() / ("anatomy_export_" + name);
   std::filesystem::remove_all(d);
   return d.string();
 }

@@ -1,5 +1,8 @@
 // The trainer end to end, continued: the language model, two threads against one, --config and
 // --set, one training per folder, and kill -9 at any moment.
+#include <fcntl.h>
+#include <sys/file.h>
+
 #include "training_fixtures.hpp"
 
 using namespace anatomy;
@@ -245,24 +248,29 @@ TEST_CASE("train --config FILE and --set change the model, bad fields are refuse
 // and the folder keeps its last good checkpoint.
 TEST_CASE("a run folder takes one training at a time, and a NaN loss stops the run cleanly") {
   const std::string dir = fresh_dir("locked");
-  const std::string log = dir + "_first.log";
-  // The first training runs in the background for a few seconds, then gets Ctrl-C.
-  std::system(("timeout -s INT 12 " + std::string(ANATOMY_CLI) +
-               " train --task toylang --epochs 50 " + "--preset tiny --out " + dir + " > " + log +
-               " 2>&1 &")
-                  .c_str());
-  for (int i = 0; i < 100 && !std::filesystem::exists(dir + "/.lock"); ++i) usleep(100000);
-  usleep(500000);
+  // The first training runs in the background until it gets Ctrl-C (SIGINT) from this test.
+  Background first("train --task toylang --epochs 50 --preset tiny --out " + dir, dir + "_first");
+  // Events, not fixed waits: run.json is written once the folder is locked; the lock is free
+  // again once the first training has ended.
+  auto lock_is_free = [&] {
+    const int fd = open((dir + "/.lock").c_str(), O_RDWR);
+    if (fd < 0) return false;
+    const bool got = flock(fd, LOCK_EX | LOCK_NB) == 0;
+    close(fd);  // releases it again
+    return got;
+  };
+  REQUIRE(wait_until([&] { return std::filesystem::exists(dir + "/run.json"); }));
   auto second = run("train --task toylang --epochs 1 --preset tiny --out " + dir);
   CHECK(second.code != 0);
   CHECK_MESSAGE(second.output.find("in use by another training (pid ") != std::string::npos,
                 second.output);
-  for (int i = 0; i < 200 && !std::filesystem::exists(dir + "/run.json"); ++i) usleep(100000);
   auto resume = run("train --task toylang --resume --out " + dir);
   CHECK(resume.code != 0);
   CHECK_MESSAGE(resume.output.find("in use by another training") != std::string::npos,
                 resume.output);
-  std::system("sleep 13");  // the first one is done (and its lock gone with it)
+  kill(first.pid, SIGINT);
+  CHECK(first.finish().code == 130);
+  REQUIRE(lock_is_free());  // the first one is done, and its lock gone with it
   auto after = run("train --task toylang --epochs 1 --resume --out " + dir);
   CHECK_MESSAGE(after.code == 0, after.output);
 

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -19,15 +20,51 @@ inline Result run(const std::string& args, const std::string& prefix = "") {
   return testing::run_command(prefix + std::string(ANATOMY_CLI) + " " + args);
 }
 
-inline std::string fresh_dir(const std::string& name) {
-  const auto d = std::filesystem::temp_directory_path() / ("anatomy_run_" + name);
-  std::filesystem::remove_all(d);
-  return d.string();
-}
-
 inline std::string bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// Waits for `ready()` to hold, checking every 20 ms, for at most `seconds`: a wait for an event,
+// never a fixed sleep. Returns whether it holds.
+template <typename F>
+bool wait_until(F ready, int seconds = 60) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (!ready() && std::chrono::steady_clock::now() < deadline) usleep(20000);
+  return ready();
+}
+
+// `anatomy args` started in the background: its pid at once, and its exit code and output once
+// it has ended. Its files are `base`.log, .pid and .code.
+struct Background {
+  std::string base;
+  pid_t pid = 0;
+  Background(const std::string& args, const std::string& base_path) : base(base_path) {
+    std::filesystem::remove(base + ".code");
+    std::filesystem::remove(base + ".pid");
+    // The inner shell waits for the program, so that its exit code is known; .code appears whole.
+    std::system(fmt::format("sh -c '{} {} > {}.log 2>&1 & echo $! > {}.pid.tmp; mv {}.pid.tmp "
+                            "{}.pid; wait $!; echo $? > {}.code.tmp; mv {}.code.tmp {}.code' &",
+                            ANATOMY_CLI, args, base, base, base, base, base, base, base)
+                    .c_str());
+    REQUIRE(wait_until([&] {
+      std::ifstream f(base + ".pid");
+      return bool(f >> pid) && pid > 0;
+    }));
+  }
+  // Waits for the program to end (a few minutes at most): what it printed and its exit code.
+  Result finish() {
+    REQUIRE(wait_until([&] { return std::filesystem::exists(base + ".code"); }, 300));
+    int code = -1;
+    std::ifstream(base + ".code") >> code;
+    return {code, bytes(base + ".log")};
+  }
+};
+
+inline std::string fresh_dir(const std::string& name) {
+  const auto d = anatomy::testing::temp_root() / ("anatomy_run_" + name);
+  std::filesystem::remove_all(d);
+  return d.string();
 }
 
 // `anatomy train` with `args` on one thread into `one` and on two into `two`: both succeed, and

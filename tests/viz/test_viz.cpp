@@ -14,7 +14,7 @@ using namespace anatomy;
 namespace {
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / fmt::format("anatomy_{}_{}", getpid(), name))
+  return (anatomy::testing::temp_root() / fmt::format("anatomy_{}_{}", getpid(), name))
       .string();  // one per process: ctest runs tests in parallel
 }
 
