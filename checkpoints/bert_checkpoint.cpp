@@ -245,6 +245,7 @@ BertFolder load_bert_folder(const std::string& dir) {
     throw Error(fmt::format("BERT folder '{}': config.json says model_type {}, not \"bert\"", dir,
                             json["model_type"].dump()));
   nn::StateDict state = load_safetensors((d / "model.safetensors").string()).tensors;
+  check_finite(state, (d / "model.safetensors").string());
   if (!is_bert_checkpoint(state))
     throw Error(
         fmt::format("BERT folder '{}': model.safetensors does not have Hugging Face "

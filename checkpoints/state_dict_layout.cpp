@@ -1,5 +1,9 @@
 #include "checkpoints/state_dict_layout.hpp"
 
+#include <fmt/format.h>
+
+#include <cmath>
+
 #include "checkpoints/bert_checkpoint.hpp"
 
 namespace anatomy::checkpoints {
@@ -85,9 +89,33 @@ nn::LoadResult load_state(nn::Module& model, nn::StateDict state, const Transfor
   return model.load_state_dict(state, strict);
 }
 
+namespace {
+bool nonfinite_allowed = false;
+}
+
+void allow_nonfinite(bool allow) { nonfinite_allowed = allow; }
+
+void check_finite(const nn::StateDict& state, const std::string& source) {
+  if (nonfinite_allowed) return;
+  for (const auto& [name, t] : state) {
+    if (t.dtype() != Dtype::Float32) continue;
+    const Tensor values = t.contiguous();
+    const float* p = values.data();
+    int64_t bad = 0;
+    for (int64_t i = 0; i < values.numel(); ++i) bad += std::isfinite(p[i]) ? 0 : 1;
+    if (bad > 0)
+      throw Error(fmt::format(
+          "{}: the tensor '{}' holds {} NaN or infinite value(s) of {}: such weights compute "
+          "garbage (--allow-nonfinite loads them anyway)",
+          source, name, bad, values.numel()));
+  }
+}
+
 nn::LoadResult load_weights(nn::Module& model, const std::string& path,
                             const TransformerConfig& config, bool strict) {
-  return load_state(model, load_safetensors(path).tensors, config, strict);
+  nn::StateDict state = load_safetensors(path).tensors;
+  check_finite(state, path);
+  return load_state(model, std::move(state), config, strict);
 }
 
 }  // namespace anatomy::checkpoints

@@ -18,7 +18,14 @@ nn::StateDict to_book_layout(const nn::StateDict& state, int64_t num_heads);
 // architecture (bert_architecture), or this throws rather than compute something else.
 nn::LoadResult load_state(nn::Module& model, nn::StateDict state, const TransformerConfig& config,
                           bool strict = true);
-// load_state from a safetensors file.
+// Throws, naming the tensor and `source` (the file), when a floating tensor of `state` holds a
+// NaN or an infinity: such weights compute garbage, and a command that loaded them would print
+// it with exit code 0. allow_nonfinite(true) (the commands' --allow-nonfinite) lets them through,
+// for whoever really wants to look at such a checkpoint.
+void check_finite(const nn::StateDict& state, const std::string& source);
+void allow_nonfinite(bool allow);
+
+// load_state from a safetensors file, its values checked by check_finite first.
 nn::LoadResult load_weights(nn::Module& model, const std::string& path,
                             const TransformerConfig& config, bool strict = true);
 

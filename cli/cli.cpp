@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "autograd/autograd.hpp"
+#include "checkpoints/checkpoints.hpp"
 #include "cli/commands.hpp"
 
 CLI::Validator anatomy::cli::in_range(double min, double max) {
@@ -124,11 +125,15 @@ int anatomy::cli::main(int argc, char** argv) {
   add(anatomy::cli::add_run_command);
   // Every command runs on the fast kernels or on the plain reference ops (autograd/dispatch.hpp).
   std::string kernels;
-  for (auto& [sub, run] : commands)
+  bool allow_nonfinite = false;
+  for (auto& [sub, run] : commands) {
+    sub->add_flag("--allow-nonfinite", allow_nonfinite,
+                  "load weights that hold NaN or infinite values (refused by default)");
     sub->add_option("--kernels", kernels,
                     "reference: the plain ops of autograd/; fast: the kernels of kernels/ "
                     "(default: ANATOMY_KERNELS if set, else fast)")
         ->check(CLI::IsMember({"reference", "fast"}));
+  }
   // `anatomy help` lists the commands, `anatomy help COMMAND` shows one's options.
   if (argc >= 2 && std::string_view(argv[1]) == "help") {
     if (argc == 2) {
@@ -160,6 +165,7 @@ int anatomy::cli::main(int argc, char** argv) {
     return e.get_exit_code();
   }
   try {
+    checkpoints::allow_nonfinite(allow_nonfinite);
     if (!kernels.empty())
       anatomy::set_kernels(kernels);
     else

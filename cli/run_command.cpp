@@ -74,6 +74,7 @@ int run(const RunOptions& o) {
   using namespace checkpoints;
   TransformerConfig config = TransformerConfig::from_json_file(o.config);
   nn::StateDict state = load_safetensors(o.weights).tensors;
+  checkpoints::check_finite(state, o.weights);
   if (is_bert_checkpoint(state)) state = import_bert(o, config, state);
   const auto ids = parse_ids("--input-ids", o.input_ids);
   const Tensor input = from_vector(ids, {1, static_cast<int64_t>(ids.size())});

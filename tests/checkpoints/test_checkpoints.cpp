@@ -222,3 +222,27 @@ TEST_CASE("load_bert_folder: a save_pretrained folder into the book's encoder, o
     unsetenv("HOME");
   fs::remove_all(tmp);
 }
+
+TEST_CASE("weights that hold NaN or infinity are refused by name, unless allowed") {
+  manual_seed(3);
+  TransformerEncoder encoder(small());
+  testing::TempDir dir;
+  auto state = encoder.state_dict();
+  state.at("embeddings.token_embeddings.weight").data()[5] = std::nanf("");
+  state.at("layers.1.feed_forward.linear_2.bias").data()[0] = INFINITY;
+  save_safetensors(dir / "nan.safetensors", state);
+  TransformerEncoder fresh(small());
+  const float before = fresh.state_dict().at("embeddings.token_embeddings.weight").data()[5];
+  check_error([&] { load_weights(fresh, dir / "nan.safetensors", small()); },
+              {"nan.safetensors", "embeddings.token_embeddings.weight", "1 NaN or infinite",
+               "--allow-nonfinite"});
+  // Refused before anything was loaded.
+  CHECK(fresh.state_dict().at("embeddings.token_embeddings.weight").data()[5] == before);
+  allow_nonfinite(true);
+  CHECK_NOTHROW(load_weights(fresh, dir / "nan.safetensors", small()));
+  allow_nonfinite(false);
+  CHECK(std::isnan(fresh.state_dict().at("embeddings.token_embeddings.weight").data()[5]));
+  // Finite weights load as before.
+  save_safetensors(dir / "fine.safetensors", TransformerEncoder(small()).state_dict());
+  CHECK_NOTHROW(load_weights(fresh, dir / "fine.safetensors", small()));
+}

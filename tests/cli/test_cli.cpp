@@ -483,3 +483,23 @@ TEST_CASE("tokenize reads CRLF lines as the same lines as LF") {
   CHECK(lf.output.find("[UNK]") == std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("anatomy run refuses weights that hold NaN, and --allow-nonfinite loads them") {
+  const std::string golden = testing::test_path("parity/golden/bert");
+  testing::TempDir dir;
+  auto state = load_safetensors(golden + "/model.safetensors").tensors;
+  const std::string name = "encoder.layer.0.attention.self.query.weight";
+  REQUIRE(state.count(name) == 1);
+  state.at(name).data()[0] = std::nanf("");
+  save_safetensors(dir / "nan.safetensors", state);
+  const std::string args = fmt::format(
+      "run --config {}/config.json --weights {} --model encoder --input-ids 1,2,3 --output {}",
+      golden, dir / "nan.safetensors", dir / "out.safetensors");
+  const auto refused = run(args);
+  CHECK(refused.code != 0);
+  CHECK_MESSAGE(refused.output.find("'" + name + "' holds 1 NaN") != std::string::npos,
+                refused.output);
+  CHECK_FALSE(std::filesystem::exists(dir / "out.safetensors"));
+  const auto allowed = run(args + " --allow-nonfinite");
+  CHECK_MESSAGE(allowed.code == 0, allowed.output);
+}
