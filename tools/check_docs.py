@@ -5,7 +5,8 @@
 - README.md is at most 300 lines;
 - every subcommand `anatomy --help` lists, and every option of its own --help, is shown in
   docs/cli.md (`$A <name>` or `anatomy <name>`, and the option's name);
-- no page narrates how it was made: no numbered work periods, no dated entries.
+- no page narrates how it was made: no numbered work periods, no dated entries;
+- each exercise statement lists the calls it needs, and each call it names exists.
 
 Usage: check_docs.py SOURCE_DIR [ANATOMY_PROGRAM]. Exits non-zero and lists every problem.
 """
@@ -55,6 +56,25 @@ for page in pages:
     for pattern, what in journal:
         for m in pattern.finditer(unquoted):
             problems.append(f"{page.relative_to(root)}: '{m.group(0)}' is {what}; that belongs in a commit message")
+
+# Each exercise statement ends with the calls it needs; every call named there exists in the
+# library's headers or the exercise's own, so the list cannot point a student at nothing.
+headers = " ".join(
+    f.read_text(encoding="utf-8")
+    for folder in ("autograd", "nn", "models", "exercises")
+    for f in (root / folder).rglob("*.hpp"))
+known = set(re.findall(r"\b(\w+)\s*[(<{]", headers)) | {"sqrt", "float"}
+for statement in sorted((root / "exercises").glob("*/README.md")):
+    text = statement.read_text(encoding="utf-8")
+    where = statement.relative_to(root)
+    if "## The calls you need" not in text:
+        problems.append(f"{where}: no '## The calls you need' section")
+        continue
+    section = text.split("## The calls you need", 1)[1]
+    for code in re.findall(r"`([^`]+)`", section):
+        for name in re.findall(r"(\w+)\s*[(<]", code):
+            if name not in known:
+                problems.append(f"{where}: `{code}` names '{name}', which no header declares")
 
 readme_lines = (root / "README.md").read_text(encoding="utf-8").count("\n")
 if readme_lines > 300:
