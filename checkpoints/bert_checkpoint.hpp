@@ -75,4 +75,17 @@ BertFolder load_bert_folder(const std::string& dir);
 // ~/.cache/huggingface/hub) that has config.json, model.safetensors and vocab.txt; "" if none.
 std::string find_in_hugging_face_cache(const std::string& model = "bert-base-uncased");
 
+// The Python packages that carry a pretrained BERT folder for offline use, as
+// {package folder in site-packages, the folder inside it that holds config.json}.
+struct PretrainedPackage {
+  std::string package, folder;
+};
+const std::vector<PretrainedPackage>& pretrained_packages();
+
+// A pretrained BERT folder on this machine, "" if none: bert-base-uncased in the Hugging Face
+// cache (the book's model), else a package of pretrained_packages() installed in one of
+// `environments` (virtual environments' roots, e.g. the test environment build/venv), the active
+// one ($VIRTUAL_ENV), the user's or the system's site-packages.
+std::string find_pretrained_bert(const std::vector<std::string>& environments = {});
+
 }  // namespace anatomy::checkpoints

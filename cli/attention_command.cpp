@@ -1,7 +1,7 @@
 // anatomy attention: the attention of a trained model on one input, as a self-contained HTML
 // page (and optionally one layer/head as an SVG heatmap). For a translation model: encoder
 // self-attention, decoder self-attention, and encoder-decoder attention (the alignment between
-// the source and the translation the model produces). With --bert DIR: a pretrained BERT's
+// the source and the translation the model produces). With --model-dir DIR: a pretrained BERT's
 // self-attention on one sentence or a pair ([CLS] A [SEP] B [SEP], as the book shows it).
 #include <fmt/format.h>
 
@@ -49,6 +49,7 @@ viz::AttentionSection section(std::string name, std::vector<std::string> left,
 
 struct AttentionOptions {
   std::string checkpoint, bert, out, svg, text, text_pair;
+  std::vector<std::string> pair;  // --pair A B
   int64_t layer = -1, head = 0;
 };
 
@@ -84,7 +85,7 @@ Runner add_attention_command(CLI::App& app) {
   auto* checkpoint =
       cmd->add_option("--checkpoint", o->checkpoint, "a run folder from anatomy train");
   auto* bert = cmd->add_option(
-      "--bert", o->bert,
+      "--model-dir,--bert", o->bert,
       "a Hugging Face BERT folder (config.json, model.safetensors, vocab.txt) instead");
   checkpoint->excludes(bert);
   bert->excludes(checkpoint);
@@ -95,14 +96,23 @@ Runner add_attention_command(CLI::App& app) {
   cmd->add_option("--head", o->head, "head for --svg")
       ->capture_default_str()
       ->check(in_range(0, 1e4));
-  cmd->add_option("text", o->text, "the input text")->required();
-  cmd->add_option("text_pair", o->text_pair, "a second sentence (--bert: [CLS] A [SEP] B [SEP])");
+  auto* text = cmd->add_option("text", o->text, "the input text");
+  cmd->add_option("text_pair", o->text_pair,
+                  "a second sentence (--model-dir: [CLS] A [SEP] B [SEP])");
+  auto* pair = cmd->add_option("--pair", o->pair,
+                               "two sentences, A and B (--model-dir), instead of text text_pair")
+                   ->expected(2);
+  pair->excludes(text);
   return [o] {
+    if (!o->pair.empty()) o->text = o->pair[0], o->text_pair = o->pair[1];
+    if (o->text.empty())
+      throw Error("attention: give the input text (or --pair A B for a BERT sentence pair)");
     if (o->checkpoint.empty() && o->bert.empty())
       throw Error(
-          "attention: give --checkpoint RUN (a trained model) or --bert DIR (a BERT folder)");
+          "attention: give --checkpoint RUN (a trained model) or --model-dir DIR (a BERT folder)");
     if (!o->text_pair.empty() && o->bert.empty())
-      throw Error("attention: a second sentence is for --bert (a run's model reads one input)");
+      throw Error(
+          "attention: a second sentence is for --model-dir (a run's model reads one input)");
     std::vector<viz::AttentionSection> sections;
     NoGradGuard no_grad;
     if (!o->bert.empty()) {

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <optional>
+
 #include "checkpoints/checkpoints.hpp"
 #include "cli/commands.hpp"
 #include "models/models.hpp"
@@ -31,7 +33,8 @@ std::vector<int64_t> parse_ids(const std::string& flag, const std::string& text)
 namespace {
 
 struct RunOptions {
-  std::string config, weights, model, input_ids, decoder_input_ids, token_type_ids, output;
+  std::string model_dir, config, weights, model, input_ids, decoder_input_ids, token_type_ids,
+      output;
 };
 
 void add_list(std::map<std::string, Tensor>& out, const std::string& name,
@@ -69,13 +72,42 @@ nn::StateDict import_bert(const RunOptions& o, models::TransformerConfig& config
   return imported.state;
 }
 
-int run(const RunOptions& o) {
+// The encoder's outputs, as transformers' BertModel(..., output_attentions=True) returns them.
+void run_encoder(models::TransformerEncoder& m, const Tensor& input, const Tensor& types,
+                 std::map<std::string, Tensor>& out) {
+  m.eval();
+  models::set_output_attentions(m, true);  // the attentions are outputs here
+  out["last_hidden_state"] = m.forward(input, Tensor(), types);
+  if (m.pooler) out["pooler_output"] = m.pooler->forward(out["last_hidden_state"]);
+  add_list(out, "attentions", m.attentions());
+}
+
+int run(RunOptions o) {
   using namespace models;
   using namespace checkpoints;
-  TransformerConfig config = TransformerConfig::from_json_file(o.config);
-  nn::StateDict state = load_safetensors(o.weights).tensors;
-  checkpoints::check_finite(state, o.weights);
-  if (is_bert_checkpoint(state)) state = import_bert(o, config, state);
+  if (o.model_dir.empty() && (o.config.empty() || o.weights.empty()))
+    throw Error(
+        "run: give --model-dir DIR (a Hugging Face BERT folder), or --config and --weights");
+  std::optional<BertFolder> folder;
+  TransformerConfig config;
+  nn::StateDict state;
+  if (!o.model_dir.empty()) {
+    if (o.model.empty()) o.model = "encoder";
+    if (o.model != "encoder")
+      throw Error(fmt::format(
+          "run: --model-dir reads a Hugging Face BERT folder into --model encoder (got '{}')",
+          o.model));
+    folder = load_bert_folder(o.model_dir);
+    config = folder->config;
+    fmt::print("{}: {} layers, {} heads, hidden size {}\n", o.model_dir, config.num_hidden_layers,
+               config.num_attention_heads, config.hidden_size);
+  } else {
+    if (o.model.empty()) throw Error("run: --model is required with --config and --weights");
+    config = TransformerConfig::from_json_file(o.config);
+    state = load_safetensors(o.weights).tensors;
+    checkpoints::check_finite(state, o.weights);
+    if (is_bert_checkpoint(state)) state = import_bert(o, config, state);
+  }
   const auto ids = parse_ids("--input-ids", o.input_ids);
   const Tensor input = from_vector(ids, {1, static_cast<int64_t>(ids.size())});
   std::map<std::string, Tensor> out;
@@ -93,14 +125,12 @@ int run(const RunOptions& o) {
   // Each model below is built only to load the file's weights (strictly): no random draws.
   nn::init::SkipInitGuard skip;
   if (o.model == "encoder" || o.model == "classifier") {
-    if (o.model == "encoder") {
+    if (folder) {
+      run_encoder(*folder->model, input, types, out);
+    } else if (o.model == "encoder") {
       TransformerEncoder m(config);
       load_state(m, state, config);
-      m.eval();
-      set_output_attentions(m, true);  // the attentions are outputs here
-      out["last_hidden_state"] = m.forward(input, Tensor(), types);
-      if (m.pooler) out["pooler_output"] = m.pooler->forward(out["last_hidden_state"]);
-      add_list(out, "attentions", m.attentions());
+      run_encoder(m, input, types, out);
     } else {
       TransformerForSequenceClassification m(config);
       load_state(m, state, config);
@@ -151,20 +181,24 @@ int run(const RunOptions& o) {
 Runner add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "Run a model once on given ids and write its outputs");
-  cmd->add_option("--config", o->config, "Hugging Face style config.json")
-      ->required()
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--weights", o->weights,
-                  "weights (.safetensors): book or fused layout, or Hugging Face BERT's names")
-      ->required()
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--model", o->model, "encoder | classifier | causal-lm | seq2seq")->required();
+  auto* dir = cmd->add_option(
+      "--model-dir", o->model_dir,
+      "a Hugging Face BERT folder (config.json, model.safetensors, vocab.txt), run as the encoder");
+  auto* config = cmd->add_option("--config", o->config, "Hugging Face style config.json")
+                     ->check(CLI::ExistingFile);
+  auto* weights =
+      cmd->add_option("--weights", o->weights,
+                      "weights (.safetensors): book or fused layout, or Hugging Face BERT's names")
+          ->check(CLI::ExistingFile);
+  dir->excludes(config)->excludes(weights);
+  cmd->add_option("--model", o->model,
+                  "encoder | classifier | causal-lm | seq2seq (with --model-dir: encoder)");
   cmd->add_option("--input-ids", o->input_ids, "token ids, e.g. 2051,10029,2066")->required();
   cmd->add_option("--decoder-input-ids", o->decoder_input_ids, "target ids so far (seq2seq)");
   cmd->add_option("--token-type-ids", o->token_type_ids,
                   "sentence A/B of each token, e.g. 0,0,0,1,1 (encoder; config type_vocab_size)");
   cmd->add_option("--output", o->output, "where to write the outputs (.safetensors)")->required();
-  return [o] { return run(*o); };
+  return [o] { return run(*o); };  // a copy: run fills in defaults
 }
 
 }  // namespace anatomy::cli

@@ -80,11 +80,25 @@ nlohmann::json parse_value(const std::string& text) {
 }
 
 // Hugging Face keys that carry nothing this project uses.
-const std::set<std::string> kIgnoredKeys = {
-    "architectures",        "model_type",         "use_cache",   "gradient_checkpointing",
-    "transformers_version", "classifier_dropout", "torch_dtype", "bos_token_id",
-    "eos_token_id",         "id2label",           "label2id",    "_name_or_path",
-    "problem_type"};
+const std::set<std::string> kIgnoredKeys = {"architectures",
+                                            "model_type",
+                                            "use_cache",
+                                            "gradient_checkpointing",
+                                            "transformers_version",
+                                            "classifier_dropout",
+                                            "torch_dtype",
+                                            "bos_token_id",
+                                            "eos_token_id",
+                                            "id2label",
+                                            "label2id",
+                                            "_name_or_path",
+                                            "problem_type",
+                                            "dtype",
+                                            "tie_word_embeddings"};
+
+// Hugging Face keys this project reads only at their default, false: a model that sets one
+// (a BERT made a decoder, with cross-attention) is not the one this config builds.
+const std::set<std::string> kFalseOnlyKeys = {"is_decoder", "add_cross_attention"};
 
 // Sets the field called `key` from a JSON value; false if no field has that name.
 bool set_field(TransformerConfig& c, const std::string& key, const nlohmann::json& value,
@@ -145,10 +159,17 @@ TransformerConfig TransformerConfig::from_json(const std::string& text, const st
   }
   if (!j.is_object()) throw Error(fmt::format("config: {} must hold a JSON object", source));
   TransformerConfig c;
-  for (const auto& [key, value] : j.items())
+  for (const auto& [key, value] : j.items()) {
+    if (kFalseOnlyKeys.count(key)) {
+      if (value != false)
+        throw Error(fmt::format("config: {}: '{}' is {}; only false is supported", source, key,
+                                value.dump()));
+      continue;
+    }
     if (!set_field(c, key, value, fmt::format("config: {}: '{}'", source, key)) &&
         !kIgnoredKeys.count(key))
       throw Error(fmt::format("config: {}: unknown key '{}'", source, key));
+  }
   // Hugging Face derives num_labels from id2label; a config that gives both must agree.
   if (j.contains("id2label") && j["id2label"].is_object()) {
     const auto labels = static_cast<int64_t>(j["id2label"].size());

@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
                                    sections[0].right));
   const std::string page = t.output("03_attention.html");
   viz::write_attention_html(page, "Multi-head attention (untrained): time flies / fruit flies",
-                            sections);
+                            sections, viz::kUntrainedNote);
   fmt::print(
       "\nwrote {}: open it in a browser, pick a sentence and a head.\n"
       "For a trained model's attention: anatomy attention --checkpoint DIR --out FILE.html TEXT\n",
@@ -97,20 +97,39 @@ int main(int argc, char** argv) {
                 layers[0].sizes() == Shape{bert->config.num_attention_heads, T, T},
             "one [heads, tokens, tokens] attention per layer");
     // The chapter's observation: the two "flies" are one token but attend differently, because
-    // their contexts differ. Each one's strongest key, averaged over the heads of every layer:
+    // their contexts differ. Many heads park most of their weight on [CLS] or [SEP]; the head
+    // shown is the one whose two "flies" rows put the most weight on a word.
     const auto first = std::find(pair.tokens.begin(), pair.tokens.end(), "flies");
     const auto second = std::find(first + 1, pair.tokens.end(), "flies");
     if (second != pair.tokens.end()) {
       const int64_t a = first - pair.tokens.begin(), b = second - pair.tokens.begin();
-      float largest = 0;
-      for (size_t l = 0; l < layers.size(); ++l) {
-        const Tensor mean = layers[l].mean({0});  // [T, T]
-        const auto pick = [&](int64_t row) {
-          return pair.tokens[argmax(mean.select(0, row), -1).item<int64_t>()];
-        };
-        largest = std::max(largest, (mean.select(0, a) - mean.select(0, b)).abs().max().item());
-        fmt::print("layer {:2}: flies(A) looks most at {:8} flies(B) at {}\n", l, pick(a), pick(b));
-      }
+      const auto is_word = [&](int64_t k) {
+        return pair.tokens[k] != "[CLS]" && pair.tokens[k] != "[SEP]";
+      };
+      // The key a row weighs most among the words, and that weight.
+      const auto top_word = [&](const Tensor& row) {
+        const auto w = row.to_vector();
+        int64_t best = -1;
+        for (int64_t k = 0; k < T; ++k)
+          if (is_word(k) && (best < 0 || w[k] > w[best])) best = k;
+        return std::pair<int64_t, float>{best, w[best]};
+      };
+      float largest = 0, best_score = -1;
+      int64_t best_layer = 0, best_head = 0;
+      for (size_t l = 0; l < layers.size(); ++l)
+        for (int64_t h = 0; h < layers[l].size(0); ++h) {
+          const Tensor rows = layers[l].select(0, h);
+          largest = std::max(largest, (rows.select(0, a) - rows.select(0, b)).abs().max().item());
+          const float score =
+              top_word(rows.select(0, a)).second + top_word(rows.select(0, b)).second;
+          if (score > best_score)
+            best_score = score, best_layer = static_cast<int64_t>(l), best_head = h;
+        }
+      const Tensor rows = layers[best_layer].select(0, best_head);
+      const auto [key_a, weight_a] = top_word(rows.select(0, a));
+      const auto [key_b, weight_b] = top_word(rows.select(0, b));
+      fmt::print("layer {}, head {}: flies (A) looks at {} ({:.2f}), flies (B) at {} ({:.2f})\n",
+                 best_layer, best_head, pair.tokens[key_a], weight_a, pair.tokens[key_b], weight_b);
       t.check(largest > 0.01f, "the two \"flies\" attend differently");
     }
     const std::string bert_page = t.output("03_bert_attention.html");

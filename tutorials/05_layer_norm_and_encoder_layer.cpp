@@ -47,5 +47,29 @@ int main(int argc, char** argv) {
   t.check(std::abs(std::sqrt(out_post.var({-1}, false).mean().item()) - 1.0f) < 0.05f,
           "post-LN outputs are normalized per token");
   t.check(std::sqrt(out.var().item()) > 2.0f, "pre-LN outputs keep the residual stream's scale");
+
+  t.section("The same classes in a pretrained BERT: post-LN, layer by layer");
+  if (const auto bert = tutorial::pretrained_bert(t)) {
+    // BERT was trained post-LN: each of its layers ends in a LayerNorm, so every token leaves
+    // every layer normalized again (then scaled by that norm's learned weight).
+    NoGradGuard no_grad;
+    auto& model = *bert->model;
+    const auto tok = text::BertTokenizer::from_vocab_file(bert->vocab);
+    const auto ids = tok.encode_with_special_tokens(tutorial::kText);
+    const Tensor input = from_vector(ids, {1, static_cast<int64_t>(ids.size())});
+    fmt::print("pre_layer_norm = {}: {} layers of {}\n", bert->config.pre_layer_norm,
+               model.layers->size(),
+               model.layers->at<models::TransformerEncoderLayer>(0)->type_name());
+    Tensor x = model.embeddings->forward(input, 0);
+    fmt::print("per-token std after each layer:");
+    for (size_t l = 0; l < model.layers->size(); ++l) {
+      x = model.layers->at<models::TransformerEncoderLayer>(l)->forward(x);
+      fmt::print(" {:.2f}", std::sqrt(x.var({-1}, false).mean().item()));
+    }
+    fmt::print("\n");
+    t.check(!bert->config.pre_layer_norm, "BERT's layers are post-LN");
+    t.check((x - model.forward(input)).abs().max().item() < 1e-5f,
+            "embeddings, then each layer in turn, is the encoder's forward");
+  }
   return t.finish();
 }

@@ -43,6 +43,29 @@ int main(int argc, char** argv) {
   fmt::print("embedding_layer(inputs.input_ids).size()\n{}\n", embedded.sizes());
   t.check(embedded.sizes() == Shape{1, 5, 768}, "token + position embeddings: [1, 5, 768]");
 
+  t.section("Learned positions in a pretrained BERT: neighbours look alike");
+  if (const auto bert = tutorial::pretrained_bert(t)) {
+    // Nothing told BERT that position 10 is next to 11; training made their rows similar.
+    // BERT's "absolute" positions: a second nn::Embedding table, one row per position.
+    const Tensor table =
+        dynamic_cast<nn::Embedding&>(*bert->model->embeddings->position_embeddings).weight;
+    const Tensor unit = table / (table * table).sum({-1}, true).sqrt();
+    const auto cosine = [&](int64_t a, int64_t b) {
+      return (unit.select(0, a) * unit.select(0, b)).sum().item();
+    };
+    fmt::print("cosine(position 10, position 11) = {:.2f}\n", cosine(10, 11));
+    fmt::print("cosine(position 10, position 60) = {:.2f}\n", cosine(10, 60));
+    t.check(cosine(10, 11) > cosine(10, 60) + 0.1f,
+            "in the learned table, near positions are more alike than far ones");
+    std::vector<std::string> labels;
+    for (int i = 0; i < 64; ++i) labels.push_back(std::to_string(i));
+    const std::string learned = t.output("06_bert_position_similarity.svg");
+    write_file_atomically(
+        learned, viz::heatmap_svg(matmul(unit.narrow(0, 0, 64), unit.narrow(0, 0, 64).t()), labels,
+                                  labels, "pretrained BERT: cosine of position embeddings"));
+    fmt::print("positions 0-63, every pair: {}\n", learned);
+  }
+
   t.section("Sinusoidal positions: the paper's pattern");
   Tensor pe = models::sinusoidal_positions(50, 64);
   fmt::print("PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(...)\n");

@@ -40,6 +40,30 @@ int main(int argc, char** argv) {
   t.check(logits.sizes() == Shape{1, 3}, "the classifier gives [1, 3] logits");
   fmt::print("\nUntrained, these logits mean nothing. Training makes them mean something:\n");
 
+  t.section("The head on a pretrained encoder");
+  if (const auto bert = tutorial::pretrained_bert(t)) {
+    // The same class with BERT's sizes; its encoder takes the pretrained weights, so only the
+    // head is new (random) and training would start from what BERT learned.
+    auto bert_config = bert->config;
+    bert_config.num_labels = 3;
+    models::TransformerForSequenceClassification pretrained(bert_config);
+    pretrained.encoder->load_state_dict(bert->model->state_dict());
+    pretrained.eval();
+    const auto tok = text::BertTokenizer::from_vocab_file(bert->vocab);
+    const auto ids = tok.encode_with_special_tokens(tutorial::kText);
+    const Tensor bert_input = from_vector(ids, {1, static_cast<int64_t>(ids.size())});
+    Tensor bert_logits = pretrained.forward(bert_input);
+    fmt::print("{} pretrained layers + a new head: logits {}\n", bert->config.num_hidden_layers,
+               bert_logits.sizes());
+    t.check(bert_logits.sizes() == Shape{1, 3},
+            "the pretrained encoder with the head gives [1, 3]");
+    t.check((pretrained.encoder->forward(bert_input) - bert->model->forward(bert_input))
+                    .abs()
+                    .max()
+                    .item() == 0.0f,
+            "its encoder computes what the pretrained one does");
+  }
+
   t.section("Training a small encoder: which of a, b, c occurs most?");
   // The toy task "majority" (data/tasks.hpp): sequences over a..h, labelled by the most
   // frequent of a, b, c. Validation examples are never trained on.

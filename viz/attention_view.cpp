@@ -158,6 +158,13 @@ function headSquares(single) {
     sq.onclick = () => { state.heads.has(h) ? state.heads.delete(h) : state.heads.add(h); render(); };
     sq.ondblclick = () => { state.heads = new Set([h]); render(); };
   }
+  if (!single && H > 1) {
+    // One head at a time is readable; every head at once draws lines over each other. After the
+    // squares, so that its label changing moves none of them.
+    const all = state.heads.size === H;
+    const b = node('button', {id: 'all-heads'}, box, all ? 'Show head 0 alone' : 'Show all heads');
+    b.onclick = () => { state.heads = new Set(all ? [0] : section().layers[0].map((_, h) => h)); render(); };
+  }
 }
 
 function headView() {
@@ -271,7 +278,7 @@ function fillSelectors() {
   s.layers.forEach((_, i) => option(layerSel, i, 'layer ' + i));
   state.layer = Math.min(state.layer, s.layers.length - 1);
   layerSel.value = state.layer;
-  state.heads = new Set(s.layers[0].map((_, h) => h));
+  state.heads = new Set([0]);
   state.neuronHead = 0;
   state.query = 0;
   state.filter = 'all';
@@ -280,6 +287,14 @@ function fillSelectors() {
 }
 
 function render() {
+  // The page keeps its height while a view is rebuilt: a layout read mid-way would otherwise see
+  // it shorter, pull the scroll position up, and move the token under the pointer.
+  document.body.style.minHeight = document.body.scrollHeight + 'px';
+  draw();
+  document.body.style.minHeight = '';
+}
+
+function draw() {
   for (const v of ['head', 'model', 'neuron']) {
     $('tab-' + v).classList.toggle('active', state.view === v);
     $(v + '-view').style.display = state.view === v ? '' : 'none';
@@ -337,7 +352,7 @@ td.softmax .bar{display:inline-block;height:10px;background:#1f77b4;margin-right
 }  // namespace
 
 void write_attention_html(const std::string& path, const std::string& title,
-                          const std::vector<AttentionSection>& sections) {
+                          const std::vector<AttentionSection>& sections, const std::string& note) {
   if (sections.empty()) throw Error("attention view: nothing to show (no sections)");
   nlohmann::json data;
   data["sections"] = nlohmann::json::array();
@@ -366,11 +381,12 @@ void write_attention_html(const std::string& path, const std::string& title,
   // The JSON sits inside a <script> element: keep "</" out of it.
   for (size_t p = 0; (p = json.find("</", p)) != std::string::npos; p += 3)
     json.replace(p, 2, "<\\/");
-  const std::string page = fmt::format(R"(<!DOCTYPE html>
+  const std::string page = fmt::format(
+      R"(<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>{0}</title>
 <style>{3}</style></head>
 <body><h2>{0}</h2>
-<div class="tabs"><button id="tab-head">Head view</button><button id="tab-model">Model view</button><button id="tab-neuron">Neuron view</button></div>
+{4}<div class="tabs"><button id="tab-head">Head view</button><button id="tab-model">Model view</button><button id="tab-neuron">Neuron view</button></div>
 <div class="controls">Attention: <select id="section"></select>
 <span id="layer-box">Layer: <select id="layer"></select></span>
 <span id="filter-box">Sentences: <select id="filter"><option value="all">All</option>
@@ -378,8 +394,9 @@ void write_attention_html(const std::string& path, const std::string& title,
 <option value="ab">Sentence A &rarr; Sentence B</option><option value="ba">Sentence B &rarr; Sentence A</option></select></span></div>
 <div id="heads"></div>
 <div id="head-view"><p class="note">Each line joins a query token (left) to a key token (right);
-the darker the line, the more attention. The squares are the heads, in their colours: click one
-to show or hide it, double-click to see it alone. Hover a token to see only its lines.</p>
+the darker the line, the more attention. It opens on head 0 alone: the squares are the heads, in
+their colours; click one to add or hide it, double-click to see it alone, or show all heads at
+once. Hover a token to see only its lines.</p>
 <svg id="view" xmlns="http://www.w3.org/2000/svg"></svg></div>
 <div id="model-view"><p class="note">Every head of every layer at once (rows: layers, columns:
 heads). Click a picture to enlarge it.</p><div id="model"></div></div>
@@ -392,7 +409,9 @@ Blue is positive, orange negative.</p><div id="neuron"></div></div>
 <script>{2}</script>
 </body></html>
 )",
-                                       escape_xml(title), json, kScript, kStyle);
+      escape_xml(title), json, kScript, kStyle,
+      note.empty() ? std::string()
+                   : fmt::format("<p class=\"note\" id=\"page-note\">{}</p>\n", escape_xml(note)));
   write_file_atomically(path, page);
 }
 

@@ -3,8 +3,9 @@
 // write_attention_html: one self-contained page (no network, no external scripts) with BertViz's
 // three views of every section:
 //   head view   the tokens in two columns, a line from each query (left) to each key (right) as
-//               opaque as the weight; a layer selector, one coloured square per head (click:
-//               show or hide the head; double-click: that head alone), hovering a token shows
+//               opaque as the weight; a layer selector, one coloured square per head (it opens on
+//               head 0; click: show or hide a head; double-click: that head alone; a button shows
+//               every head), hovering a token shows
 //               only its lines and leaving restores them; for a sentence pair, a filter to the
 //               attention from sentence A to B, B to A, ...
 //   model view  every layer x head as a thumbnail; a click enlarges it.
@@ -40,9 +41,17 @@ struct AttentionSection {
   std::vector<Tensor> queries, keys;
 };
 
-// Writes the page atomically; sections are selectable on it.
+// Writes the page atomically; sections are selectable on it. `note`, when given, is shown under
+// the title (what the reader should know first, e.g. that the weights are untrained).
 void write_attention_html(const std::string& path, const std::string& title,
-                          const std::vector<AttentionSection>& sections);
+                          const std::vector<AttentionSection>& sections,
+                          const std::string& note = "");
+
+// The note of a page drawn from untrained weights: why its attention looks uniform.
+inline const char* kUntrainedNote =
+    "These weights are untrained (random): every query spreads its attention almost evenly over "
+    "the keys, so the lines look alike and uniform. A trained model's heads concentrate on a few "
+    "keys each; see a pretrained BERT with anatomy attention --model-dir DIR.";
 
 std::string heatmap_svg(const Tensor& weights, const std::vector<std::string>& rows,
                         const std::vector<std::string>& cols, const std::string& title);

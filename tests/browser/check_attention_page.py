@@ -5,9 +5,10 @@ change the drawing, hovering a token isolates its lines and leaving restores the
 filter keeps one sentence on each side, the neuron view's softmax of q . k / sqrt(d) is the
 model's own weight, and screenshots are not blank.
 
-usage: check_attention_page.py PAGE [--pair] [--screenshots DIR]
+usage: check_attention_page.py PAGE [--pair] [--trained | --untrained] [--screenshots DIR]
 """
 import argparse
+import json
 import os
 import sys
 
@@ -45,9 +46,15 @@ def not_blank(png, what):
 def head_view(b, data, pair, shots):
     section = data["sections"][0]
     layers, heads = len(section["layers"]), len(section["layers"][0])
+    first = lines(b)
+    check(len(first) > 0 and {h for h, _, _, _ in first} == {0},
+          f"the head view opens on head 0 alone ({len(first)} lines)")
+    if heads > 1:
+        check(b.js("document.getElementById('all-heads').textContent") == "Show all heads",
+              "a button offers every head")
+        b.mouse("click", *b.centre("#all-heads"))
     everything = lines(b)
-    check(len(everything) > 0, f"head view draws lines ({len(everything)})")
-    check({h for h, _, _, _ in everything} == set(range(heads)), "every head is drawn at first")
+    check({h for h, _, _, _ in everything} == set(range(heads)), "the button shows every head")
     for number, sec in enumerate(data["sections"]):
         select(b, "section", number)
         labels = b.js("[...document.querySelectorAll('#view text.token.left')].map(t => t.textContent)")
@@ -58,6 +65,8 @@ def head_view(b, data, pair, shots):
               f"'{sec['name']}': the columns show the queries" +
               (" with the token each predicts" if sec["predicts"] else "") + " and the keys")
     select(b, "section", 0)
+    if heads > 1:  # a section change opens on head 0 again
+        b.mouse("click", *b.centre("#all-heads"))
     everything = lines(b)
     # The drawing uses the window's width.
     b.resize(800, 900)
@@ -178,7 +187,14 @@ def neuron_view(b, data, shots):
             for head in sorted({0, heads - 1}):
                 b.mouse("click", *b.centre(f"#heads .square[data-head='{head}']"))
                 for query in sorted({0, len(section["left"]) - 1}):
-                    b.mouse("move", *b.centre(f"#neuron div.token[data-index='{query}']"))
+                    token = f"#neuron div.token[data-index='{query}']"
+                    # Scrolled into the window first (a pointer outside it reaches nothing), with
+                    # the pointer parked on the title, so that it enters the token from outside.
+                    b.mouse("move", 5, 5)
+                    b.js(f"document.querySelector({json.dumps(token)}).scrollIntoView({{block: 'center'}})")
+                    b.mouse("move", *b.centre(token))
+                    check(b.js(f"document.querySelector({json.dumps(token)}).classList.contains('focus')"),
+                          f"'{section['name']}': hovering query {query} in the neuron view selects it")
                     rows = b.js("document.querySelectorAll('table.neuron tr[data-key]').length")
                     keys = query + 1 if section["causal"] else len(section["right"])
                     soft = b.js("[...document.querySelectorAll('table.neuron td.softmax .value')]"
@@ -199,11 +215,37 @@ def neuron_view(b, data, shots):
     not_blank(b.screenshot(), "neuron view")
 
 
+def concentration(data):
+    """The share of (layer, head, query) rows of the first section in which one key takes at
+    least half the weight: trained heads concentrate, random ones spread evenly."""
+    rows = [row for layer in data["sections"][0]["layers"] for head in layer for row in head]
+    return sum(1 for row in rows if max(row) >= 0.5) / len(rows)
+
+
+def weights(b, data, trained):
+    share = concentration(data)
+    note = b.js("(document.getElementById('page-note') || {}).textContent || ''")
+    if trained:
+        check(share > 0.5, f"trained weights: for most queries one key takes at least half the "
+              f"weight ({share:.0%} of rows)")
+        check("untrained" not in note, "no note about untrained weights")
+    else:
+        check(share < 0.1, f"untrained weights: almost no query gives one key half its weight "
+              f"({share:.0%} of rows)")
+        check("untrained" in note and "uniform" in note,
+              "the page says its weights are untrained and why they look uniform")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("page")
     parser.add_argument("--pair", action="store_true", help="the page shows a sentence pair")
     parser.add_argument("--screenshots", help="save each view's PNG here")
+    kind = parser.add_mutually_exclusive_group()
+    kind.add_argument("--trained", action="store_true",
+                      help="pretrained weights: most heads concentrate")
+    kind.add_argument("--untrained", action="store_true",
+                      help="random weights: the page says why they look uniform")
     a = parser.parse_args()
     if chromium.find_chromium() is None:
         print("chromium is not installed: cannot check the page in a browser")
@@ -215,6 +257,8 @@ def main():
         b.open(a.page)
         data = b.js("JSON.parse(document.getElementById('data').textContent)")
         check(not b.errors, f"the page loads without console errors {b.errors}")
+        if a.trained or a.untrained:
+            weights(b, data, a.trained)
         head_view(b, data, a.pair, a.screenshots)
         b.open(a.page)
         model_view(b, data, a.screenshots)

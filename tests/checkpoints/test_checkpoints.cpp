@@ -166,7 +166,8 @@ TEST_CASE("load_bert_folder: a save_pretrained folder into the book's encoder, o
   copy_golden({"config.json", "vocab.txt"});
   check_error([&] { load_bert_folder(tmp.string()); }, {"no model.safetensors"});
   std::ofstream(tmp / "pytorch_model.bin") << "pickle";
-  check_error([&] { load_bert_folder(tmp.string()); }, {"pytorch_model.bin", "pickle"});
+  check_error([&] { load_bert_folder(tmp.string()); },
+              {"pytorch_model.bin", "pickle", "save_pretrained(sys.argv[1])"});
   // The book-style encoder's weights under a BERT config: not BERT's names.
   fs::copy_file(testing::test_path("parity/golden/run/encoder/weights.safetensors"),
                 tmp / "model.safetensors");

@@ -238,12 +238,13 @@ TEST_CASE("anatomy run: a BERT checkpoint that does not fit its config is refuse
   std::filesystem::remove(config);
 }
 
-TEST_CASE("anatomy attention --bert draws a BERT folder's attention on the book's pair") {
+TEST_CASE("anatomy attention --model-dir draws a BERT folder's attention on the book's pair") {
   const std::string dir = bert_dir("bert");
   const std::string page =
       (anatomy::testing::temp_root() / fmt::format("anatomy_bert_{}.html", getpid())).string();
   const auto r = run(fmt::format(
-      "attention --bert {} --out {} \"time flies like an arrow\" \"fruit flies like a banana\"",
+      "attention --model-dir {} --out {} --pair \"time flies like an arrow\" \"fruit flies like a "
+      "banana\"",
       dir, page));
   REQUIRE_MESSAGE(r.code == 0, r.output);
   std::string html = bytes(page);
@@ -306,9 +307,10 @@ TEST_CASE("anatomy attention --bert draws a BERT folder's attention on the book'
     auto& types = weights.at("embeddings.token_type_embeddings.weight");
     types = types.narrow(0, 0, 1).contiguous();
     save_safetensors(one + "/model.safetensors", weights);
-    const auto single = run(fmt::format("attention --bert {} --out {} \"time flies\"", one, page));
+    const auto single =
+        run(fmt::format("attention --model-dir {} --out {} \"time flies\"", one, page));
     CHECK_MESSAGE(single.code == 0, single.output);
-    const auto pair = run(fmt::format("attention --bert {} --out {} \"a\" \"b\"", one, page));
+    const auto pair = run(fmt::format("attention --model-dir {} --out {} \"a\" \"b\"", one, page));
     CHECK(pair.code != 0);
     CHECK_MESSAGE(
         pair.output.find("has 1 token type(s) (type_vocab_size); a sentence pair needs 2") !=

@@ -74,6 +74,17 @@ TEST_CASE("token types: BERT's embeddings add a sentence A/B table, zeros when n
 TEST_CASE("config.json: unknown and invalid values are clear errors") {
   check_error([] { TransformerConfig::from_json(R"({"hiden_size": 768})", "c.json"); },
               {"c.json", "unknown key 'hiden_size'"});
+  // What transformers 5's save_pretrained writes beside the sizes: read, and held to false where
+  // a true would make another model.
+  CHECK(TransformerConfig::from_json(
+            R"({"hidden_size": 24, "num_attention_heads": 2, "is_decoder": false,
+                "add_cross_attention": false, "dtype": "float32", "tie_word_embeddings": true})",
+            "c.json")
+            .hidden_size == 24);
+  check_error([] { TransformerConfig::from_json(R"({"is_decoder": true})", "c.json"); },
+              {"c.json", "'is_decoder' is true; only false is supported"});
+  check_error([] { TransformerConfig::from_json(R"({"add_cross_attention": 1})", "c.json"); },
+              {"c.json", "'add_cross_attention' is 1; only false is supported"});
   check_error(
       [] {
         TransformerConfig::from_json(R"({"hidden_size": 100, "num_attention_heads": 12})", "c");
