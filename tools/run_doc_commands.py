@@ -5,8 +5,9 @@ Every ```sh block in README.md and docs/*.md is either runnable (```sh) or marke
 illustrative (```sh illustrative: why), e.g. a synopsis with [options] or a command that
 needs a folder of the reader's own. The runnable blocks of a page run in order, in a fresh
 folder of their own, under bash -e, with:
-- ./build/release/ pointing at the build being tested, and ../shared/data at the data beside
-  the source tree;
+- ./build/release/ pointing at the build being tested, ./build/venv at the test environment
+  (a block that uses it is skipped without it, unless ANATOMY_REQUIRE_TEST_VENV=1), and
+  ../shared/data at the data beside the source tree;
 - tiny budgets: --time-budget N becomes 2, --epochs N becomes 1, --iters N becomes 5, so that
   the commands run through in seconds and still write what the next command reads.
 
@@ -47,7 +48,15 @@ for page in pages:
         work = Path(tmp) / "repo"
         (work / "build").mkdir(parents=True)
         (work / "build" / "release").symlink_to(build)
+        venv = source / "build" / "venv"
+        if (venv / ".requirements").exists():
+            (work / "build" / "venv").symlink_to(venv)
         for line, body in blocks:
+            if "build/venv" in body and not (work / "build" / "venv").exists():
+                print(f"{page.name}:{line}: skipped: the test environment build/venv is missing")
+                if os.environ.get("ANATOMY_REQUIRE_TEST_VENV") == "1":
+                    failures.append(f"{page.name}:{line}: needs build/venv (cmake/test-venv.sh)")
+                continue
             script = body.replace("../shared/data", str(source.parent / "shared" / "data"))
             script = re.sub(r"--time-budget \d+", "--time-budget 2", script)
             script = re.sub(r"--epochs \d+", "--epochs 1", script)

@@ -5,7 +5,8 @@ change the drawing, hovering a token isolates its lines and leaving restores the
 filter keeps one sentence on each side, the neuron view's softmax of q . k / sqrt(d) is the
 model's own weight, and screenshots are not blank.
 
-usage: check_attention_page.py PAGE [--pair] [--trained | --untrained] [--screenshots DIR]
+usage: check_attention_page.py PAGE [--pair] [--trained | --untrained]
+       [--screenshots DIR [--shot LAYER HEAD]]
 """
 import argparse
 import json
@@ -43,7 +44,7 @@ def not_blank(png, what):
           f"({inked} of {width * height} pixels inked)")
 
 
-def head_view(b, data, pair, shots):
+def head_view(b, data, pair, shots, shot=(0, 0)):
     section = data["sections"][0]
     layers, heads = len(section["layers"]), len(section["layers"][0])
     first = lines(b)
@@ -117,9 +118,14 @@ def head_view(b, data, pair, shots):
     b.mouse("move", 5, 5)
     check(lines(b) == everything, "and leaving it restores them")
     if shots:
+        # One head of one layer, as the page opens it, with query token 2 hovered.
+        select(b, "layer", shot[0])
+        b.mouse("double", *b.centre(f"#heads .square[data-head='{shot[1]}']"))
         b.mouse("move", *b.centre("#view text.token.left[data-index='2']"))
         open(os.path.join(shots, "head_view.png"), "wb").write(b.screenshot())
         b.mouse("move", 5, 5)
+        select(b, "layer", 0)
+        b.mouse("click", *b.centre("#all-heads"))
     not_blank(b.screenshot(), "head view")
     if pair:
         start = section["sentence_b_start"]
@@ -173,7 +179,7 @@ def model_view(b, data, shots):
     not_blank(b.screenshot(), "model view")
 
 
-def neuron_view(b, data, shots):
+def neuron_view(b, data, shots, shot=(0, 0)):
     b.mouse("click", *b.centre("#tab-neuron"))
     for number, section in enumerate(data["sections"]):
         select(b, "section", number)
@@ -210,6 +216,8 @@ def neuron_view(b, data, shots):
               f"each key vector shows its {d} dimensions")
     select(b, "section", 0)
     if shots:
+        select(b, "layer", shot[0])
+        b.mouse("click", *b.centre(f"#heads .square[data-head='{shot[1]}']"))
         b.mouse("move", *b.centre("#neuron div.token[data-index='2']"))
         open(os.path.join(shots, "neuron_view.png"), "wb").write(b.screenshot())
     not_blank(b.screenshot(), "neuron view")
@@ -241,6 +249,8 @@ def main():
     parser.add_argument("page")
     parser.add_argument("--pair", action="store_true", help="the page shows a sentence pair")
     parser.add_argument("--screenshots", help="save each view's PNG here")
+    parser.add_argument("--shot", nargs=2, type=int, default=(0, 0), metavar=("LAYER", "HEAD"),
+                        help="the layer and head the head and neuron screenshots show")
     kind = parser.add_mutually_exclusive_group()
     kind.add_argument("--trained", action="store_true",
                       help="pretrained weights: most heads concentrate")
@@ -259,11 +269,11 @@ def main():
         check(not b.errors, f"the page loads without console errors {b.errors}")
         if a.trained or a.untrained:
             weights(b, data, a.trained)
-        head_view(b, data, a.pair, a.screenshots)
+        head_view(b, data, a.pair, a.screenshots, a.shot)
         b.open(a.page)
         model_view(b, data, a.screenshots)
         b.open(a.page)
-        neuron_view(b, data, a.screenshots)
+        neuron_view(b, data, a.screenshots, a.shot)
         check(not b.errors, f"no console errors while using it {b.errors}")
     finally:
         b.close()
