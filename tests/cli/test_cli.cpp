@@ -205,6 +205,41 @@ TEST_CASE("anatomy run loads a Hugging Face BERT checkpoint into the book's enco
   std::filesystem::remove(out);
 }
 
+TEST_CASE("anatomy run --model-dir reads a Hugging Face BERT folder as the encoder") {
+  const std::string dir = bert_dir("bert");
+  const auto want = load_safetensors(dir + "/expected.safetensors").tensors;
+  const auto ids = [&](const std::string& name) {
+    return fmt::format("{}", fmt::join(want.at(name).to_int_vector(), ","));
+  };
+  const anatomy::testing::TempDir tmp;
+  const std::string out = tmp / "out.safetensors";
+  const auto r =
+      run(fmt::format("run --model-dir {} --input-ids {} --token-type-ids {} --output {}", dir,
+                      ids("input_ids"), ids("token_type_ids"), out));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const auto got = load_safetensors(out).tensors;
+  for (const std::string name :
+       {"last_hidden_state", "pooler_output", "attentions.0", "attentions.1"}) {
+    CAPTURE(name);
+    REQUIRE(got.count(name));
+    CHECK_CLOSE(got.at(name), want.at(name), 1e-4, 0);
+  }
+  CHECK_FALSE(got.count("attentions.2"));
+  std::filesystem::remove(out);
+  const auto refused = [&](const std::string& args, const std::string& fragment) {
+    const auto f = run(args + " --output " + out);
+    CHECK_MESSAGE(f.code != 0, args);
+    CHECK_MESSAGE(f.output.find(fragment) != std::string::npos, f.output);
+    CHECK_FALSE(std::filesystem::exists(out));
+  };
+  refused("run --input-ids 1,2", "give --model-dir DIR (a Hugging Face BERT folder), or --config");
+  refused(fmt::format("run --model-dir {} --model causal-lm --input-ids 1,2", dir),
+          "--model-dir reads a Hugging Face BERT folder into --model encoder (got 'causal-lm')");
+  refused(fmt::format("run --model-dir {0} --config {0}/config.json --input-ids 1,2", dir),
+          "excludes");
+  refused(fmt::format("run --model-dir {} --input-ids 1,2", tmp.str()), "no config.json");
+}
+
 TEST_CASE("anatomy run: a BERT checkpoint that does not fit its config is refused by name") {
   const std::string dir = bert_dir("bert");
   const auto tmp = anatomy::testing::temp_root();
