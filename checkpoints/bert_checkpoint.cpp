@@ -214,6 +214,99 @@ BertImport from_bert_checkpoint(const nn::StateDict& state, const TransformerCon
   return out;
 }
 
+std::string bert_mismatch(const TransformerConfig& c) {
+  const auto differs = [](const std::string& field, const std::string& value,
+                          const std::string& bert) {
+    return fmt::format("{} is {} (BERT: {})", field, value, bert);
+  };
+  if (c.pre_layer_norm) return differs("pre_layer_norm", "true", "false, post-LN");
+  if (!c.embedding_layer_norm) return differs("embedding_layer_norm", "false", "true");
+  if (c.final_layer_norm) return differs("final_layer_norm", "true", "false");
+  if (c.norm_type != "layer_norm") return differs("norm_type", c.norm_type, "layer_norm");
+  if (c.ffn_type != "feed_forward") return differs("ffn_type", c.ffn_type, "feed_forward");
+  if (c.position_embedding_type != "absolute")
+    return differs("position_embedding_type", c.position_embedding_type, "absolute");
+  if (c.attention_type != "fused" && c.attention_type != "book")
+    return differs("attention_type", c.attention_type, "fused or book");
+  if (c.hidden_act != "gelu" && c.hidden_act != "gelu_new" && c.hidden_act != "relu")
+    return differs("hidden_act", c.hidden_act, "gelu, gelu_new or relu");
+  return "";
+}
+
+nlohmann::json bert_config(const TransformerConfig& c, const std::string& architecture,
+                           const std::vector<std::string>& labels) {
+  nlohmann::json j = {{"architectures", {architecture}},
+                      {"model_type", "bert"},
+                      {"vocab_size", c.vocab_size},
+                      {"hidden_size", c.hidden_size},
+                      {"num_hidden_layers", c.num_hidden_layers},
+                      {"num_attention_heads", c.num_attention_heads},
+                      {"intermediate_size", c.intermediate_size},
+                      {"hidden_act", c.hidden_act},
+                      {"hidden_dropout_prob", c.hidden_dropout_prob},
+                      {"attention_probs_dropout_prob", c.attention_probs_dropout_prob},
+                      {"max_position_embeddings", c.max_position_embeddings},
+                      {"type_vocab_size", std::max<int64_t>(1, c.type_vocab_size)},
+                      {"layer_norm_eps", c.layer_norm_eps},
+                      {"initializer_range", c.initializer_range},
+                      {"pad_token_id", c.pad_token_id},
+                      {"position_embedding_type", "absolute"}};
+  if (!labels.empty()) {
+    nlohmann::json id2label = nlohmann::json::object(), label2id = nlohmann::json::object();
+    for (size_t i = 0; i < labels.size(); ++i) {
+      id2label[std::to_string(i)] = labels[i];
+      label2id[labels[i]] = i;
+    }
+    j["id2label"] = id2label;
+    j["label2id"] = label2id;
+  }
+  return j;
+}
+
+nn::StateDict to_bert_checkpoint(const nn::StateDict& state, const TransformerConfig& c,
+                                 const std::string& prefix) {
+  if (const auto field = bert_mismatch(c); !field.empty())
+    throw Error(fmt::format("BERT export: {}; BertModel would compute something else", field));
+  const int64_t E = c.hidden_size, H = c.num_attention_heads;
+  nn::StateDict out;
+  for (const auto& e : entries()) {
+    if (!e.present(c) && e.name.book != "embeddings.token_type_embeddings") continue;
+    for (int64_t n = 0; n < (e.per_layer ? c.num_hidden_layers : 1); ++n) {
+      const std::string hf = prefix + fill(e.name.hugging_face, ".N.", n);
+      const std::string book = fill(e.name.book, ".N.", n);
+      if (e.name.book == "embeddings.token_type_embeddings" && !e.present(c)) {
+        out[hf + ".weight"] = zeros({1, E});  // one type, adding nothing
+        continue;
+      }
+      for (const std::string kind : {"weight", "bias"}) {
+        if (kind == "bias" && !e.bias) continue;
+        if (!e.split_heads) {
+          const std::string name = book + "." + kind;
+          if (state.contains(name))
+            out[hf + "." + kind] = state.at(name);
+          else if (kind == "bias")  // a model without biases: BERT's are zero
+            out[hf + ".bias"] = zeros({state.at(book + ".weight").size(0)});
+          else
+            throw Error(fmt::format("BERT export: the model has no '{}'", name));
+          continue;
+        }
+        std::vector<Tensor> heads;  // head h's rows, back into one matrix
+        for (int64_t h = 0; h < H; ++h) {
+          const std::string name = fill(book, ".h.", h) + "." + kind;
+          if (state.contains(name))
+            heads.push_back(state.at(name));
+          else if (kind == "bias")
+            heads.push_back(zeros({c.head_dim()}));
+          else
+            throw Error(fmt::format("BERT export: the model has no '{}'", name));
+        }
+        out[hf + "." + kind] = cat(heads, 0).contiguous();
+      }
+    }
+  }
+  return out;
+}
+
 BertFolder load_bert_folder(const std::string& dir) {
   namespace fs = std::filesystem;
   if (!fs::is_directory(dir))

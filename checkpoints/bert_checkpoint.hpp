@@ -23,6 +23,7 @@
 // are not part of the encoder: they are reported as unused, as Hugging Face's AutoModel does.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,23 @@ struct BertImport {
 // checkpoint does not match the config (a layer count, a table, the pooler), and naming any
 // tensor whose shape does not fit.
 BertImport from_bert_checkpoint(const nn::StateDict& state, const TransformerConfig& config);
+
+// The way back: the first field of `config` whose value BERT does not have, as "field is X
+// (BERT: Y)"; "" when transformers' BertModel computes what the book's encoder with this config
+// computes.
+std::string bert_mismatch(const TransformerConfig& config);
+
+// config.json for `architecture` (BertModel, BertForSequenceClassification with `labels` as
+// id2label, ...).
+nlohmann::json bert_config(const TransformerConfig& config, const std::string& architecture,
+                           const std::vector<std::string>& labels = {});
+
+// A TransformerEncoder's state_dict (per-head layout, the book's names) under Hugging Face
+// BERT's names, each behind `prefix` ("bert." inside BertForSequenceClassification). Throws,
+// naming the field, when bert_mismatch finds one. A model without biases gets zero ones and a
+// model without token types a zero table of one row: BERT's sums are then the book's.
+nn::StateDict to_bert_checkpoint(const nn::StateDict& state, const TransformerConfig& config,
+                                 const std::string& prefix = "");
 
 // A folder as Hugging Face's save_pretrained writes it: config.json, model.safetensors,
 // vocab.txt. The model is the book's TransformerEncoder with BERT's architecture, in eval mode.

@@ -5,4 +5,5 @@
 #pragma once
 
 #include "checkpoints/bert_checkpoint.hpp"
+#include "checkpoints/gpt2_checkpoint.hpp"
 #include "checkpoints/state_dict_layout.hpp"

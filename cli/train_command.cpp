@@ -1,4 +1,5 @@
-// anatomy train: --task NAME (a toy translation task, lm, or majority) or --corpus FILE.tsv.
+// anatomy train: --task NAME (a toy translation task, lm, majority, or classify) or --corpus
+// FILE.tsv.
 // Parses the options; the runs themselves are the training library's (training/).
 #include <fmt/format.h>
 
@@ -18,7 +19,7 @@ Runner add_train_command(CLI::App& app) {
   auto* task =
       cmd->add_option("--task", o->task,
                       "copy | reverse | numbers | dates | toylang (translation), lm (with --text), "
-                      "majority (classification)");
+                      "majority (classification), classify (fine-tune --model-dir on --data)");
   auto* corpus = cmd->add_option("--corpus", o->corpus, "a source<TAB>target corpus (translation)");
   task->excludes(corpus);
   cmd->add_option("--valid", o->valid,
@@ -36,6 +37,14 @@ Runner add_train_command(CLI::App& app) {
       ->capture_default_str()
       ->check(in_range(0, 100));
   cmd->add_option("--text", o->text, "a UTF-8 text file (--task lm)");
+  cmd->add_option("--model-dir", o->model_dir,
+                  "a pretrained Hugging Face BERT folder to fine-tune (--task classify)");
+  cmd->add_option("--data", o->data, "labelled lines text<TAB>label (--task classify)");
+  cmd->add_flag(
+      "--freeze-body", o->freeze_body,
+      "train the classification head alone, the pretrained body frozen (--task classify)");
+  cmd->add_flag("--random-weights", o->random_weights,
+                "the folder's model from random weights, the baseline (--task classify)");
   cmd->add_option("--out", o->out, "the run folder: checkpoints, tokenizers, loss curve")
       ->required();
   auto* preset =
@@ -113,15 +122,28 @@ Runner add_train_command(CLI::App& app) {
 // anatomy export: a run folder as a PyTorch package that continues it with torch.distributed.
 Runner add_export_command(CLI::App& app) {
   struct Options {
-    std::string checkpoint, to;
+    std::string checkpoint, to, to_hf;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
       "export",
-      "Write a run as a PyTorch package (model.py, train.py for torchrun, weights, data)");
+      "Write a run as a PyTorch package (model.py, train.py for torchrun, weights, data), or as "
+      "a Hugging Face model folder (--to-hf)");
   cmd->add_option("--checkpoint", o->checkpoint, "a run folder from anatomy train")->required();
-  cmd->add_option("--to", o->to, "the folder to write (new or empty)")->required();
+  auto* to = cmd->add_option("--to", o->to, "the PyTorch package's folder (new or empty)");
+  auto* to_hf = cmd->add_option(
+      "--to-hf", o->to_hf,
+      "a Hugging Face folder instead (new or empty): a language model as GPT2LMHeadModel, a "
+      "fine-tuned BERT classifier as BertForSequenceClassification");
+  to->excludes(to_hf);
   return [o] {
+    if (!o->to_hf.empty()) {
+      training::export_to_hugging_face(o->checkpoint, o->to_hf);
+      fmt::print("wrote {}: transformers loads it with from_pretrained(\"{}\")\n", o->to_hf,
+                 o->to_hf);
+      return 0;
+    }
+    if (o->to.empty()) throw Error("export: give --to DIR (a PyTorch package) or --to-hf DIR");
     training::export_to_pytorch(o->checkpoint, o->to);
     fmt::print("wrote {}: see {}/README.md\n", o->to, o->to);
     return 0;

@@ -1,7 +1,8 @@
 // Pooler (Hugging Face's BertPooler): the state of the first token ([CLS]) through a Linear
 // layer and tanh, one vector per sequence. BERT was pre-trained to put what next-sentence
-// prediction needs there; the book's classification head reads the [CLS] state directly and
-// has no pooler. An encoder has one only with config.add_pooling_layer (a loaded BERT).
+// prediction needs there. The book's classification head reads the [CLS] state directly; on an
+// encoder with a pooler (config.add_pooling_layer: a loaded BERT) it reads the pooler's output,
+// as Hugging Face's BertForSequenceClassification does.
 #pragma once
 
 #include "models/config.hpp"

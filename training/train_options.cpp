@@ -54,19 +54,26 @@ int train(TrainOptions o) {
     throw Error("train: give --task NAME or --corpus FILE.tsv");
   if (o.resume)
     restore_training_options(o, RunDir{o.out}.read_run().value("options", nlohmann::json{}));
+  if (o.task != "classify" &&
+      (!o.model_dir.empty() || !o.data.empty() || o.freeze_body || o.random_weights))
+    throw Error(
+        "train: --model-dir, --data, --freeze-body and --random-weights go with --task classify");
   if (o.task == "lm") {
     if (o.text.empty()) throw Error("train: --task lm needs --text FILE (a UTF-8 text to learn)");
     return train_language_model(o);
   }
   if (!o.text.empty()) throw Error("train: --text goes with --task lm");
-  if (o.corpus.empty() && (!o.valid.empty() || !o.test.empty() || o.reverse))
+  if (o.corpus.empty() && o.task != "classify" &&
+      (!o.valid.empty() || !o.test.empty() || o.reverse))
     throw Error("train: --valid, --test and --reverse go with --corpus");
   if (o.task == "majority") return train_classifier(o);
+  if (o.task == "classify") return fine_tune_classifier(o);
   if (!o.task.empty()) {
     const auto& names = data::task_names();
     if (std::find(names.begin(), names.end(), o.task) == names.end())
       throw Error(fmt::format(
-          "train: unknown task '{}' (copy, reverse, numbers, dates, toylang, lm, majority)",
+          "train: unknown task '{}' (copy, reverse, numbers, dates, toylang, lm, majority, "
+          "classify)",
           o.task));
   }
   return train_translation(o);

@@ -1,6 +1,6 @@
-// The options of a training run, as `anatomy train` takes them, and the three kinds of run
-// built on the Trainer: translation (a toy task or a TSV corpus), a character language model,
-// and an encoder with a classification head.
+// The options of a training run, as `anatomy train` takes them, and the kinds of run built on
+// the Trainer: translation (a toy task or a TSV corpus), a character language model, an encoder
+// with a classification head, and a pretrained BERT fine-tuned with one.
 #pragma once
 
 #include <functional>
@@ -39,6 +39,10 @@ struct TrainOptions {
   int threads = 0;
   bool detect_anomaly = false;  // name the op (and parameter) that first makes NaN or Inf
   int64_t log_every = 0;        // a log line every N steps within an epoch (0: none)
+  // --task classify: a pretrained BERT folder fine-tuned on labelled lines "text<TAB>label".
+  std::string model_dir, data;
+  bool freeze_body = false;     // train the head alone
+  bool random_weights = false;  // the folder's architecture from random weights (the baseline)
 };
 
 // The options that shape the optimization (learning rate, warmup, batch size, label smoothing,
@@ -58,6 +62,7 @@ models::TransformerConfig build_config(
 int train_translation(const TrainOptions& o);
 int train_language_model(const TrainOptions& o);
 int train_classifier(const TrainOptions& o);
+int fine_tune_classifier(const TrainOptions& o);
 // Any of the three, chosen by o.task / o.corpus, with the run's saved options on --resume.
 int train(TrainOptions o);
 

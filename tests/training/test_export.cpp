@@ -209,4 +209,64 @@ TEST_CASE(
   CHECK(g.output.starts_with("to be"));
 }
 
+// What transformers has no class for is refused by the field that differs, before anything is
+// written; the name mapping itself is checked in transformers (tests/python/check_hf_export.py).
+TEST_CASE("export --to-hf: a run no transformers class computes is refused by name") {
+  const std::string A = ANATOMY_CLI;
+  const testing::TempDir tmp;
+  const std::string text = tmp / "text.txt";
+  {
+    std::ofstream f(text);
+    for (int i = 0; i < 200; ++i) f << "to be or not to be, that is the question.\n";
+  }
+  struct Case {
+    std::string train, says;
+  };
+  const std::vector<Case> cases = {
+      {"--task lm --text " + text + " --preset tiny --iters 2 --set norm_type=rms_norm",
+       "norm_type is rms_norm (GPT-2: layer_norm)"},
+      {"--task lm --text " + text + " --preset tiny --iters 2 --set pre_layer_norm=false",
+       "pre_layer_norm is false (GPT-2: true)"},
+      {"--task majority --epochs 1 --limit 64", "pre_layer_norm is true (BERT: false, post-LN)"},
+      {"--task reverse --preset tiny --epochs 1 --limit 64",
+       "holds a translation run; a language model (as GPT-2)"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    CAPTURE(cases[i].train);
+    const std::string run = tmp / fmt::format("run{}", i), hf = tmp / fmt::format("hf{}", i);
+    const auto t = sh(A + " train --threads 1 --out " + run + " " + cases[i].train);
+    REQUIRE_MESSAGE(t.code == 0, t.output);
+    const auto e = sh(A + " export --checkpoint " + run + " --to-hf " + hf);
+    CHECK(e.code != 0);
+    CHECK_MESSAGE(e.output.find(cases[i].says) != std::string::npos, e.output);
+    CHECK_FALSE(std::filesystem::exists(hf));
+  }
+  // A folder that holds something is not written into, and no half folder is left beside it.
+  const std::string run = tmp / "lm";
+  REQUIRE(sh(A + " train --threads 1 --task lm --preset tiny --iters 2 --text " + text + " --out " +
+             run)
+              .code == 0);
+  std::filesystem::create_directories(tmp / "full");
+  std::ofstream(tmp / "full/keep.txt") << "mine";
+  const auto full = sh(A + " export --checkpoint " + run + " --to-hf " + (tmp / "full"));
+  CHECK(full.code != 0);
+  CHECK_MESSAGE(full.output.find("exists and is not empty") != std::string::npos, full.output);
+  const auto ok = sh(A + " export --checkpoint " + run + " --to-hf " + (tmp / "hf"));
+  REQUIRE_MESSAGE(ok.code == 0, ok.output);
+  std::vector<std::string> written;
+  for (const auto& entry : std::filesystem::directory_iterator(tmp / "hf"))
+    written.push_back(entry.path().filename().string());
+  std::sort(written.begin(), written.end());
+  CHECK(written == std::vector<std::string>{"config.json", "model.safetensors"});
+  for (const auto& entry : std::filesystem::directory_iterator(tmp.str()))
+    CHECK_MESSAGE(entry.path().filename().string().find("partial") == std::string::npos,
+                  entry.path().string());
+  std::ifstream config_file(tmp / "hf/config.json");
+  const auto config = nlohmann::json::parse(config_file);
+  CHECK(config["architectures"] == nlohmann::json({"GPT2LMHeadModel"}));
+  const auto neither = sh(A + " export --checkpoint " + run);
+  CHECK(neither.code != 0);
+  CHECK_MESSAGE(neither.output.find("give --to DIR") != std::string::npos, neither.output);
+}
+
 TEST_SUITE_END();

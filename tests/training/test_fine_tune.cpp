@@ -1,0 +1,120 @@
+// anatomy train --task classify: the chapter's classification head on a real pretrained BERT
+// (the test environment's all-MiniLM-L6-v2), fine-tuned on a labelled set made from the shared
+// Tatoeba corpus: English sentences, their final "?" or "." removed, labelled question or
+// statement (the same rule as docs/models.md's awk command).
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <regex>
+
+#include "checkpoints/checkpoints.hpp"
+#include "io/io.hpp"
+#include "training/training_fixtures.hpp"
+
+using namespace anatomy;
+using namespace anatomy::testing;
+
+namespace {
+
+// Every 40th line of the corpus whose English side ends in "?" or ".".
+void write_questions(const std::string& path) {
+  std::ifstream in(shared_data("tatoeba/eng-deu.tsv"));
+  std::ofstream out(path);
+  std::string line;
+  for (int64_t number = 1; std::getline(in, line); ++number) {
+    if (number % 40 != 0) continue;
+    std::string english = line.substr(0, line.find('\t'));
+    if (english.empty() || (english.back() != '?' && english.back() != '.')) continue;
+    const bool question = english.back() == '?';
+    english.pop_back();
+    out << english << '\t' << (question ? "question" : "statement") << '\n';
+  }
+}
+
+double best_accuracy(const Result& r) {
+  std::smatch m;
+  REQUIRE_MESSAGE(std::regex_search(r.output, m, std::regex("best held-out accuracy ([0-9.]+)%")),
+                  r.output);
+  return std::stod(m[1]);
+}
+
+}  // namespace
+
+TEST_SUITE("end-to-end") {
+  TEST_CASE(
+      "anatomy train --task classify: a pretrained BERT beats the same model from random "
+      "weights") {
+    const std::string model = test_venv_bert();
+    if (model.empty() || !have_shared_data("tatoeba/eng-deu.tsv")) return;
+    const TempDir tmp;
+    const std::string data = tmp / "questions.tsv";
+    write_questions(data);
+    // 200 training lines: little data, where what the body learned before counts.
+    const std::string args = fmt::format(
+        "train --task classify --model-dir {} --data {} --limit 200 --threads 1 --seed 3", model,
+        data);
+    const Result pretrained = run(args + " --out " + (tmp / "pretrained"));
+    REQUIRE_MESSAGE(pretrained.code == 0, pretrained.output);
+    const Result scratch = run(args + " --random-weights --out " + (tmp / "scratch"));
+    REQUIRE_MESSAGE(scratch.code == 0, scratch.output);
+    const double with = best_accuracy(pretrained), without = best_accuracy(scratch);
+    CAPTURE(with);
+    CAPTURE(without);
+    CHECK(with > without + 3.0);
+    const auto run_json = nlohmann::json::parse(bytes(tmp / "pretrained/run.json"));
+    CHECK(run_json["labels"] == nlohmann::json({"question", "statement"}));
+    CHECK(run_json["pretrained"] == true);
+
+    // Fine-tuning changed the body; --freeze-body trains the head and leaves every body tensor
+    // as the folder has it.
+    const Result frozen = run(args + " --freeze-body --epochs 1 --out " + (tmp / "frozen"));
+    REQUIRE_MESSAGE(frozen.code == 0, frozen.output);
+    const auto folder = checkpoints::load_bert_folder(model);
+    const auto body = folder.model->state_dict();
+    const auto tuned = load_safetensors(tmp / "pretrained/last/model.safetensors").tensors;
+    const auto kept = load_safetensors(tmp / "frozen/last/model.safetensors").tensors;
+    float tuned_moved = 0, frozen_moved = 0;
+    for (const auto& [name, tensor] : body) {
+      CAPTURE(name);
+      REQUIRE(kept.count("encoder." + name));
+      tuned_moved =
+          std::max(tuned_moved, (tuned.at("encoder." + name) - tensor).abs().max().item<float>());
+      frozen_moved =
+          std::max(frozen_moved, (kept.at("encoder." + name) - tensor).abs().max().item<float>());
+    }
+    CHECK(tuned_moved > 1e-4f);
+    CHECK(frozen_moved == 0.0f);
+    CHECK((kept.at("classifier.weight") - tuned.at("classifier.weight")).abs().max().item<float>() >
+          0.0f);
+  }
+
+  TEST_CASE("anatomy train --task classify: missing or malformed input is refused by name") {
+    const TempDir tmp;
+    const std::string bad = tmp / "bad.tsv";
+    std::ofstream(bad) << "a sentence\tlabel\nno tab here\n";
+    const std::string one = tmp / "one.tsv";
+    std::ofstream(one) << "a\tx\nb\tx\nc\tx\nd\tx\ne\tx\n";
+    const std::string folder = test_path("parity/golden/bert");
+    struct Case {
+      std::string args, says;
+    };
+    const std::vector<Case> cases = {
+        {"--data " + bad, "needs --model-dir DIR"},
+        {"--model-dir " + folder, "needs --data FILE.tsv"},
+        {"--model-dir " + folder + " --data " + bad,
+         "line 2: expected text<TAB>label, got 'no tab here'"},
+        {"--model-dir " + folder + " --data " + one, "gives 1 label(s)"},
+        {"--model-dir " + folder + " --data " + (tmp / "absent.tsv"), "absent.tsv"},
+    };
+    for (const auto& c : cases) {
+      CAPTURE(c.args);
+      const Result r = run("train --task classify --out " + (tmp / "run") + " " + c.args);
+      CHECK(r.code != 0);
+      CHECK_MESSAGE(r.output.find(c.says) != std::string::npos, r.output);
+      CHECK_FALSE(std::filesystem::exists(tmp / "run"));
+    }
+    const Result stray = run("train --task majority --data " + bad + " --out " + (tmp / "run"));
+    CHECK(stray.code != 0);
+    CHECK_MESSAGE(stray.output.find("go with --task classify") != std::string::npos, stray.output);
+  }
+}

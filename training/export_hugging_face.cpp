@@ -1,0 +1,96 @@
+// anatomy export --to-hf: a run folder as a Hugging Face model folder (config.json,
+// model.safetensors) that transformers' from_pretrained loads and that computes what the run's
+// model computes: a language model as GPT2LMHeadModel, a classifier whose settings are BERT's
+// (a fine-tuned BERT) as BertForSequenceClassification. The names are
+// checkpoints/gpt2_checkpoint.hpp's and checkpoints/bert_checkpoint.hpp's.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "checkpoints/checkpoints.hpp"
+#include "models/models.hpp"
+#include "training/export.hpp"
+#include "training/run_dir.hpp"
+
+namespace anatomy::training {
+
+namespace fs = std::filesystem;
+
+void export_to_hugging_face(const std::string& run_dir, const std::string& to) {
+  RunDir run{run_dir};
+  const auto meta = run.read_run();
+  const std::string kind = meta.value("kind", "");
+  if (kind != "lm" && kind != "classifier")
+    throw Error(fmt::format(
+        "export --to-hf: {} holds a {} run; a language model (as GPT-2) and a classifier with "
+        "BERT's settings (as BertForSequenceClassification) have a transformers class here",
+        run_dir, kind.empty() ? "?" : kind));
+  if (fs::exists(to) && !fs::is_empty(to))
+    throw Error(fmt::format("export --to-hf: {} exists and is not empty; choose another", to));
+  const auto config = run.read_config();
+  const int64_t H = config.num_attention_heads;
+  nlohmann::json hf_config;
+  nn::StateDict tensors;
+  if (kind == "lm") {
+    if (const auto field = checkpoints::gpt2_mismatch(config); !field.empty())
+      throw Error(
+          fmt::format("export --to-hf: {}'s {}, so no GPT-2 computes this model", run_dir, field));
+    models::TransformerForCausalLM model = [&] {
+      nn::init::SkipInitGuard skip;  // every parameter is loaded below
+      return models::TransformerForCausalLM(config);
+    }();
+    checkpoints::load_weights(model, run.weights(), config);
+    tensors = checkpoints::to_gpt2_checkpoint(checkpoints::to_fused_layout(model.state_dict(), H),
+                                              config);
+    hf_config = checkpoints::gpt2_config(config);
+  } else {
+    if (const auto field = checkpoints::bert_mismatch(config); !field.empty())
+      throw Error(fmt::format(
+          "export --to-hf: {}'s {}, so no BertForSequenceClassification computes this model "
+          "(a classifier fine-tuned from a BERT folder has BERT's settings)",
+          run_dir, field));
+    if (!config.add_pooling_layer)
+      throw Error(fmt::format(
+          "export --to-hf: {}'s add_pooling_layer is false (BertForSequenceClassification "
+          "classifies the pooler's output)",
+          run_dir));
+    models::TransformerForSequenceClassification model = [&] {
+      nn::init::SkipInitGuard skip;
+      return models::TransformerForSequenceClassification(config);
+    }();
+    checkpoints::load_weights(model, run.weights(), config);
+    tensors = checkpoints::to_bert_checkpoint(
+        checkpoints::to_book_layout(model.encoder->state_dict(), H), config, "bert.");
+    tensors["classifier.weight"] = model.classifier->weight;
+    tensors["classifier.bias"] = model.classifier->bias;
+    std::vector<std::string> labels;
+    if (meta.contains("labels")) labels = meta["labels"].get<std::vector<std::string>>();
+    hf_config = checkpoints::bert_config(config, "BertForSequenceClassification", labels);
+    hf_config["num_labels"] = config.num_labels;
+  }
+  // Written beside `to` and renamed into place: an interrupted export leaves no half folder.
+  const fs::path target = fs::absolute(to);
+  const fs::path partial =
+      target.parent_path() / fmt::format(".{}.partial-{}", target.filename().string(), getpid());
+  std::error_code ec;
+  fs::remove_all(partial, ec);
+  fs::create_directories(partial, ec);
+  if (ec)
+    throw Error(
+        fmt::format("export --to-hf: cannot create {} ({})", partial.string(), ec.message()));
+  write_file_atomically((partial / "config.json").string(), hf_config.dump(2) + "\n");
+  save_safetensors((partial / "model.safetensors").string(), tensors, {{"format", "pt"}});
+  if (kind == "classifier") {  // the tokenizer's vocabulary, as BertTokenizer reads it
+    const fs::path vocab = run.file("tokenizer.vocab.txt");
+    if (fs::exists(vocab)) fs::copy_file(vocab, partial / "vocab.txt");
+  }
+  if (fs::exists(target)) fs::remove(target, ec);  // empty, checked above
+  fs::rename(partial, target, ec);
+  if (ec) {
+    fs::remove_all(partial);
+    throw Error(fmt::format("export --to-hf: cannot write {} ({})", to, ec.message()));
+  }
+}
+
+}  // namespace anatomy::training

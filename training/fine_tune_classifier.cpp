@@ -1,0 +1,199 @@
+// Fine-tuning a pretrained BERT with the chapter's classification head (anatomy train --task
+// classify --model-dir DIR --data FILE.tsv): the encoder starts from the folder's weights, the
+// head from random ones, and both learn from lines "text<TAB>label" (--freeze-body: the head
+// only). --random-weights builds the same model from random weights instead: the baseline that
+// shows what pretraining is worth.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "checkpoints/checkpoints.hpp"
+#include "io/input_file.hpp"
+#include "kernels/parallel.hpp"
+#include "training/run_dir.hpp"
+#include "training/text_classifier.hpp"
+#include "training/train_options.hpp"
+#include "training/trainer.hpp"
+
+namespace anatomy::training {
+
+namespace {
+
+struct Labelled {
+  std::vector<std::string> texts, labels;
+};
+
+// Lines "text<TAB>label"; empty lines are skipped, anything else without a tab is an error.
+Labelled read_labelled(const std::string& path) {
+  std::ifstream f = open_input("train", path, "labelled data (text<TAB>label)");
+  Labelled out;
+  std::string line;
+  for (int64_t number = 1; std::getline(f, line); ++number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const size_t tab = line.rfind('\t');
+    if (tab == std::string::npos || tab == 0 || tab + 1 == line.size())
+      throw Error(fmt::format("train: {} line {}: expected text<TAB>label, got '{}'", path, number,
+                              line.substr(0, 60)));
+    out.texts.push_back(line.substr(0, tab));
+    out.labels.push_back(line.substr(tab + 1));
+  }
+  if (out.texts.empty()) throw Error(fmt::format("train: {} holds no labelled lines", path));
+  return out;
+}
+
+std::vector<int64_t> label_ids(const std::vector<std::string>& labels,
+                               const std::vector<std::string>& names, const std::string& where) {
+  std::vector<int64_t> ids;
+  for (const auto& l : labels) {
+    const auto it = std::find(names.begin(), names.end(), l);
+    if (it == names.end())
+      throw Error(fmt::format("train: {} has the label '{}', which the training data never gives",
+                              where, l));
+    ids.push_back(it - names.begin());
+  }
+  return ids;
+}
+
+}  // namespace
+
+int fine_tune_classifier(const TrainOptions& o) {
+  if (o.model_dir.empty())
+    throw Error("train: --task classify needs --model-dir DIR (a Hugging Face BERT folder)");
+  if (o.data.empty())
+    throw Error("train: --task classify needs --data FILE.tsv (lines: text<TAB>label)");
+  if (o.resume) throw Error("train: a --task classify run does not resume; start it again");
+  if (o.threads > 0) set_num_threads(o.threads);
+  // Held out: --valid FILE, else every fifth line.
+  const Labelled all = read_labelled(o.data);
+  Labelled train, valid;
+  if (!o.valid.empty()) {
+    train = all;
+    valid = read_labelled(o.valid);
+  } else {
+    for (size_t i = 0; i < all.texts.size(); ++i) {
+      Labelled& part = i % 5 == 4 ? valid : train;
+      part.texts.push_back(all.texts[i]);
+      part.labels.push_back(all.labels[i]);
+    }
+  }
+  if (o.limit > 0 && static_cast<int64_t>(train.texts.size()) > o.limit) {
+    train.texts.resize(o.limit);
+    train.labels.resize(o.limit);
+  }
+  std::vector<std::string> names = train.labels;
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  if (names.size() < 2 || valid.texts.empty())
+    throw Error(fmt::format(
+        "train: {} gives {} label(s) and {} held-out line(s); a classifier needs at least two "
+        "labels and one held-out line",
+        o.data, names.size(), valid.texts.size()));
+  const auto train_ids = label_ids(train.labels, names, o.data);
+  const auto valid_ids = label_ids(valid.labels, names, o.valid.empty() ? o.data : o.valid);
+
+  const auto bert = checkpoints::load_bert_folder(o.model_dir);
+  models::TransformerConfig config = bert.config;
+  config.num_labels = static_cast<int64_t>(names.size());
+  for (const auto& s : o.set) config.set(s);
+  config.validate();
+  RunDir run{o.out};
+  nlohmann::json meta = run.start(false, "classifier");
+  RunLock lock = run.create();
+  TextClassifier classifier;
+  classifier.tokenizer =
+      std::make_shared<text::BertTokenizer>(text::BertTokenizer::from_vocab_file(bert.vocab));
+  classifier.tokenizer->save(run.file("tokenizer"));
+  write_file_atomically(run.file("config.json"), config.to_json());
+  meta = {{"kind", "classifier"},
+          {"task", "classify"},
+          {"seed", o.seed},
+          {"labels", names},
+          {"model_dir", o.model_dir},
+          {"pretrained", !o.random_weights},
+          {"freeze_body", o.freeze_body},
+          {"options", training_options(o)}};
+
+  manual_seed(o.seed);
+  classifier.model = std::make_shared<models::TransformerForSequenceClassification>(config);
+  auto& model = *classifier.model;
+  models::init_weights(model, config.initializer_range);
+  if (!o.random_weights) model.encoder->load_state_dict(bert.model->state_dict());
+  // --freeze-body trains the head alone: the encoder (its pooler included) stays as loaded.
+  std::vector<Tensor> trained = o.freeze_body ? model.classifier->parameters() : model.parameters();
+  if (o.freeze_body)
+    for (auto& p : model.encoder->parameters()) p.requires_grad_(false);
+  // Fine-tuning's usual rate (BERT's paper, Hugging Face's Trainer) is small, as the body already
+  // knows the language; a head trained alone starts from nothing and takes a larger one.
+  nn::AdamW opt(trained, {.lr = o.lr > 0 ? o.lr : o.freeze_body ? 1e-3 : 5e-5});
+  const int64_t epochs = o.epochs > 0 ? o.epochs : 3;
+  meta["epochs"] = epochs;
+  fmt::print(
+      "task classify: {} ({} train, {} held out, labels: {}); {} {} layers, {} parameters "
+      "trained\n",
+      o.data, train.texts.size(), valid.texts.size(), fmt::join(names, ", "),
+      o.random_weights ? "random-weight" : "pretrained", config.num_hidden_layers,
+      std::accumulate(trained.begin(), trained.end(), int64_t{0},
+                      [](int64_t n, const Tensor& p) { return n + p.numel(); }));
+
+  Trainer trainer(model, opt, nullptr,
+                  {.epochs = epochs,
+                   .time_budget = o.time_budget,
+                   .clip = o.clip,
+                   .log_every = o.log_every,
+                   .run_dir = o.out,
+                   .title = "classify: loss",
+                   .detect_anomaly = o.detect_anomaly});
+  trainer.run_info = meta;
+  const size_t batch_size = 16;
+  std::vector<size_t> order(train.texts.size());
+  trainer.batches = [&](int64_t epoch) {  // a fresh shuffle each epoch, from the seed
+    Generator g(o.seed * 1000 + static_cast<uint64_t>(epoch));
+    std::iota(order.begin(), order.end(), 0);
+    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[g.next_u32() % i]);
+    return static_cast<int64_t>((order.size() + batch_size - 1) / batch_size);
+  };
+  trainer.loss = [&](int64_t, int64_t b) {
+    std::vector<std::string> texts;
+    std::vector<int64_t> labels;
+    for (size_t k = b * batch_size; k < std::min(order.size(), (b + 1) * batch_size); ++k) {
+      texts.push_back(train.texts[order[k]]);
+      labels.push_back(train_ids[order[k]]);
+    }
+    auto [ids, mask] = classifier.batch(texts);
+    Tensor logits = model.forward(ids, mask);  // [B, num_labels]
+    return BatchLoss{
+        cross_entropy(logits, from_vector(labels, {static_cast<int64_t>(labels.size())})),
+        static_cast<int64_t>(labels.size())};
+  };
+  trainer.evaluate = [&](bool) {
+    NoGradGuard no_grad;
+    model.eval();
+    double loss = 0;
+    for (size_t start = 0; start < valid.texts.size(); start += 64) {
+      const size_t end = std::min(valid.texts.size(), start + 64);
+      const std::vector<std::string> texts(valid.texts.begin() + static_cast<int64_t>(start),
+                                           valid.texts.begin() + static_cast<int64_t>(end));
+      const std::vector<int64_t> labels(valid_ids.begin() + static_cast<int64_t>(start),
+                                        valid_ids.begin() + static_cast<int64_t>(end));
+      auto [ids, mask] = classifier.batch(texts);
+      loss += cross_entropy(model.forward(ids, mask),
+                            from_vector(labels, {static_cast<int64_t>(labels.size())}))
+                  .item<double>() *
+              static_cast<double>(end - start);
+    }
+    return Metrics{{"valid_loss", loss / static_cast<double>(valid.texts.size())},
+                   {"accuracy", classifier.accuracy(valid.texts, valid_ids)}};
+  };
+  trainer.better = [](const Metrics& a, const Metrics& b) {
+    return a.value("accuracy", -INFINITY) > b.value("accuracy", -INFINITY);  // missing: worst
+  };
+  const TrainResult r = trainer.fit();
+  fmt::print("saved {} (best held-out accuracy {:.1f}%)\n", o.out, r.best.value("accuracy", 0.0));
+  return r.interrupted ? 130 : 0;
+}
+
+}  // namespace anatomy::training
