@@ -19,6 +19,9 @@ struct PrintOptions {
   int64_t threshold = 1000;  // summarize above this many elements
   int64_t edgeitems = 3;
   int64_t linewidth = 80;
+  // A module list prints identical neighbours once, "(0-11): 12 x AttentionHead(...)", as
+  // PyTorch 2 does; false prints each.
+  bool collapse_repeated_modules = true;
 };
 PrintOptions& print_options();
 

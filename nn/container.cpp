@@ -1,5 +1,7 @@
 #include "nn/container.hpp"
 
+#include "io/print.hpp"
+
 namespace anatomy::nn {
 
 const std::shared_ptr<Module>& ModuleList::operator[](size_t i) const {
@@ -18,7 +20,7 @@ std::string ModuleList::repr() const {
   std::vector<Run> runs;
   for (size_t i = 0; i < items_.size(); ++i) {
     std::string tree = items_[i]->repr();
-    if (!runs.empty() && runs.back().tree == tree)
+    if (!runs.empty() && runs.back().tree == tree && print_options().collapse_repeated_modules)
       runs.back().last = i;
     else
       runs.push_back({i, i, std::move(tree)});

@@ -2,6 +2,8 @@
 // final checks that make each tutorial a test.
 //
 //   --step       pause after each section until Enter is pressed
+//   --full       print in full what is summarised by default, as PyTorch summarises it: tensors
+//                of more than 1000 values ("...") and repeated modules ("12 x AttentionHead")
 //   --out DIR    where pictures (DOT, SVG, HTML) go; default ./tutorial_output
 //   --fast       shorter training runs (what the test suite uses)
 //   --vocab PATH bert-base-uncased's vocab.txt (tutorials that tokenize the book's sentence)
@@ -17,6 +19,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -36,6 +39,10 @@ class Tutorial {
       const std::string arg = argv[i];
       if (arg == "--step") {
         step_ = true;
+      } else if (arg == "--full") {
+        // torch.set_printoptions(profile="full"), and every module of a list printed.
+        print_options().threshold = std::numeric_limits<int64_t>::max();
+        print_options().collapse_repeated_modules = false;
       } else if (arg == "--fast") {
         fast_ = true;
       } else if (arg == "--out" && i + 1 < argc) {
@@ -97,10 +104,12 @@ class Tutorial {
 
  private:
   static void usage(const char* prog, const std::vector<std::string>& extra) {
-    fmt::print("usage: {} [--step] [--fast] [--out DIR]", prog);
+    fmt::print("usage: {} [--step] [--full] [--fast] [--out DIR]", prog);
     for (const auto& e : extra) fmt::print(" [{} VALUE]", e);
     fmt::print(
         "\n\n  --step        pause after each section until Enter is pressed\n"
+        "  --full        print in full what is summarised by default (tensors of more than\n"
+        "                1000 values, repeated modules)\n"
         "  --fast        shorter training runs (what the test suite runs)\n"
         "  --out DIR     where pictures go (default ./tutorial_output)\n"
         "  --vocab PATH  bert-base-uncased's vocab.txt (default: ../shared/data beside the "

@@ -25,6 +25,10 @@ int main() {
     c.diagnose(
         "your backward computes 1 - x² where tanh' is 1 - tanh(x)²: save the output y in "
         "forward and use 1 - y²");
+  else if (exercise::close(got, r * (1.0f - t)))
+    c.diagnose(
+        "your backward computes 1 - tanh(x), without the square: tanh' is 1 - tanh(x)², "
+        "so use 1 - y * y");
   else if (exercise::close(got, 1.0f - t * t))
     c.diagnose(
         "your backward returns tanh'(x) alone: multiply by grad (the chain rule, "

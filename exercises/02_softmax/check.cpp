@@ -40,6 +40,10 @@ int main() {
       c.diagnose(
           "your backward uses only the diagonal of the Jacobian, y(1 - y): every output "
           "of a row depends on every input, dL/dx = y * (g - sum(g * y))");
+    else if (exercise::close(got, r * want))
+      c.diagnose(
+          "your backward is y * g: it misses the term every output of the row shares, "
+          "dL/dx = y * (g - sum(g * y)), the sum over the row's last dimension");
     return c.finish();
   }
   auto gc = gradcheck([](const std::vector<Tensor>& in) { return Softmax::apply(in[0]); },

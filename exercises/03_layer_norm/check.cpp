@@ -33,7 +33,17 @@ int main() {
   if (!c.check(exercise::close(gx, gwant), "dL/dx equals PyTorch's",
                exercise::compare(gx, gwant))) {
     Tensor centered = x - mean(x, {-1}, true);
-    if (exercise::close(gx, r * w * rsqrt(mean(centered * centered, {-1}, true) + 1e-5f)))
+    const Tensor rstd = rsqrt(mean(centered * centered, {-1}, true) + 1e-5f);
+    const Tensor x_hat = centered * rstd, g = r * w;
+    if (exercise::close(gx, (g - mean(g, {-1}, true)) * rstd))
+      c.diagnose(
+          "your dx has the mean(g) term but not x̂ · mean(g · x̂): the variance depends on x "
+          "too, dx = (g - mean(g) - x̂ · mean(g · x̂)) · rstd");
+    else if (exercise::close(gx, (g - x_hat * mean(g * x_hat, {-1}, true)) * rstd))
+      c.diagnose(
+          "your dx has the x̂ · mean(g · x̂) term but not mean(g): the mean depends on x "
+          "too, dx = (g - mean(g) - x̂ · mean(g · x̂)) · rstd");
+    else if (exercise::close(gx, r * w * rsqrt(mean(centered * centered, {-1}, true) + 1e-5f)))
       c.diagnose(
           "your dx treats the mean and the variance as constants (g · weight / std): both "
           "depend on x, which adds the two mean terms of the statement's formula "

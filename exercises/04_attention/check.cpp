@@ -33,6 +33,19 @@ int main() {
                         on_hidden));
         return c.finish();
       }
+      // The mask applied after the softmax: hidden keys get 0 (or -inf), and the weights left
+      // no longer sum to 1.
+      const float d = std::sqrt(static_cast<float>(q.size(-1)));
+      const Tensor late = softmax(scores / d, -1);
+      for (const float fill : {0.0f, -INFINITY})
+        if (exercise::close(clamp(w, -1.0f, 2.0f),  // -inf compared as -1
+                            clamp(masked_fill(late, eq(mask, 0.0f), fill), -1.0f, 2.0f))) {
+          c.diagnose(
+              "you applied the mask after the softmax: the weights left no longer sum to 1. "
+              "Fill the hidden keys' scores with -inf before the softmax, which then gives them "
+              "0 and shares the whole row among the visible keys");
+          return c.finish();
+        }
       for (size_t i = 0; i < rows.size(); ++i)
         if (std::abs(rows[i] - 1.0f) > 1e-3f) {
           c.diagnose(

@@ -24,10 +24,17 @@ int main() {
       std::vector<Tensor> outputs;
       for (size_t h = 0; h < mha.heads->size(); ++h)
         outputs.push_back(mha.heads->at<models::AttentionHead>(h)->forward(q, kv));
+      std::vector<Tensor> self_outputs;  // each head attending to the queries themselves
+      for (size_t h = 0; h < mha.heads->size(); ++h)
+        self_outputs.push_back(mha.heads->at<models::AttentionHead>(h)->forward(q, q));
       if (exercise::close(out, cat(outputs, -1)))
         c.diagnose(
             "your output is the heads' outputs side by side: apply output_linear to mix "
             "them (each head only saw its own slice)");
+      else if (exercise::close(out, mha.output_linear->forward(cat(self_outputs, -1))))
+        c.diagnose(
+            "your heads attend to query_states only: pass key_value_states to each head as its "
+            "keys and values (they differ in cross-attention)");
     }
     return c.finish();
   }

@@ -24,6 +24,11 @@ int main() {
       c.diagnose(
           "your output does not carry the layer's input: the skip connection around "
           "attention is missing (h = x + attention(layer_norm_1(x)))");
+    else if (const Tensor h = x0 + a; exercise::close(
+                 out, h + layer.feed_forward->forward(layer.layer_norm_1->forward(h)), 1e-3f))
+      c.diagnose(
+          "your feed-forward reads layer_norm_1(h): each sublayer has its own norm, "
+          "h + feed_forward(layer_norm_2(h))");
     else if (exercise::close(
                  out, layer.layer_norm_2->forward(post + layer.feed_forward->forward(post)), 1e-3f))
       c.diagnose(

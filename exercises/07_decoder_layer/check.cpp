@@ -35,8 +35,19 @@ int main() {
           "output");
   }
   if (!c.check(exercise::close(out, want), "the output equals the book-style PyTorch layer",
-               exercise::compare(out, want)))
+               exercise::compare(out, want))) {
+    NoGradGuard no_grad;
+    const Tensor x0 = x.detach(), m = memory.detach();
+    const Tensor n = layer.layer_norm_1->forward(x0);
+    Tensor h = x0 + layer.self_attention->forward(n, n, causal);
+    h = h + layer.cross_attention->forward(layer.layer_norm_2->forward(h), m, Tensor());
+    if (exercise::close(out, h + layer.feed_forward->forward(layer.layer_norm_3->forward(h)),
+                        1e-3f))
+      c.diagnose(
+          "your cross-attention ignores memory_mask: it gives weight to the source's padding. "
+          "Pass memory_mask to cross_attention");
     return c.finish();
+  }
   if (!c.run("backward runs", [&] { (out * c.golden("grad_out")).sum().backward(); }))
     return c.finish();
   c.check(exercise::close(x.grad(), c.golden("grad_x")), "dL/dx equals PyTorch's",

@@ -20,6 +20,10 @@ int main() {
           "it only divides by the root mean square");
     else if (exercise::close(y, x / (sqrt(mean(x * x, {-1}, true)) + eps) * w))
       c.diagnose("eps belongs inside the square root: x * rsqrt(mean(x²) + eps), as LLaMA");
+    else if (exercise::close(y, x * rsqrt(sum(x * x, {-1}, true) + eps) * w))
+      c.diagnose(
+          "you divided by the root of the sum of squares: RMSNorm divides by the root of their "
+          "mean, sqrt(mean(x²) + eps), so the result does not shrink as the vector grows longer");
     else if (exercise::close(y, x * rsqrt(mean(x * x, {-1}, true) + eps)))
       c.diagnose("your output ignores weight: scale the normalized vector by it");
     return c.finish();

@@ -97,6 +97,16 @@ TEST_CASE("the printed tree reads like PyTorch's repr") {
         "    (fc2): Linear(in_features=8, out_features=2, bias=True)\n"
         "  )\n"
         ")");
+  // print_options().collapse_repeated_modules = false (the tutorials' --full) prints each.
+  print_options().collapse_repeated_modules = false;
+  const std::string each = list.repr();
+  print_options().collapse_repeated_modules = true;
+  CHECK(each.find("  (0): Linear(in_features=4, out_features=4, bias=True)\n"
+                  "  (1): Linear(in_features=4, out_features=4, bias=True)\n"
+                  "  (2): Linear(in_features=4, out_features=4, bias=True)\n"
+                  "  (3): Linear(in_features=4, out_features=2, bias=True)\n") !=
+        std::string::npos);
+  CHECK(each.find(" x ") == std::string::npos);
   CHECK(nn::ModuleList().repr() == "ModuleList()");
   CHECK(nn::Embedding(10, 4, 0).repr() == "Embedding(10, 4, padding_idx=0)");
   CHECK(nn::Linear(3, 2, false).repr() == "Linear(in_features=3, out_features=2, bias=False)");
