@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <new>
 #include <string_view>
 
 #include "autograd/autograd.hpp"
@@ -126,7 +127,12 @@ int anatomy::cli::main(int argc, char** argv) {
   // Every command runs on the fast kernels or on the plain reference ops (autograd/dispatch.hpp).
   std::string kernels;
   bool allow_nonfinite = false;
+  double max_memory_gb = 0;
   for (auto& [sub, run] : commands) {
+    sub->add_option("--max-memory", max_memory_gb,
+                    "GB a model may take (default: this machine's memory); a config that needs "
+                    "more is refused before anything is allocated")
+        ->check(in_range(0.001, 1e6));
     sub->add_flag("--allow-nonfinite", allow_nonfinite,
                   "load weights that hold NaN or infinite values (refused by default)");
     sub->add_option("--kernels", kernels,
@@ -166,6 +172,8 @@ int anatomy::cli::main(int argc, char** argv) {
   }
   try {
     checkpoints::allow_nonfinite(allow_nonfinite);
+    if (max_memory_gb > 0)
+      models::TransformerConfig::set_memory_limit(max_memory_gb * 1024 * 1024 * 1024);
     if (!kernels.empty())
       anatomy::set_kernels(kernels);
     else
@@ -174,6 +182,16 @@ int anatomy::cli::main(int argc, char** argv) {
       if (sub->parsed()) return run();
   } catch (const anatomy::Error& e) {
     fmt::print(stderr, "anatomy: {}\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::string command = "?";
+    for (const auto& [sub, run] : commands)
+      if (sub->parsed()) command = sub->get_name();
+    fmt::print(stderr,
+               "anatomy {}: out of memory (an allocation failed). The model, the batch or the "
+               "beam is larger than the memory this process may use; make it smaller, or give "
+               "it more memory\n",
+               command);
     return 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "anatomy: {}\n", e.what());

@@ -27,7 +27,7 @@ Runner add_evaluate_command(CLI::App& app) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   cmd->add_option("--beam", o->beam, "beam size; 1: greedy (default: 4 for a corpus, 1 for a task)")
-      ->check(CLI::PositiveNumber);
+      ->check(in_range(1, 1000));
   cmd->add_option("--length-penalty", o->length_penalty,
                   "beam search length normalization exponent")
       ->capture_default_str()

@@ -52,7 +52,7 @@ Runner add_translate_command(CLI::App& app) {
       app.add_subcommand("translate", "Translate texts (arguments, --file, or standard input)");
   cmd->add_option("--checkpoint", o->checkpoint, "a run folder from anatomy train")->required();
   cmd->add_option("--beam", o->beam, "beam size; 1: greedy (default: 4 for a corpus, 1 for a task)")
-      ->check(CLI::PositiveNumber);
+      ->check(in_range(1, 1000));
   cmd->add_option("--length-penalty", o->length_penalty,
                   "beam search length normalization exponent")
       ->capture_default_str()

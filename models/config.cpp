@@ -1,5 +1,7 @@
 #include "models/config.hpp"
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include <fstream>
@@ -122,6 +124,38 @@ bool set_field(TransformerConfig& c, const std::string& key, const nlohmann::jso
 
 }  // namespace
 
+namespace {
+double limit_bytes = 0;
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+  int u = 0;
+  while (b >= 1024 && u < 5) b /= 1024, ++u;
+  return fmt::format("{:.1f} {}", b, units[u]);
+}  // 0: the machine's physical memory
+}  // namespace
+
+double TransformerConfig::memory_limit() {
+  if (limit_bytes > 0) return limit_bytes;
+  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
+void TransformerConfig::set_memory_limit(double bytes) { limit_bytes = bytes; }
+
+double TransformerConfig::parameter_count() const {
+  const double E = static_cast<double>(hidden_size), I = static_cast<double>(intermediate_size);
+  const double layer = 4 * E * E + 2 * E * I + 4 * E;  // attention, feed-forward, two norms
+  const double tables =
+      (static_cast<double>(vocab_size) + static_cast<double>(target_vocab()) +
+       static_cast<double>(max_position_embeddings) + static_cast<double>(type_vocab_size)) *
+      E;
+  const double decoder = num_decoder_layers > 0
+                             ? static_cast<double>(num_decoder_layers) * (layer + 4 * E * E)
+                             : 0.0;  // each decoder layer adds cross-attention
+  // The output layer of a language model or translator, untied.
+  return static_cast<double>(num_hidden_layers) * layer + decoder + tables +
+         static_cast<double>(target_vocab()) * E;
+}
+
 void TransformerConfig::validate() const {
 #define ANATOMY_CONFIG_CHECK(type, name, default_value, check, help) \
   if (const std::string problem = check(name); !problem.empty())     \
@@ -148,6 +182,17 @@ void TransformerConfig::validate() const {
         "config: position_embedding_type '{}' acts inside attention, which the book's per-head "
         "layout (attention_type \"book\") does not support; use attention_type \"fused\"",
         position_embedding_type));
+  // Sizes that are each valid can together be more than the machine holds: refused before a
+  // single tensor is allocated, rather than ending in std::bad_alloc or the kernel's OOM killer.
+  const double bytes = 4 * parameter_count();
+  if (bytes > memory_limit())
+    throw Error(fmt::format(
+        "config: about {:.2g} parameters ({} as float32) from hidden_size {}, "
+        "intermediate_size {}, num_hidden_layers {}, num_decoder_layers {}, vocab_size {}, "
+        "max_position_embeddings {}: more than the {} of memory a model may take here "
+        "(--max-memory GB raises the limit)",
+        parameter_count(), human_bytes(bytes), hidden_size, intermediate_size, num_hidden_layers,
+        num_decoder_layers, vocab_size, max_position_embeddings, human_bytes(memory_limit())));
 }
 
 TransformerConfig TransformerConfig::from_json(const std::string& text, const std::string& source) {

@@ -64,8 +64,14 @@ struct TransformerConfig {
   }
   int64_t target_vocab() const { return target_vocab_size > 0 ? target_vocab_size : vocab_size; }
 
-  // Throws anatomy::Error naming the field, what it must be, and what it is.
+  // Throws anatomy::Error naming the field, what it must be, and what it is; and when the
+  // parameters' float32 bytes alone exceed memory_limit(), naming the sizes and the amount,
+  // before anything is allocated.
   void validate() const;
+  // About how many parameters a model of this config has (every table, layer and head; the
+  // largest model this config can build, a seq2seq one when num_decoder_layers > 0), in double so
+  // that absurd sizes do not overflow.
+  double parameter_count() const;
 
   // Hugging Face style config.json. Known Hugging Face keys this project does not use
   // (model_type, architectures, ...) are ignored; any other key is an error, as is a value of
@@ -78,6 +84,11 @@ struct TransformerConfig {
   void set(const std::string& assignment);
   // Every field's name, default and meaning, for --help and the guide.
   static std::vector<std::string> describe();
+
+  // The bytes a model may take: this machine's physical memory, or what set_memory_limit (the
+  // commands' --max-memory) says.
+  static double memory_limit();
+  static void set_memory_limit(double bytes);
 
   // Named presets: tiny, small, base (translation sizes), bert-base (the book's), nanogpt
   // (nanoGPT's Shakespeare model: GPT layout, no biases, tied embeddings), gpt-small.

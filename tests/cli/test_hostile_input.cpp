@@ -354,3 +354,67 @@ TEST_CASE("a training state's position must be a whole number >= 0") {
   // Checkpoints from before the epoch/batch metadata: the step is the batch.
   CHECK(training::read_position({12, {}}, "t.safetensors").batch == 12);
 }
+
+// Sizes that are each valid but together more than the machine holds are refused from the config,
+// before a tensor is allocated: under a 4 GB address-space cap (ulimit -v) the refusal, not
+// std::bad_alloc or the kernel's OOM killer, must be what happens.
+TEST_CASE("a config too large for memory is refused by its sizes, before anything is allocated" *
+          doctest::test_suite("end-to-end")) {
+  const std::string dir = scratch("memory");
+  const std::string run = dir + "/copy";
+  auto t = anatomy_cli("train --task copy --epochs 1 --preset tiny --limit 200 --out " + run);
+  REQUIRE_MESSAGE(t.code == 0, t.output);
+  const std::string config_path = run + "/config.json";
+  std::string config;
+  {
+    std::ifstream f(config_path);
+    config.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  const auto capped = [&](const std::string& args) {
+    return testing::run_command("bash -c 'ulimit -v 4194304; " + std::string(ANATOMY_CLI) + " " +
+                                args + "'");
+  };
+  struct Case {
+    std::string field, value, names;
+  };
+  const std::vector<Case> cases = {
+      {"num_hidden_layers", "1000000000", "num_hidden_layers 1000000000"},
+      {"hidden_size", "4000000", "hidden_size 4000000"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.field);
+    auto j = nlohmann::json::parse(config);
+    j[c.field] = std::stoll(c.value);
+    if (c.field == "hidden_size") j["num_attention_heads"] = 4;
+    std::ofstream(config_path) << j.dump();
+    for (const std::string& command :
+         {"translate --checkpoint " + run + " \"a b\"", "evaluate --checkpoint " + run}) {
+      CAPTURE(command);
+      const auto r = capped(command);
+      CHECK(r.code == 1);
+      CHECK_MESSAGE(r.output.find(c.names) != std::string::npos, r.output);
+      CHECK_MESSAGE(r.output.find("of memory a model may take here") != std::string::npos,
+                    r.output);
+      CHECK(r.output.find("bad_alloc") == std::string::npos);
+    }
+  }
+  // --max-memory sets the limit: the tiny model (well under 1 MB) runs within 0.001 GB; the same
+  // model with 300 layers (tens of MB) is refused within 0.01 GB.
+  std::ofstream(config_path) << config;
+  const auto fits = anatomy_cli("translate --max-memory 0.001 --checkpoint " + run + " \"a b\"");
+  CHECK_MESSAGE(fits.code == 0, fits.output);
+  auto deep = nlohmann::json::parse(config);
+  deep["num_hidden_layers"] = 300;
+  std::ofstream(config_path) << deep.dump();
+  const auto tight = anatomy_cli("translate --max-memory 0.01 --checkpoint " + run + " \"a b\"");
+  CHECK(tight.code == 1);
+  CHECK_MESSAGE(tight.output.find("num_hidden_layers 300") != std::string::npos, tight.output);
+  CHECK_MESSAGE(tight.output.find("more than the 10.2 MB of memory a model may take here") !=
+                    std::string::npos,
+                tight.output);
+  std::ofstream(config_path) << config;
+  // A beam beyond its documented bound is refused before the model is read.
+  const auto beam = anatomy_cli("translate --beam 1000000 --checkpoint " + run + " \"a b\"");
+  CHECK(beam.code != 0);
+  CHECK_MESSAGE(beam.output.find("--beam") != std::string::npos, beam.output);
+}
