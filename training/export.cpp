@@ -1,6 +1,7 @@
 #include "training/export.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -132,23 +133,36 @@ void export_to_pytorch(const std::string& run_dir, const std::string& to) {
           ? file.tensors.at("scheduler.step").item<int64_t>()
           : step;
 
-  // --- write ---
+  // --- write, beside `to`, renamed into place when complete: an export killed or stopped by a
+  // full disk leaves no half folder that would block the retry ---
+  const fs::path target = fs::absolute(to);
+  const fs::path partial =
+      target.parent_path() / fmt::format(".{}.partial-{}", target.filename().string(), getpid());
   std::error_code ec;
-  fs::create_directories(to, ec);
-  if (ec) throw Error(fmt::format("export: cannot create {} ({})", to, ec.message()));
-  const auto out = [&](const std::string& name) { return (fs::path(to) / name).string(); };
-  write_file_atomically(out("model.py"), kExportModelPy);
-  write_file_atomically(out("train.py"), kExportTrainPy);
-  write_file_atomically(out("safetensors_io.py"), kExportSafetensorsPy);
-  write_file_atomically(out("README.md"), kExportReadme);
-  write_file_atomically(out("export.json"), info.dump(2) + "\n");
-  save_safetensors(out("model.safetensors"), checkpoints::to_book_layout(model->state_dict(), H));
-  save_safetensors(out("optimizer.safetensors"), optimizer);
-  save_safetensors(out("data.safetensors"), data);
-  for (const auto& entry : fs::directory_iterator(run_dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name == "config.json" || name == "run.json" || name.find("tokenizer") != std::string::npos)
-      fs::copy_file(entry.path(), out(name), fs::copy_options::overwrite_existing);
+  fs::remove_all(partial, ec);
+  fs::create_directories(partial, ec);
+  if (ec) throw Error(fmt::format("export: cannot create {} ({})", partial.string(), ec.message()));
+  const auto out = [&](const std::string& name) { return (partial / name).string(); };
+  try {
+    write_file_atomically(out("model.py"), kExportModelPy);
+    write_file_atomically(out("train.py"), kExportTrainPy);
+    write_file_atomically(out("safetensors_io.py"), kExportSafetensorsPy);
+    write_file_atomically(out("README.md"), kExportReadme);
+    write_file_atomically(out("export.json"), info.dump(2) + "\n");
+    save_safetensors(out("model.safetensors"), checkpoints::to_book_layout(model->state_dict(), H));
+    save_safetensors(out("optimizer.safetensors"), optimizer);
+    save_safetensors(out("data.safetensors"), data);
+    for (const auto& entry : fs::directory_iterator(run_dir)) {
+      const std::string name = entry.path().filename().string();
+      if (name == "config.json" || name == "run.json" ||
+          name.find("tokenizer") != std::string::npos)
+        fs::copy_file(entry.path(), out(name), fs::copy_options::overwrite_existing);
+    }
+    if (fs::exists(target)) fs::remove(target);  // empty, checked above
+    fs::rename(partial, target);
+  } catch (const std::exception& e) {
+    fs::remove_all(partial, ec);
+    throw Error(fmt::format("export: cannot write {} ({}); nothing was left there", to, e.what()));
   }
 }
 

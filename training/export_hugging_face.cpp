@@ -79,17 +79,19 @@ void export_to_hugging_face(const std::string& run_dir, const std::string& to) {
   if (ec)
     throw Error(
         fmt::format("export --to-hf: cannot create {} ({})", partial.string(), ec.message()));
-  write_file_atomically((partial / "config.json").string(), hf_config.dump(2) + "\n");
-  save_safetensors((partial / "model.safetensors").string(), tensors, {{"format", "pt"}});
-  if (kind == "classifier") {  // the tokenizer's vocabulary, as BertTokenizer reads it
-    const fs::path vocab = run.file("tokenizer.vocab.txt");
-    if (fs::exists(vocab)) fs::copy_file(vocab, partial / "vocab.txt");
-  }
-  if (fs::exists(target)) fs::remove(target, ec);  // empty, checked above
-  fs::rename(partial, target, ec);
-  if (ec) {
-    fs::remove_all(partial);
-    throw Error(fmt::format("export --to-hf: cannot write {} ({})", to, ec.message()));
+  try {
+    write_file_atomically((partial / "config.json").string(), hf_config.dump(2) + "\n");
+    save_safetensors((partial / "model.safetensors").string(), tensors, {{"format", "pt"}});
+    if (kind == "classifier") {  // the tokenizer's vocabulary, as BertTokenizer reads it
+      const fs::path vocab = run.file("tokenizer.vocab.txt");
+      if (fs::exists(vocab)) fs::copy_file(vocab, partial / "vocab.txt");
+    }
+    if (fs::exists(target)) fs::remove(target);  // empty, checked above
+    fs::rename(partial, target);
+  } catch (const std::exception& e) {
+    fs::remove_all(partial, ec);
+    throw Error(
+        fmt::format("export --to-hf: cannot write {} ({}); nothing was left there", to, e.what()));
   }
 }
 

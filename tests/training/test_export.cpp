@@ -269,4 +269,37 @@ TEST_CASE("export --to-hf: a run no transformers class computes is refused by na
   CHECK_MESSAGE(neither.output.find("give --to DIR") != std::string::npos, neither.output);
 }
 
+// A full disk (ulimit -f, with SIGXFSZ ignored so that the write fails instead of killing the
+// process) stops an export with a message and leaves neither the folder nor a partial one; the
+// retry then succeeds. Both kinds of export.
+TEST_CASE("export: a write that fails leaves nothing behind, and the retry succeeds") {
+  const std::string A = ANATOMY_CLI;
+  const testing::TempDir tmp;
+  const std::string text = tmp / "text.txt";
+  {
+    std::ofstream f(text);
+    for (int i = 0; i < 200; ++i) f << "to be or not to be, that is the question.\n";
+  }
+  const std::string run = tmp / "lm";
+  REQUIRE(sh(A + " train --threads 1 --task lm --preset tiny --iters 2 --text " + text + " --out " +
+             run)
+              .code == 0);
+  for (const std::string to : {"--to", "--to-hf"}) {
+    CAPTURE(to);
+    const std::string dest = tmp / ("out" + to);
+    // 64 blocks of 512 bytes: less than the model's weights.
+    const auto full = sh("bash -c 'trap \"\" XFSZ; ulimit -f 64; " + A + " export --checkpoint " +
+                         run + " " + to + " " + dest + "'");
+    CHECK(full.code != 0);
+    CHECK_MESSAGE(full.output.find("nothing was left there") != std::string::npos, full.output);
+    CHECK_FALSE(std::filesystem::exists(dest));
+    for (const auto& entry : std::filesystem::directory_iterator(tmp.str()))
+      CHECK_MESSAGE(entry.path().filename().string().find("partial") == std::string::npos,
+                    entry.path().string());
+    const auto retry = sh(A + " export --checkpoint " + run + " " + to + " " + dest);
+    CHECK_MESSAGE(retry.code == 0, retry.output);
+    CHECK(std::filesystem::exists(dest + "/model.safetensors"));
+  }
+}
+
 TEST_SUITE_END();
