@@ -74,7 +74,9 @@ TEST_SUITE("end-to-end") {
     const auto tuned = load_safetensors(tmp / "pretrained/last/model.safetensors").tensors;
     const auto kept = load_safetensors(tmp / "frozen/last/model.safetensors").tensors;
     float tuned_moved = 0, frozen_moved = 0;
-    for (const auto& [name, tensor] : body) {
+    for (const auto& entry : body) {  // (not a structured binding: clang's CAPTURE)
+      const std::string& name = entry.first;
+      const Tensor& tensor = entry.second;
       CAPTURE(name);
       REQUIRE(kept.count("encoder." + name));
       tuned_moved =
