@@ -133,17 +133,9 @@ void export_to_pytorch(const std::string& run_dir, const std::string& to) {
           ? file.tensors.at("scheduler.step").item<int64_t>()
           : step;
 
-  // --- write, beside `to`, renamed into place when complete: an export killed or stopped by a
-  // full disk leaves no half folder that would block the retry ---
-  const fs::path target = fs::absolute(to);
-  const fs::path partial =
-      target.parent_path() / fmt::format(".{}.partial-{}", target.filename().string(), getpid());
-  std::error_code ec;
-  fs::remove_all(partial, ec);
-  fs::create_directories(partial, ec);
-  if (ec) throw Error(fmt::format("export: cannot create {} ({})", partial.string(), ec.message()));
-  const auto out = [&](const std::string& name) { return (partial / name).string(); };
-  try {
+  // --- write ---
+  write_folder_atomically(to, "export", [&](const fs::path& dir) {
+    const auto out = [&](const std::string& name) { return (dir / name).string(); };
     write_file_atomically(out("model.py"), kExportModelPy);
     write_file_atomically(out("train.py"), kExportTrainPy);
     write_file_atomically(out("safetensors_io.py"), kExportSafetensorsPy);
@@ -158,11 +150,26 @@ void export_to_pytorch(const std::string& run_dir, const std::string& to) {
           name.find("tokenizer") != std::string::npos)
         fs::copy_file(entry.path(), out(name), fs::copy_options::overwrite_existing);
     }
-    if (fs::exists(target)) fs::remove(target);  // empty, checked above
+  });
+}
+
+void write_folder_atomically(const std::string& to, const std::string& who,
+                             const std::function<void(const fs::path&)>& fill) {
+  const fs::path target = fs::absolute(to);
+  const fs::path partial =
+      target.parent_path() / fmt::format(".{}.partial-{}", target.filename().string(), getpid());
+  std::error_code ec;
+  fs::remove_all(partial, ec);
+  fs::create_directories(partial, ec);
+  if (ec)
+    throw Error(fmt::format("{}: cannot create {} ({})", who, partial.string(), ec.message()));
+  try {
+    fill(partial);
+    if (fs::exists(target)) fs::remove(target);  // empty: the caller checked
     fs::rename(partial, target);
   } catch (const std::exception& e) {
     fs::remove_all(partial, ec);
-    throw Error(fmt::format("export: cannot write {} ({}); nothing was left there", to, e.what()));
+    throw Error(fmt::format("{}: cannot write {} ({}); nothing was left there", who, to, e.what()));
   }
 }
 

@@ -11,6 +11,8 @@
 //   README.md           how to run it and bring it back
 #pragma once
 
+#include <filesystem>
+#include <functional>
 #include <string>
 
 namespace anatomy::training {
@@ -21,5 +23,12 @@ void export_to_pytorch(const std::string& run_dir, const std::string& to);
 // BertForSequenceClassification: a folder (config.json, model.safetensors) that transformers'
 // from_pretrained loads. Any other run is refused with the field that differs.
 void export_to_hugging_face(const std::string& run_dir, const std::string& to);
+
+// Writes the folder `to` (absent or empty) through `fill`, which writes into the folder it is
+// given: beside `to` under a temporary name, renamed into place when complete, so that a failed
+// or killed export leaves neither `to` nor a half folder that would block the retry. `who`
+// starts the error message.
+void write_folder_atomically(const std::string& to, const std::string& who,
+                             const std::function<void(const std::filesystem::path&)>& fill);
 
 }  // namespace anatomy::training

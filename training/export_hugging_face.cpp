@@ -4,7 +4,6 @@
 // (a fine-tuned BERT) as BertForSequenceClassification. The names are
 // checkpoints/gpt2_checkpoint.hpp's and checkpoints/bert_checkpoint.hpp's.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <filesystem>
 
@@ -69,30 +68,14 @@ void export_to_hugging_face(const std::string& run_dir, const std::string& to) {
     hf_config = checkpoints::bert_config(config, "BertForSequenceClassification", labels);
     hf_config["num_labels"] = config.num_labels;
   }
-  // Written beside `to` and renamed into place: an interrupted export leaves no half folder.
-  const fs::path target = fs::absolute(to);
-  const fs::path partial =
-      target.parent_path() / fmt::format(".{}.partial-{}", target.filename().string(), getpid());
-  std::error_code ec;
-  fs::remove_all(partial, ec);
-  fs::create_directories(partial, ec);
-  if (ec)
-    throw Error(
-        fmt::format("export --to-hf: cannot create {} ({})", partial.string(), ec.message()));
-  try {
-    write_file_atomically((partial / "config.json").string(), hf_config.dump(2) + "\n");
-    save_safetensors((partial / "model.safetensors").string(), tensors, {{"format", "pt"}});
+  write_folder_atomically(to, "export --to-hf", [&](const fs::path& dir) {
+    write_file_atomically((dir / "config.json").string(), hf_config.dump(2) + "\n");
+    save_safetensors((dir / "model.safetensors").string(), tensors, {{"format", "pt"}});
     if (kind == "classifier") {  // the tokenizer's vocabulary, as BertTokenizer reads it
       const fs::path vocab = run.file("tokenizer.vocab.txt");
-      if (fs::exists(vocab)) fs::copy_file(vocab, partial / "vocab.txt");
+      if (fs::exists(vocab)) fs::copy_file(vocab, dir / "vocab.txt");
     }
-    if (fs::exists(target)) fs::remove(target);  // empty, checked above
-    fs::rename(partial, target);
-  } catch (const std::exception& e) {
-    fs::remove_all(partial, ec);
-    throw Error(
-        fmt::format("export --to-hf: cannot write {} ({}); nothing was left there", to, e.what()));
-  }
+  });
 }
 
 }  // namespace anatomy::training

@@ -6,8 +6,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
-#include <map>
 #include <numeric>
 
 #include "checkpoints/checkpoints.hpp"
@@ -148,49 +146,8 @@ int fine_tune_classifier(const TrainOptions& o) {
                    .title = "classify: loss",
                    .detect_anomaly = o.detect_anomaly});
   trainer.run_info = meta;
-  const size_t batch_size = 16;
-  std::vector<size_t> order(train.texts.size());
-  trainer.batches = [&](int64_t epoch) {  // a fresh shuffle each epoch, from the seed
-    Generator g(o.seed * 1000 + static_cast<uint64_t>(epoch));
-    std::iota(order.begin(), order.end(), 0);
-    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[g.next_u32() % i]);
-    return static_cast<int64_t>((order.size() + batch_size - 1) / batch_size);
-  };
-  trainer.loss = [&](int64_t, int64_t b) {
-    std::vector<std::string> texts;
-    std::vector<int64_t> labels;
-    for (size_t k = b * batch_size; k < std::min(order.size(), (b + 1) * batch_size); ++k) {
-      texts.push_back(train.texts[order[k]]);
-      labels.push_back(train_ids[order[k]]);
-    }
-    auto [ids, mask] = classifier.batch(texts);
-    Tensor logits = model.forward(ids, mask);  // [B, num_labels]
-    return BatchLoss{
-        cross_entropy(logits, from_vector(labels, {static_cast<int64_t>(labels.size())})),
-        static_cast<int64_t>(labels.size())};
-  };
-  trainer.evaluate = [&](bool) {
-    NoGradGuard no_grad;
-    model.eval();
-    double loss = 0;
-    for (size_t start = 0; start < valid.texts.size(); start += 64) {
-      const size_t end = std::min(valid.texts.size(), start + 64);
-      const std::vector<std::string> texts(valid.texts.begin() + static_cast<int64_t>(start),
-                                           valid.texts.begin() + static_cast<int64_t>(end));
-      const std::vector<int64_t> labels(valid_ids.begin() + static_cast<int64_t>(start),
-                                        valid_ids.begin() + static_cast<int64_t>(end));
-      auto [ids, mask] = classifier.batch(texts);
-      loss += cross_entropy(model.forward(ids, mask),
-                            from_vector(labels, {static_cast<int64_t>(labels.size())}))
-                  .item<double>() *
-              static_cast<double>(end - start);
-    }
-    return Metrics{{"valid_loss", loss / static_cast<double>(valid.texts.size())},
-                   {"accuracy", classifier.accuracy(valid.texts, valid_ids)}};
-  };
-  trainer.better = [](const Metrics& a, const Metrics& b) {
-    return a.value("accuracy", -INFINITY) > b.value("accuracy", -INFINITY);  // missing: worst
-  };
+  const LabelledTexts train_set{train.texts, train_ids}, valid_set{valid.texts, valid_ids};
+  set_classifier_hooks(trainer, classifier, train_set, valid_set, o.seed, 16);
   const TrainResult r = trainer.fit();
   fmt::print("saved {} (best held-out accuracy {:.1f}%)\n", o.out, r.best.value("accuracy", 0.0));
   return r.interrupted ? 130 : 0;

@@ -3,9 +3,6 @@
 // TransformerForSequenceClassification: the first token's hidden state -> classifier.
 #include <fmt/format.h>
 
-#include <cmath>
-#include <numeric>
-
 #include "data/data.hpp"
 #include "kernels/parallel.hpp"
 #include "training/run_dir.hpp"
@@ -78,42 +75,8 @@ int train_classifier(const TrainOptions& o) {
                    .title = "majority: loss",
                    .detect_anomaly = o.detect_anomaly});
   trainer.run_info = meta;
-  const size_t batch_size = 32;
-  std::vector<size_t> order(train_texts.size());
-  trainer.batches = [&](int64_t epoch) {  // a fresh shuffle each epoch, from the seed
-    Generator g(seed * 1000 + static_cast<uint64_t>(epoch));
-    std::iota(order.begin(), order.end(), 0);
-    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[g.next_u32() % i]);
-    return static_cast<int64_t>((order.size() + batch_size - 1) / batch_size);
-  };
-  trainer.loss = [&](int64_t, int64_t b) {
-    std::vector<std::string> texts;
-    std::vector<int64_t> labels;
-    for (size_t k = b * batch_size; k < std::min(order.size(), (b + 1) * batch_size); ++k) {
-      texts.push_back(train_texts[order[k]]);
-      labels.push_back(train_labels[order[k]]);
-    }
-    auto [ids, mask] = classifier.batch(texts);
-    Tensor logits = model.forward(ids, mask);  // [B, num_labels]
-    return BatchLoss{
-        cross_entropy(logits, from_vector(labels, {static_cast<int64_t>(labels.size())})),
-        static_cast<int64_t>(labels.size())};
-  };
-  trainer.evaluate = [&](bool) {
-    NoGradGuard no_grad;
-    model.eval();
-    auto [ids, mask] = classifier.batch(valid_texts);
-    Tensor logits = model.forward(ids, mask);
-    const double loss =
-        cross_entropy(logits,
-                      from_vector(valid_labels, {static_cast<int64_t>(valid_labels.size())}))
-            .item<double>();
-    return Metrics{{"valid_loss", loss},
-                   {"accuracy", classifier.accuracy(valid_texts, valid_labels)}};
-  };
-  trainer.better = [](const Metrics& a, const Metrics& b) {
-    return a.value("accuracy", -INFINITY) > b.value("accuracy", -INFINITY);  // missing: worst
-  };
+  const LabelledTexts train{train_texts, train_labels}, valid{valid_texts, valid_labels};
+  set_classifier_hooks(trainer, classifier, train, valid, seed, 32);
   const TrainResult r = trainer.fit();
   fmt::print("saved {} (best validation accuracy {:.1f}%)\n", o.out, r.best.value("accuracy", 0.0));
   return r.interrupted ? 130 : 0;

