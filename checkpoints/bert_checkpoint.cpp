@@ -310,13 +310,14 @@ nn::StateDict to_bert_checkpoint(const nn::StateDict& state, const TransformerCo
 BertFolder load_bert_folder(const std::string& dir) {
   namespace fs = std::filesystem;
   if (!fs::is_directory(dir))
-    throw Error(
-        fmt::format("BERT folder: '{}' is not a folder (expected one with config.json, "
-                    "model.safetensors and vocab.txt, as save_pretrained writes them)",
-                    dir));
+    throw Error(fmt::format(
+        "BERT folder: '{}' is not a folder (expected one with config.json, "
+        "model.safetensors and vocab.txt or tokenizer.json, as save_pretrained writes them)",
+        dir));
   const fs::path d(dir);
   for (const char* file : {"config.json", "model.safetensors", "vocab.txt"}) {
     if (fs::exists(d / file)) continue;
+    if (std::string(file) == "vocab.txt" && fs::exists(d / "tokenizer.json")) continue;
     if (std::string(file) == "model.safetensors" && fs::exists(d / "pytorch_model.bin"))
       throw Error(fmt::format(
           "BERT folder '{}': only pytorch_model.bin, PyTorch's pickle format, which this project "
@@ -326,7 +327,7 @@ BertFolder load_bert_folder(const std::string& dir) {
           dir, dir));
     throw Error(
         fmt::format("BERT folder '{}': no {} (expected config.json, model.safetensors "
-                    "and vocab.txt, as save_pretrained writes them)",
+                    "and vocab.txt or tokenizer.json, as save_pretrained writes them)",
                     dir, file));
   }
   const std::string config_path = (d / "config.json").string();
@@ -348,7 +349,6 @@ BertFolder load_bert_folder(const std::string& dir) {
                     dir));
   BertFolder out;
   out.dir = dir;
-  out.vocab = (d / "vocab.txt").string();
   out.config = bert_architecture(config, state);
   out.names = from_bert_checkpoint(state, out.config);
   {
@@ -383,7 +383,7 @@ std::string find_in_hugging_face_cache(const std::string& model) {
   for (const auto& entry : fs::directory_iterator(snapshots, ec)) {
     const fs::path p = entry.path();
     if (!fs::exists(p / "config.json", ec) || !fs::exists(p / "model.safetensors", ec) ||
-        !fs::exists(p / "vocab.txt", ec))
+        (!fs::exists(p / "vocab.txt", ec) && !fs::exists(p / "tokenizer.json", ec)))
       continue;
     const auto t = fs::last_write_time(p, ec);
     if (best.empty() || t > newest) {

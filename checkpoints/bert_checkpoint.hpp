@@ -78,10 +78,11 @@ nlohmann::json bert_config(const TransformerConfig& config, const std::string& a
 nn::StateDict to_bert_checkpoint(const nn::StateDict& state, const TransformerConfig& config,
                                  const std::string& prefix = "");
 
-// A folder as Hugging Face's save_pretrained writes it: config.json, model.safetensors,
-// vocab.txt. The model is the book's TransformerEncoder with BERT's architecture, in eval mode.
+// A folder as Hugging Face's save_pretrained writes it: config.json, model.safetensors, and
+// vocab.txt or tokenizer.json (text::load_folder_tokenizer reads the tokenizer). The model is the
+// book's TransformerEncoder with BERT's architecture, in eval mode.
 struct BertFolder {
-  std::string dir, vocab;  // vocab: the path of vocab.txt (for text::BertTokenizer)
+  std::string dir;
   TransformerConfig config;
   std::shared_ptr<TransformerEncoder> model;
   BertImport names;  // the prefix and the unused names (state: moved into the model)
@@ -90,7 +91,8 @@ struct BertFolder {
 BertFolder load_bert_folder(const std::string& dir);
 
 // The newest snapshot of a model in the Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub or
-// ~/.cache/huggingface/hub) that has config.json, model.safetensors and vocab.txt; "" if none.
+// ~/.cache/huggingface/hub) that has config.json, model.safetensors and vocab.txt or
+// tokenizer.json; "" if none.
 std::string find_in_hugging_face_cache(const std::string& model = "bert-base-uncased");
 
 // The Python packages that carry a pretrained BERT folder for offline use, as

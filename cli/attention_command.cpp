@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "tokenizers/hugging_face_tokenizer.hpp"
 #include "training/training.hpp"
 #include "viz/attention_view.hpp"
 
@@ -86,7 +87,8 @@ Runner add_attention_command(CLI::App& app) {
       cmd->add_option("--checkpoint", o->checkpoint, "a run folder from anatomy train");
   auto* bert = cmd->add_option(
       "--model-dir,--bert", o->bert,
-      "a Hugging Face BERT folder (config.json, model.safetensors, vocab.txt) instead");
+      "a Hugging Face BERT folder (config.json, model.safetensors, tokenizer.json or vocab.txt) "
+      "instead");
   checkpoint->excludes(bert);
   bert->excludes(checkpoint);
   cmd->add_option("--out", o->out, "the HTML file to write")->required();
@@ -122,9 +124,9 @@ Runner add_attention_command(CLI::App& app) {
             "attention: {} has {} token type(s) (type_vocab_size); a sentence pair needs 2, one "
             "for each sentence",
             o->bert, bert.config.type_vocab_size));
-      const auto tok = text::BertTokenizer::from_vocab_file(bert.vocab);
-      const auto enc =
-          o->text_pair.empty() ? tok.encode_plus(o->text) : tok.encode_plus(o->text, o->text_pair);
+      const auto tok = text::load_folder_tokenizer(bert.dir);
+      const auto enc = o->text_pair.empty() ? tok->encode_plus(o->text)
+                                            : tok->encode_plus(o->text, o->text_pair);
       const auto T = static_cast<int64_t>(enc.input_ids.size());
       if (T > bert.config.max_position_embeddings)
         throw Error(fmt::format("attention: the input is {} tokens; this model reads at most {}", T,

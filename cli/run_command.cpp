@@ -183,7 +183,8 @@ Runner add_run_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Run a model once on given ids and write its outputs");
   auto* dir = cmd->add_option(
       "--model-dir", o->model_dir,
-      "a Hugging Face BERT folder (config.json, model.safetensors, vocab.txt), run as the encoder");
+      "a Hugging Face BERT folder (config.json, model.safetensors, tokenizer.json or vocab.txt), "
+      "run as the encoder");
   auto* config = cmd->add_option("--config", o->config, "Hugging Face style config.json")
                      ->check(CLI::ExistingFile);
   auto* weights =

@@ -1,12 +1,15 @@
-// anatomy tokenize: the BERT tokenizer over a vocab.txt, or a run's own tokenizer, one line per
-// text; with --pair, BERT's sentence pairs ([CLS] a [SEP] b [SEP] and the token types).
+// anatomy tokenize: the BERT tokenizer over a vocab.txt, a Hugging Face tokenizer.json (or model
+// folder), or a run's own tokenizer, one line per text; with --pair, sentence pairs ([CLS] a [SEP]
+// b [SEP] and the token types).
 #include <fmt/format.h>
 
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include "cli/commands.hpp"
 #include "tokenizers/bert_tokenizer.hpp"
+#include "tokenizers/hugging_face_tokenizer.hpp"
 
 namespace anatomy::cli {
 
@@ -24,7 +27,8 @@ Runner add_tokenize_command(CLI::App& app) {
       "tokenize", "Tokenize texts (arguments or standard input) with BERT's or a run's tokenizer");
   auto* vocab = cmd->add_option("--vocab", o->vocab, "a BERT vocab.txt, e.g. bert-base-uncased's");
   cmd->add_option("--tokenizer", o->tokenizer,
-                  "a tokenizer a run saved, e.g. runs/x/source_tokenizer (no extension)")
+                  "a Hugging Face tokenizer.json or model folder, or a tokenizer a run saved, e.g. "
+                  "runs/x/source_tokenizer (no extension)")
       ->excludes(vocab);
   cmd->add_option("--format", o->format, "text (tokens, a tab, ids) | json")
       ->capture_default_str()
@@ -53,11 +57,44 @@ Runner add_tokenize_command(CLI::App& app) {
                    fmt::join(e.token_type_ids, " "));
     };
     if (o->vocab.empty() && o->tokenizer.empty())
-      throw Error("tokenize: give --vocab FILE (BERT) or --tokenizer PATH (a run's)");
-    if ((o->pair || o->max_length > 0) && o->vocab.empty())
-      throw Error("tokenize: --pair and --max-length are BERT's: give --vocab FILE");
+      throw Error(
+          "tokenize: give --vocab FILE (BERT), --tokenizer tokenizer.json or --tokenizer "
+          "PATH (a run's)");
+    // A tokenizer.json or a model folder is Hugging Face's; anything else is a run's prefix.
+    std::shared_ptr<text::Tokenizer> tok;
+    namespace fs = std::filesystem;
+    if (!o->vocab.empty())
+      tok = std::make_shared<text::BertTokenizer>(
+          text::BertTokenizer::from_vocab_file(o->vocab, !o->cased));
+    else if (fs::is_directory(o->tokenizer))
+      tok = text::load_folder_tokenizer(o->tokenizer);
+    else if (fs::path(o->tokenizer).extension() == ".json" && !fs::exists(o->tokenizer + ".json"))
+      tok = text::HuggingFaceTokenizer::load(o->tokenizer);
+    else
+      tok = text::load_tokenizer(o->tokenizer);
+    const auto* hf = dynamic_cast<const text::HuggingFaceTokenizer*>(tok.get());
+    if ((o->pair || o->max_length > 0) && !hf && o->vocab.empty())
+      throw Error(
+          "tokenize: --pair and --max-length need special tokens: give --vocab FILE (BERT) or "
+          "--tokenizer tokenizer.json");
+    // Hugging Face's tokenizers print the library's whole encoding, offsets included.
+    auto print_full = [&](const text::Encoding& e) {
+      if (o->format == "json") {
+        nlohmann::json offsets = nlohmann::json::array();
+        for (const auto& [b, e2] : e.offsets) offsets.push_back({b, e2});
+        fmt::print("{}\n", nlohmann::json{{"tokens", e.tokens},
+                                          {"ids", e.ids},
+                                          {"type_ids", e.type_ids},
+                                          {"offsets", offsets},
+                                          {"special_tokens_mask", e.special_tokens_mask},
+                                          {"attention_mask", e.attention_mask}}
+                               .dump());
+      } else {
+        fmt::print("{}\t{}\t{}\n", fmt::join(e.tokens, " "), fmt::join(e.ids, " "),
+                   fmt::join(e.type_ids, " "));
+      }
+    };
     if (o->pair) {
-      const auto bert = text::BertTokenizer::from_vocab_file(o->vocab, !o->cased);
       std::vector<std::pair<std::string, std::string>> pairs;
       if (!o->texts.empty()) {
         if (o->texts.size() % 2 != 0)
@@ -77,20 +114,24 @@ Runner add_tokenize_command(CLI::App& app) {
           pairs.push_back({l.substr(0, tab), l.substr(tab + 1)});
         }
       }
-      for (const auto& [a, b] : pairs) print_encoding(bert.encode_plus(a, b, o->max_length));
+      for (const auto& [a, b] : pairs) {
+        if (hf && o->max_length == 0)
+          print_full(hf->encode_full(a, b));
+        else
+          print_encoding(tok->encode_plus(a, b, o->max_length));
+      }
       return 0;
     }
     auto texts = o->texts.empty() ? read_lines(std::cin) : o->texts;
     if (o->max_length > 0) {
-      const auto bert = text::BertTokenizer::from_vocab_file(o->vocab, !o->cased);
-      for (const auto& t : texts) print_encoding(bert.encode_plus(t, std::nullopt, o->max_length));
+      for (const auto& t : texts) print_encoding(tok->encode_plus(t, std::nullopt, o->max_length));
       return 0;
     }
-    const std::unique_ptr<text::Tokenizer> tok =
-        o->tokenizer.empty() ? std::make_unique<text::BertTokenizer>(
-                                   text::BertTokenizer::from_vocab_file(o->vocab, !o->cased))
-                             : text::load_tokenizer(o->tokenizer);
     for (const auto& t : texts) {
+      if (hf) {
+        print_full(hf->encode_full(t));
+        continue;
+      }
       const auto tokens = tok->tokenize(t);
       const auto ids = tok->encode(t);
       if (o->format == "json")

@@ -28,15 +28,6 @@ std::vector<std::string> wordpiece_tokenize(const std::string& text, const Vocab
                                             const std::string& unk = "[UNK]",
                                             size_t max_input_chars_per_word = 100);
 
-// What Hugging Face's tokenizer(text) or tokenizer(text, text_pair) returns for BERT:
-// [CLS] a [SEP] (b [SEP]), token_type_ids 0 for the first sentence with its [CLS] and [SEP] and 1
-// for the second with its [SEP], attention_mask all 1 (nothing is padded).
-struct BertEncoding {
-  std::vector<std::string> tokens;
-  std::vector<int64_t> input_ids, token_type_ids, attention_mask;
-  int64_t sentence_b_start = -1;  // the second sentence's first position (BertViz's); -1: none
-};
-
 class BertTokenizer : public Tokenizer {
  public:
   explicit BertTokenizer(Vocabulary vocab, bool do_lower_case = true);
@@ -51,7 +42,7 @@ class BertTokenizer : public Tokenizer {
   // long ones, the second), until the whole, special tokens included, fits.
   BertEncoding encode_plus(const std::string& text,
                            const std::optional<std::string>& text_pair = {},
-                           int64_t max_length = 0) const;
+                           int64_t max_length = 0) const override;
   // Hugging Face's decode(ids, skip_special_tokens=True): specials dropped, "##" pieces joined
   // to the word before, no space before punctuation (clean_up_tokenization_spaces).
   std::string decode(const std::vector<int64_t>& ids) const override;

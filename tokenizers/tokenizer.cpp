@@ -13,6 +13,7 @@
 #include "tokenizers/bert_tokenizer.hpp"
 #include "tokenizers/bpe_tokenizer.hpp"
 #include "tokenizers/char_tokenizer.hpp"
+#include "tokenizers/hugging_face_tokenizer.hpp"
 #include "tokenizers/unicode.hpp"
 #include "tokenizers/word_tokenizer.hpp"
 
@@ -34,6 +35,14 @@ std::vector<int64_t> Tokenizer::convert_tokens_to_ids(
     ids.push_back(id < 0 ? unk : id);
   }
   return ids;
+}
+
+BertEncoding Tokenizer::encode_plus(const std::string&, const std::optional<std::string>&,
+                                    int64_t) const {
+  throw Error(fmt::format(
+      "encode_plus: a {} tokenizer adds no special tokens ([CLS], [SEP]); use a BERT vocab.txt or "
+      "a tokenizer.json",
+      kind()));
 }
 
 bool Tokenizer::is_special(int64_t id) const {
@@ -69,6 +78,12 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
                               flag ? "true or false" : "a string", value.dump().substr(0, 40)));
   }
   const std::string kind = j.value("kind", "");
+  if (kind == "hugging_face") {
+    if (!j.contains("tokenizer") || !j["tokenizer"].is_object())
+      throw Error(fmt::format(
+          "load_tokenizer: {}.json is of kind hugging_face but has no 'tokenizer' object", path));
+    return HuggingFaceTokenizer::parse(j["tokenizer"].dump(), path + ".json");
+  }
   Vocabulary vocab = Vocabulary::load(path + ".vocab.txt", j.value("vocab_escaped", false));
   if (kind == "char") return std::make_unique<CharTokenizer>(std::move(vocab));
   if (kind == "word")
@@ -76,6 +91,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
   if (kind == "bpe") return BpeTokenizer::load(path, std::move(vocab), j.value("lowercase", false));
   if (kind == "bert")
     return std::make_unique<BertTokenizer>(std::move(vocab), j.value("do_lower_case", true));
+
   throw Error(fmt::format("load_tokenizer: {}.json has unknown kind '{}'", path, kind));
 }
 

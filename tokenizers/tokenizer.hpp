@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,15 @@
 namespace anatomy::text {
 
 inline const std::string kSpaceMark = "\xE2\x96\x81";  // "▁", U+2581
+
+// What Hugging Face's tokenizer(text) or tokenizer(text, text_pair) returns for a BERT:
+// [CLS] a [SEP] (b [SEP]), token_type_ids 0 for the first sentence with its [CLS] and [SEP] and 1
+// for the second with its [SEP], attention_mask all 1 (nothing is padded).
+struct BertEncoding {
+  std::vector<std::string> tokens;
+  std::vector<int64_t> input_ids, token_type_ids, attention_mask;
+  int64_t sentence_b_start = -1;  // the second sentence's first position (BertViz's); -1: none
+};
 
 class Tokenizer {
  public:
@@ -28,6 +38,11 @@ class Tokenizer {
   std::vector<int64_t> convert_tokens_to_ids(const std::vector<std::string>& tokens) const;
   // Text of the ids, skipping [PAD], [BOS], [EOS] (and [CLS], [SEP] for BERT).
   virtual std::string decode(const std::vector<int64_t>& ids) const = 0;
+  // One sentence or a pair with the model's special tokens, for the kinds that have them (bert,
+  // hugging_face); max_length > 0 truncates the longer sentence first. Others throw.
+  virtual BertEncoding encode_plus(const std::string& text,
+                                   const std::optional<std::string>& text_pair = {},
+                                   int64_t max_length = 0) const;
   const Vocabulary& vocab() const { return vocab_; }
   // Writes <path>.json (kind and options), <path>.vocab.txt and, for BPE, <path>.merges.txt.
   virtual void save(const std::string& path) const;

@@ -4,6 +4,7 @@
 #include "tokenizers/bert_tokenizer.hpp"
 #include "tokenizers/bpe_tokenizer.hpp"
 #include "tokenizers/char_tokenizer.hpp"
+#include "tokenizers/hugging_face_tokenizer.hpp"
 #include "tokenizers/tokenizer.hpp"
 #include "tokenizers/unicode.hpp"
 #include "tokenizers/vocabulary.hpp"

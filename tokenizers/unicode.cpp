@@ -85,6 +85,108 @@ bool is_cjk(char32_t c) {
          (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
 }
 
+bool is_white_space(char32_t c) { return u_isUWhiteSpace(static_cast<UChar32>(c)); }
+
+bool is_letter(char32_t c) { return (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_L_MASK) != 0; }
+
+bool is_number(char32_t c) { return (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_N_MASK) != 0; }
+
+bool is_word_char(char32_t c) {
+  const auto u = static_cast<UChar32>(c);
+  const uint32_t mask = U_GET_GC_MASK(u);
+  return u_hasBinaryProperty(u, UCHAR_ALPHABETIC) ||
+         (mask & (U_GC_M_MASK | U_GC_ND_MASK | U_GC_PC_MASK)) != 0 ||
+         u_hasBinaryProperty(u, UCHAR_JOIN_CONTROL);
+}
+
+namespace {
+
+// The Unicode version that assigned the character (0 for unassigned ones).
+int assigned_in(char32_t c) {
+  UVersionInfo v;
+  u_charAge(static_cast<UChar32>(c), v);
+  return v[0];
+}
+
+bool assigned_by(char32_t c, int version) {
+  const int v = assigned_in(c);
+  return v != 0 && v <= version;
+}
+
+}  // namespace
+
+bool hf_is_control(char32_t c) {
+  if (c == '\t' || c == '\n' || c == '\r') return false;
+  const uint32_t mask = U_GET_GC_MASK(static_cast<UChar32>(c));
+  return assigned_by(c, 8) && (mask & (U_GC_CC_MASK | U_GC_CF_MASK | U_GC_CO_MASK)) != 0;
+}
+
+bool hf_is_punctuation(char32_t c) {
+  if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
+      (c >= 123 && c <= 126))
+    return true;
+  if (c == 0x166D || c == 0x111C9) return true;  // punctuation then, recategorized since
+  return assigned_by(c, 8) && (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_P_MASK) != 0;
+}
+
+bool hf_is_mark(char32_t c) {
+  if (c == 0x1CF2 || c == 0x1CF3) return true;  // marks then, letters since
+  if (c == 0x111C9) return false;               // punctuation then, a mark since
+  return assigned_by(c, 9) && (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_M_MASK) != 0;
+}
+
+bool hf_is_nonspacing_mark(char32_t c) {
+  if (c == 0x1734) return true;                                                 // Mn then, Mc since
+  if (c == 0x1885 || c == 0x1886 || c == 0xA9BD || c == 0x111C9) return false;  // Mn since
+  return assigned_by(c, 8) && u_charType(static_cast<UChar32>(c)) == U_NON_SPACING_MARK;
+}
+
+namespace {
+
+const icu::Normalizer2* normalizer(const std::string& form) {
+  UErrorCode status = U_ZERO_ERROR;
+  const icu::Normalizer2* n = nullptr;
+  if (form == "NFC") n = icu::Normalizer2::getNFCInstance(status);
+  if (form == "NFD") n = icu::Normalizer2::getNFDInstance(status);
+  if (form == "NFKC") n = icu::Normalizer2::getNFKCInstance(status);
+  if (form == "NFKD") n = icu::Normalizer2::getNFKDInstance(status);
+  return U_FAILURE(status) ? nullptr : n;
+}
+
+icu::UnicodeString to_icu(const std::u32string& s) {
+  return icu::UnicodeString::fromUTF32(reinterpret_cast<const UChar32*>(s.data()),
+                                       static_cast<int32_t>(s.size()));
+}
+
+std::u32string from_icu(const icu::UnicodeString& u) {
+  std::u32string out;
+  for (int32_t i = 0; i < u.length();) {
+    const UChar32 c = u.char32At(i);
+    out.push_back(static_cast<char32_t>(c));
+    i += U16_LENGTH(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::u32string normalize(const std::u32string& s, const std::string& form) {
+  const icu::Normalizer2* n = normalizer(form);
+  if (n == nullptr) return s;
+  UErrorCode status = U_ZERO_ERROR;
+  const icu::UnicodeString out = n->normalize(to_icu(s), status);
+  return U_FAILURE(status) ? s : from_icu(out);
+}
+
+bool has_boundary_before(char32_t cp, const std::string& form) {
+  const icu::Normalizer2* n = normalizer(form);
+  return n == nullptr || n->hasBoundaryBefore(static_cast<UChar32>(cp));
+}
+
+std::u32string to_lower(char32_t cp) {
+  return from_icu(to_icu(std::u32string(1, cp)).toLower(icu::Locale::getRoot()));
+}
+
 std::string to_lower(const std::string& s) {
   std::string out;
   icu::UnicodeString::fromUTF8(s).toLower(icu::Locale::getRoot()).toUTF8String(out);

@@ -21,6 +21,27 @@ bool is_control(char32_t cp);      // BERT's: category C*, except \t \n \r
 bool is_punctuation(char32_t cp);  // BERT's: ASCII non-alphanumeric symbols, or category P*
 bool is_cjk(char32_t cp);          // the CJK Unified Ideograph blocks
 
+// The character classes of Rust's char and regex, which the `tokenizers` library uses.
+bool is_white_space(char32_t cp);  // Unicode White_Space (char::is_whitespace, regex \s)
+bool is_letter(char32_t cp);       // category L* (\p{L})
+bool is_number(char32_t cp);       // category N* (\p{N}, char::is_numeric)
+bool is_word_char(char32_t cp);    // regex \w: Alphabetic, marks, Nd, Pc, joiners
+
+// The `tokenizers` library's own classes, from the tables of the Rust crate it uses, which
+// predate Unicode 10: characters assigned since are none of these.
+bool hf_is_control(char32_t cp);          // Cc, Cf or Co, except \t \n \r (Unicode 8)
+bool hf_is_punctuation(char32_t cp);      // ASCII symbols, or P* (Unicode 8)
+bool hf_is_mark(char32_t cp);             // what its StripAccents drops: M* (Unicode 9)
+bool hf_is_nonspacing_mark(char32_t cp);  // what its BertNormalizer drops: Mn (Unicode 8)
+
+// Unicode normalization of a span: form is "NFC", "NFD", "NFKC" or "NFKD".
+std::u32string normalize(const std::u32string& s, const std::string& form);
+// True where a normalization of this form may start a new piece before cp (no mark of cp
+// combines with what is before it).
+bool has_boundary_before(char32_t cp, const std::string& form);
+// The full lower-case mapping of one character (may be longer: U+0130 -> i + U+0307).
+std::u32string to_lower(char32_t cp);
+
 std::string to_lower(const std::string& utf8);       // full Unicode case mapping
 std::string strip_accents(const std::string& utf8);  // NFD, then drop Mn marks
 

@@ -9,6 +9,7 @@
 
 #include "checkpoints/checkpoints.hpp"
 #include "models/models.hpp"
+#include "tokenizers/hugging_face_tokenizer.hpp"
 #include "training/export.hpp"
 #include "training/run_dir.hpp"
 
@@ -71,9 +72,21 @@ void export_to_hugging_face(const std::string& run_dir, const std::string& to) {
   write_folder_atomically(to, "export --to-hf", [&](const fs::path& dir) {
     write_file_atomically((dir / "config.json").string(), hf_config.dump(2) + "\n");
     save_safetensors((dir / "model.safetensors").string(), tensors, {{"format", "pt"}});
-    if (kind == "classifier") {  // the tokenizer's vocabulary, as BertTokenizer reads it
-      const fs::path vocab = run.file("tokenizer.vocab.txt");
-      if (fs::exists(vocab)) fs::copy_file(vocab, dir / "vocab.txt");
+    if (kind == "classifier") {
+      // A run that read a tokenizer.json gives it back, with the vocabulary as vocab.txt for
+      // BertTokenizer (when no token holds a line break, which vocab.txt cannot); a run that read
+      // a vocab.txt gives that.
+      const auto tokenizer = text::load_tokenizer(run.file("tokenizer"));
+      if (const auto* hf = dynamic_cast<const text::HuggingFaceTokenizer*>(tokenizer.get())) {
+        write_file_atomically((dir / "tokenizer.json").string(), hf->json());
+        const auto& tokens = hf->vocab().tokens();
+        if (std::none_of(tokens.begin(), tokens.end(), [](const std::string& t) {
+              return t.find_first_of("\n\r") != std::string::npos;
+            }))
+          hf->vocab().save((dir / "vocab.txt").string(), false);
+      } else if (const fs::path vocab = run.file("tokenizer.vocab.txt"); fs::exists(vocab)) {
+        fs::copy_file(vocab, dir / "vocab.txt");
+      }
     }
   });
 }

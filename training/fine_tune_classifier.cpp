@@ -11,6 +11,7 @@
 #include "checkpoints/checkpoints.hpp"
 #include "io/input_file.hpp"
 #include "kernels/parallel.hpp"
+#include "tokenizers/hugging_face_tokenizer.hpp"
 #include "training/run_dir.hpp"
 #include "training/text_classifier.hpp"
 #include "training/train_options.hpp"
@@ -102,8 +103,7 @@ int fine_tune_classifier(const TrainOptions& o) {
   nlohmann::json meta = run.start(false, "classifier");
   RunLock lock = run.create();
   TextClassifier classifier;
-  classifier.tokenizer =
-      std::make_shared<text::BertTokenizer>(text::BertTokenizer::from_vocab_file(bert.vocab));
+  classifier.tokenizer = text::load_folder_tokenizer(bert.dir);
   classifier.tokenizer->save(run.file("tokenizer"));
   write_file_atomically(run.file("config.json"), config.to_json());
   meta = {{"kind", "classifier"},

@@ -28,15 +28,9 @@ TextClassifier TextClassifier::load(const std::string& dir) {
 
 std::vector<int64_t> TextClassifier::encode(const std::string& text) const {
   // A BERT reads [CLS] text [SEP], cut to its positions as Hugging Face's truncation=True cuts.
-  if (const auto* bert = dynamic_cast<const text::BertTokenizer*>(tokenizer.get())) {
-    auto ids = bert->encode_with_special_tokens(text);
-    const auto most = static_cast<size_t>(model->encoder->embeddings->max_positions);
-    if (ids.size() > most) {
-      ids.resize(most);
-      ids.back() = bert->vocab().id("[SEP]");
-    }
-    return ids;
-  }
+  if (tokenizer->kind() == "bert" || tokenizer->kind() == "hugging_face")
+    return tokenizer->encode_plus(text, std::nullopt, model->encoder->embeddings->max_positions)
+        .input_ids;
   auto ids = tokenizer->encode(text);
   ids.insert(ids.begin(), tokenizer->vocab().id("[BOS]"));
   return ids;

@@ -41,8 +41,8 @@ int main(int argc, char** argv) {
   t.section("The same lookup in a pretrained BERT's table");
   if (const auto bert = tutorial::pretrained_bert(t)) {
     // The untrained table above is random; BERT's was learned, so tokens used alike sit close.
-    const auto bert_tokenizer = text::BertTokenizer::from_vocab_file(bert->vocab);
-    const auto bert_ids = bert_tokenizer.encode(tutorial::kText);
+    const auto bert_tokenizer = text::load_folder_tokenizer(bert->dir);
+    const auto bert_ids = bert_tokenizer->encode(tutorial::kText);
     auto& table = *bert->model->embeddings->token_embeddings;
     NoGradGuard no_grad;
     Tensor trained =
@@ -66,8 +66,8 @@ int main(int argc, char** argv) {
       std::vector<std::string> near;
       for (int k = 1; k < 6; ++k)  // order[0] is the token itself
         near.push_back(
-            fmt::format("{} ({:.2f})", bert_tokenizer.vocab().token(order[k]), sim[order[k]]));
-      fmt::print("nearest to {:8} {}\n", bert_tokenizer.vocab().token(bert_ids[i]),
+            fmt::format("{} ({:.2f})", bert_tokenizer->vocab().token(order[k]), sim[order[k]]));
+      fmt::print("nearest to {:8} {}\n", bert_tokenizer->vocab().token(bert_ids[i]),
                  fmt::join(near, ", "));
     }
   }

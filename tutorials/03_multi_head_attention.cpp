@@ -80,8 +80,8 @@ int main(int argc, char** argv) {
   t.section("The book's pair on a pretrained BERT: [CLS] A [SEP] B [SEP]");
   if (const auto bert = tutorial::pretrained_bert(t)) {
     // As the book feeds BertViz: one input, sentence B marked by token_type_ids.
-    const auto tok = text::BertTokenizer::from_vocab_file(bert->vocab);
-    const auto pair = tok.encode_plus(tutorial::kText, std::string("fruit flies like a banana"));
+    const auto tok = text::load_folder_tokenizer(bert->dir);
+    const auto pair = tok->encode_plus(tutorial::kText, std::string("fruit flies like a banana"));
     const auto T = static_cast<int64_t>(pair.input_ids.size());
     fmt::print("tokens: [{}]\ntoken_type_ids: [{}]\n", fmt::join(pair.tokens, ", "),
                fmt::join(pair.token_type_ids, ", "));

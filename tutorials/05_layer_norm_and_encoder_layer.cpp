@@ -54,8 +54,8 @@ int main(int argc, char** argv) {
     // every layer normalized again (then scaled by that norm's learned weight).
     NoGradGuard no_grad;
     auto& model = *bert->model;
-    const auto tok = text::BertTokenizer::from_vocab_file(bert->vocab);
-    const auto ids = tok.encode_with_special_tokens(tutorial::kText);
+    const auto tok = text::load_folder_tokenizer(bert->dir);
+    const auto ids = tok->encode_plus(tutorial::kText).input_ids;
     const Tensor input = from_vector(ids, {1, static_cast<int64_t>(ids.size())});
     fmt::print("pre_layer_norm = {}: {} layers of {}\n", bert->config.pre_layer_norm,
                model.layers->size(),

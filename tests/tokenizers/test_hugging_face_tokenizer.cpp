@@ -1,0 +1,185 @@
+// HuggingFaceTokenizer on small tokenizer.json files whose encodings can be worked out by hand.
+// tests/python/check_tokenizer_json.py holds it to the tokenizers library on real files.
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "checkpoints/checkpoints.hpp"
+#include "helpers.hpp"
+#include "tokenizers/tokenizers.hpp"
+
+using namespace anatomy;
+using namespace anatomy::text;
+using testing::check_error;
+using Json = nlohmann::json;
+
+namespace {
+
+// BERT's pipeline over a few WordPiece entries.
+Json wordpiece_file() {
+  return Json::parse(R"({
+    "version": "1.0",
+    "added_tokens": [
+      {"id": 0, "content": "[UNK]", "special": true, "normalized": false, "lstrip": false,
+       "rstrip": false, "single_word": false},
+      {"id": 1, "content": "[CLS]", "special": true, "normalized": false, "lstrip": false,
+       "rstrip": false, "single_word": false},
+      {"id": 2, "content": "[SEP]", "special": true, "normalized": false, "lstrip": false,
+       "rstrip": false, "single_word": false}],
+    "normalizer": {"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true,
+                   "strip_accents": null, "lowercase": true},
+    "pre_tokenizer": {"type": "BertPreTokenizer"},
+    "post_processor": {"type": "BertProcessing", "sep": ["[SEP]", 2], "cls": ["[CLS]", 1]},
+    "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": true},
+    "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+              "max_input_chars_per_word": 100,
+              "vocab": {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "un": 3, "##aff": 4, "##able": 5,
+                        "caf": 6, "##e": 7, ",": 8}}})");
+}
+
+// GPT-2's pipeline over the bytes of "hi hi": the merge h+i ranks before Ġ+h.
+Json byte_level_file() {
+  return Json::parse(R"({
+    "added_tokens": [{"id": 6, "content": "<|endoftext|>", "special": true, "normalized": false,
+                      "lstrip": false, "rstrip": false, "single_word": false}],
+    "normalizer": null,
+    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true,
+                      "use_regex": true},
+    "post_processor": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true,
+                       "use_regex": true},
+    "decoder": {"type": "ByteLevel"},
+    "model": {"type": "BPE", "dropout": null, "unk_token": null, "fuse_unk": false,
+              "byte_fallback": false,
+              "vocab": {"h": 0, "i": 1, "\u0120": 2, "hi": 3, "\u0120h": 4, "\u0120hi": 5},
+              "merges": ["h i", "\u0120 h", "\u0120h i"]}})");
+}
+
+std::unique_ptr<HuggingFaceTokenizer> parse(const Json& j) {
+  return HuggingFaceTokenizer::parse(j.dump(), "test.json");
+}
+
+using Offsets = std::vector<std::pair<int64_t, int64_t>>;
+
+}  // namespace
+
+TEST_CASE("tokenizer.json: BERT's pipeline, with ids, offsets and token types") {
+  const auto tok = parse(wordpiece_file());
+  // Lower-cased and accent-stripped, "é" stays the one character at 14 it came from.
+  const Encoding e = tok->encode_full("UnAffable, Café!");
+  CHECK(e.tokens == std::vector<std::string>{"[CLS]", "un", "##aff", "##able", ",", "caf", "##e",
+                                             "[UNK]", "[SEP]"});
+  CHECK(e.ids == std::vector<int64_t>{1, 3, 4, 5, 8, 6, 7, 0, 2});
+  CHECK(e.offsets ==
+        Offsets{{0, 0}, {0, 2}, {2, 5}, {5, 9}, {9, 10}, {11, 14}, {14, 15}, {15, 16}, {0, 0}});
+  CHECK(e.special_tokens_mask == std::vector<int64_t>{1, 0, 0, 0, 0, 0, 0, 0, 1});
+  CHECK(tok->tokenize("UnAffable") == std::vector<std::string>{"un", "##aff", "##able"});
+  // A pair: B's offsets count from B's start, its part and last [SEP] of type 1.
+  const Encoding p = tok->encode_full("caf", "cafe");
+  CHECK(p.ids == std::vector<int64_t>{1, 6, 2, 6, 7, 2});
+  CHECK(p.type_ids == std::vector<int64_t>{0, 0, 0, 1, 1, 1});
+  CHECK(p.offsets == Offsets{{0, 0}, {0, 3}, {0, 0}, {0, 3}, {3, 4}, {0, 0}});
+  CHECK(p.sequence_ids == std::vector<int64_t>{-1, 0, -1, 1, 1, -1});
+  // encode_plus truncates the longer sentence first (of two as long, the second) and keeps the
+  // special tokens: 3 + 2 pieces into 6 - 3 places leaves un ##aff and caf.
+  const BertEncoding cut = tok->encode_plus("unaffable", std::string("cafe"), 6);
+  CHECK(cut.input_ids == std::vector<int64_t>{1, 3, 4, 2, 6, 2});
+  CHECK(cut.sentence_b_start == 4);
+  check_error([&] { tok->encode_plus("a", std::string("b"), 2); }, {"at least 3", "got 2"});
+  // Special tokens in the text are matched before normalization, so they are not lower-cased.
+  CHECK(tok->encode_full("[SEP]cafe").ids == std::vector<int64_t>{1, 2, 6, 7, 2});
+  // The WordPiece decoder joins "##" pieces and drops the specials.
+  CHECK(tok->decode({1, 3, 4, 5, 8, 6, 7, 2}) == "unaffable, cafe");
+}
+
+TEST_CASE("tokenizer.json: GPT-2's byte-level BPE, merges by rank, offsets trimmed") {
+  const auto tok = parse(byte_level_file());
+  // "hi" then " hi" (the space joins the word after it). In " hi" the pair h+i (rank 0) merges
+  // before Ġ+h (rank 1), and Ġ+hi is no merge: Ġ, hi.
+  const Encoding e = tok->encode_full("hi hi");
+  CHECK(e.tokens == std::vector<std::string>{"hi", "\u0120", "hi"});
+  CHECK(e.ids == std::vector<int64_t>{3, 2, 3});
+  // The space token's offsets lose the space (trim_offsets): empty, at 3.
+  CHECK(e.offsets == Offsets{{0, 2}, {3, 3}, {3, 5}});
+  CHECK(tok->encode_full("<|endoftext|>hi").ids == std::vector<int64_t>{6, 3});
+  CHECK(tok->decode({3, 2, 3, 6}) == "hi hi");
+  // A character the vocabulary cannot spell, with no unk_token, is dropped as the library does.
+  CHECK(tok->encode_full("hix").ids == std::vector<int64_t>{3});
+}
+
+TEST_CASE("tokenizer.json: saved in a run and read back by load_tokenizer") {
+  testing::TempDir dir;
+  const auto tok = parse(wordpiece_file());
+  tok->save(dir / "tokenizer");
+  const auto back = load_tokenizer(dir / "tokenizer");
+  CHECK(back->kind() == "hugging_face");
+  CHECK(back->encode("UnAffable, Café!") == tok->encode("UnAffable, Café!"));
+  CHECK(back->encode_plus("caf", std::string("cafe")).token_type_ids ==
+        std::vector<int64_t>{0, 0, 0, 1, 1, 1});
+}
+
+TEST_CASE("tokenizer.json: what it cannot read is refused by name") {
+  auto with = [](Json j, const std::string& field, const Json& value) {
+    j[field] = value;
+    return j;
+  };
+  const Json base = wordpiece_file();
+  check_error(
+      [&] {
+        parse(with(base, "normalizer", {{"type", "Precompiled"}}));
+      },
+      {"test.json", "normalizer 'Precompiled' is not supported", "BertNormalizer"});
+  check_error(
+      [&] {
+        parse(with(base, "pre_tokenizer", {{"type", "Metaspace"}}));
+      },
+      {"pre_tokenizer 'Metaspace' is not supported"});
+  check_error(
+      [&] {
+        parse(with(base, "post_processor", {{"type", "RobertaProcessing"}}));
+      },
+      {"post_processor 'RobertaProcessing' is not supported"});
+  check_error(
+      [&] {
+        parse(with(base, "decoder", {{"type", "Metaspace"}}));
+      },
+      {"decoder 'Metaspace' is not supported"});
+  Json unigram = base;
+  unigram["model"]["type"] = "Unigram";
+  check_error([&] { parse(unigram); }, {"model 'Unigram' is not supported"});
+  Json gap = base;
+  gap["model"]["vocab"]["##e"] = 9;
+  check_error([&] { parse(gap); }, {"no token has the id 7"});
+  Json dropout = byte_level_file();
+  dropout["model"]["dropout"] = 0.1;
+  check_error([&] { parse(dropout); }, {"dropout"});
+  Json merge = byte_level_file();
+  merge["model"]["merges"].push_back("i h");
+  check_error([&] { parse(merge); }, {"'ih', which is not in the vocab"});
+  check_error([&] { HuggingFaceTokenizer::parse("{\"version\": \"1.0\"}", "x.json"); },
+              {"x.json", "expected an object with a 'model'"});
+}
+
+TEST_CASE("tokenizer.json: a BERT folder with it and no vocab.txt loads, tokenizing as vocab.txt") {
+  namespace fs = std::filesystem;
+  const std::string golden = testing::test_path("parity/golden/bert");
+  testing::TempDir dir;
+  for (const char* f : {"config.json", "model.safetensors"})
+    fs::copy_file(golden + "/" + f, dir / f);
+  // The golden folder's vocab.txt as a tokenizer.json of BERT's pipeline.
+  Json file = wordpiece_file();
+  file["added_tokens"] = Json::array();
+  file["model"]["vocab"] = Json::object();
+  const auto vocab = Vocabulary::load(golden + "/vocab.txt");
+  for (int64_t id = 0; id < vocab.size(); ++id) file["model"]["vocab"][vocab.token(id)] = id;
+  file["post_processor"] = {{"type", "BertProcessing"},
+                            {"sep", {"[SEP]", vocab.id("[SEP]")}},
+                            {"cls", {"[CLS]", vocab.id("[CLS]")}}};
+  std::ofstream(dir / "tokenizer.json") << file.dump();
+  const auto bert = checkpoints::load_bert_folder(dir.str());
+  const auto tok = load_folder_tokenizer(bert.dir);
+  CHECK(tok->kind() == "hugging_face");
+  const BertTokenizer reference(vocab);
+  for (const std::string text : {"time flies like an arrow", "Fruit flies, like a BANANA!"})
+    CHECK(tok->encode_plus(text).input_ids == reference.encode_plus(text).input_ids);
+  fs::remove(dir / "tokenizer.json");
+  check_error([&] { checkpoints::load_bert_folder(dir.str()); }, {"no vocab.txt"});
+}
