@@ -4,7 +4,10 @@
 #include "io/json_limits.hpp"
 
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <bit>
 #include <cstdio>
@@ -212,8 +215,26 @@ SafetensorsFile load_safetensors(const std::string& path) {
   return parse_safetensors(bytes, path);
 }
 
+void remove_stale_leftovers(const std::string& dir, const std::string& prefix) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir.empty() ? "." : dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string pid = name.substr(prefix.size());
+    if (pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    // kill(pid, 0) sends nothing: it only asks whether the process exists.
+    if (kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH)
+      fs::remove_all(entry.path(), ec);
+  }
+}
+
 void write_file_atomically(const std::string& path, const std::string& bytes) {
   const std::string tmp = fmt::format("{}.tmp{}", path, static_cast<long>(getpid()));
+  {
+    const std::filesystem::path p(path);
+    remove_stale_leftovers(p.parent_path().string(), p.filename().string() + ".tmp");
+  }
   FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f)
     throw Error(

@@ -28,7 +28,12 @@ SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& s
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
-// Writes `bytes` to `path` atomically (the helper behind every save of the project).
+// Writes `bytes` to `path` atomically (the helper behind every save of the project). What a
+// killed writer of the same path left (path.tmp<pid>) is removed first.
 void write_file_atomically(const std::string& path, const std::string& bytes);
+
+// Removes the entries of `dir` named <prefix><pid> whose process no longer runs: the temporary
+// files and folders a writer killed before its rename left behind.
+void remove_stale_leftovers(const std::string& dir, const std::string& prefix);
 
 }  // namespace anatomy

@@ -158,6 +158,8 @@ void write_folder_atomically(const std::string& to, const std::string& who,
   const fs::path target = fs::absolute(to);
   const fs::path partial =
       target.parent_path() / fmt::format(".{}.partial-{}", target.filename().string(), getpid());
+  remove_stale_leftovers(target.parent_path().string(),
+                         fmt::format(".{}.partial-", target.filename().string()));
   std::error_code ec;
   fs::remove_all(partial, ec);
   fs::create_directories(partial, ec);
