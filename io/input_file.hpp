@@ -1,6 +1,7 @@
 // Opening a file the user named. When it cannot be read, the error says why in the user's
-// words: there is no such file, it is a folder, or the system's reason (permission denied, ...),
-// so that nothing reads a folder as an empty file.
+// words: there is no such file, it is a folder, a named pipe nothing writes to, or the system's
+// reason (permission denied, ...), so that nothing reads a folder as an empty file or waits
+// forever on a pipe.
 #pragma once
 
 #include <fstream>

@@ -1,9 +1,11 @@
 #include "models/config.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -136,7 +138,13 @@ std::string human_bytes(double b) {
 
 double TransformerConfig::memory_limit() {
   if (limit_bytes > 0) return limit_bytes;
-  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  double bytes =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  // A cap on the process's address space (ulimit -v) is a smaller machine.
+  rlimit cap{};
+  if (getrlimit(RLIMIT_AS, &cap) == 0 && cap.rlim_cur != RLIM_INFINITY)
+    bytes = std::min(bytes, static_cast<double>(cap.rlim_cur));
+  return bytes;
 }
 
 void TransformerConfig::set_memory_limit(double bytes) { limit_bytes = bytes; }
@@ -154,6 +162,31 @@ double TransformerConfig::parameter_count() const {
   // The output layer of a language model or translator, untied.
   return static_cast<double>(num_hidden_layers) * layer + decoder + tables +
          static_cast<double>(target_vocab()) * E;
+}
+
+double TransformerConfig::training_bytes(int64_t batch_tokens, int64_t sequence_length) const {
+  const double E = static_cast<double>(hidden_size), I = static_cast<double>(intermediate_size);
+  const double H = static_cast<double>(num_attention_heads);
+  const double T = static_cast<double>(std::max<int64_t>(1, sequence_length));
+  const double encoder_layer = 12 * E + 2 * I + 2 * H * T;
+  const double decoder_layer = encoder_layer + 6 * E + 2 * H * T;  // and cross-attention
+  const double per_token = static_cast<double>(num_hidden_layers) * encoder_layer +
+                           static_cast<double>(num_decoder_layers) * decoder_layer +
+                           3 * static_cast<double>(target_vocab());
+  return 4 * (4 * parameter_count() + static_cast<double>(batch_tokens) * per_token);
+}
+
+void TransformerConfig::check_training_memory(int64_t batch_tokens, int64_t sequence_length,
+                                              const std::string& batch_option) const {
+  const double bytes = training_bytes(batch_tokens, sequence_length);
+  if (bytes <= memory_limit()) return;
+  throw Error(fmt::format(
+      "train: about {} to train: {} for the weights, their gradients and AdamW's moments, and {} "
+      "of activations for {} tokens a batch ({}) in sequences of up to {}: more than the {} a run "
+      "may take here (lower {} or the model's sizes, or raise the limit with --max-memory GB)",
+      human_bytes(bytes), human_bytes(16 * parameter_count()),
+      human_bytes(bytes - 16 * parameter_count()), batch_tokens, batch_option, sequence_length,
+      human_bytes(memory_limit()), batch_option));
 }
 
 void TransformerConfig::validate() const {

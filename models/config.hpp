@@ -72,6 +72,14 @@ struct TransformerConfig {
   // largest model this config can build, a seq2seq one when num_decoder_layers > 0), in double so
   // that absurd sizes do not overflow.
   double parameter_count() const;
+  // About the bytes training takes: the weights, their gradients and AdamW's two moments (4
+  // float32 copies), and the activations kept for the backward pass of `batch_tokens` tokens in
+  // sequences of up to `sequence_length` (each layer's inputs, attention scores and feed-forward
+  // hidden values; the logits of the output layer, their softmax and gradient).
+  double training_bytes(int64_t batch_tokens, int64_t sequence_length) const;
+  // Throws, naming the batch option and the amounts, when training_bytes exceeds memory_limit().
+  void check_training_memory(int64_t batch_tokens, int64_t sequence_length,
+                             const std::string& batch_option) const;
 
   // Hugging Face style config.json. Known Hugging Face keys this project does not use
   // (model_type, architectures, ...) are ignored; any other key is an error, as is a value of
@@ -85,8 +93,8 @@ struct TransformerConfig {
   // Every field's name, default and meaning, for --help and the guide.
   static std::vector<std::string> describe();
 
-  // The bytes a model may take: this machine's physical memory, or what set_memory_limit (the
-  // commands' --max-memory) says.
+  // The bytes a model may take: this machine's physical memory (or the process's address-space
+  // cap, ulimit -v, when smaller), or what set_memory_limit (the commands' --max-memory) says.
   static double memory_limit();
   static void set_memory_limit(double bytes);
 

@@ -20,6 +20,10 @@
 namespace anatomy::training {
 
 namespace {
+constexpr int64_t kBatchTexts = 16;  // texts a training step reads
+}  // namespace
+
+namespace {
 
 struct Labelled {
   std::vector<std::string> texts, labels;
@@ -99,11 +103,20 @@ int fine_tune_classifier(const TrainOptions& o) {
   config.num_labels = static_cast<int64_t>(names.size());
   for (const auto& s : o.set) config.set(s);
   config.validate();
+  // Training memory from the longest text as the model reads it, before the run folder exists.
+  const auto tokenizer = text::load_folder_tokenizer(bert.dir);
+  int64_t longest = 1;
+  for (const auto& t : train.texts)
+    longest = std::max<int64_t>(longest, static_cast<int64_t>(tokenizer->encode(t).size()) + 2);
+  longest = std::min(longest, config.max_position_embeddings);
+  config.check_training_memory(
+      kBatchTexts * longest, longest,
+      fmt::format("the batch: {} texts, the longest of {} tokens", kBatchTexts, longest));
   RunDir run{o.out};
   nlohmann::json meta = run.start(false, "classifier");
   RunLock lock = run.create();
   TextClassifier classifier;
-  classifier.tokenizer = text::load_folder_tokenizer(bert.dir);
+  classifier.tokenizer = tokenizer;
   classifier.tokenizer->save(run.file("tokenizer"));
   write_file_atomically(run.file("config.json"), config.to_json());
   meta = {{"kind", "classifier"},
@@ -147,7 +160,7 @@ int fine_tune_classifier(const TrainOptions& o) {
                    .detect_anomaly = o.detect_anomaly});
   trainer.run_info = meta;
   const LabelledTexts train_set{train.texts, train_ids}, valid_set{valid.texts, valid_ids};
-  set_classifier_hooks(trainer, classifier, train_set, valid_set, o.seed, 16);
+  set_classifier_hooks(trainer, classifier, train_set, valid_set, o.seed, kBatchTexts);
   const TrainResult r = trainer.fit();
   fmt::print("saved {} (best held-out accuracy {:.1f}%)\n", o.out, r.best.value("accuracy", 0.0));
   return r.interrupted ? 130 : 0;

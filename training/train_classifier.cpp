@@ -12,6 +12,10 @@
 
 namespace anatomy::training {
 
+namespace {
+constexpr int64_t kBatchTexts = 32;  // texts a training step reads
+}  // namespace
+
 int train_classifier(const TrainOptions& o) {
   if (o.threads > 0) set_num_threads(o.threads);
   RunDir run{o.out};
@@ -45,6 +49,9 @@ int train_classifier(const TrainOptions& o) {
     config.vocab_size = classifier.tokenizer->vocab().size();
     config.num_labels = 3;
     config.validate();
+    config.check_training_memory(
+        kBatchTexts * config.max_position_embeddings, config.max_position_embeddings,
+        fmt::format("the batch: {} texts of up to max_position_embeddings tokens", kBatchTexts));
     lock = run.create();
     classifier.tokenizer->save(run.file("tokenizer"));
     write_file_atomically(run.file("config.json"), config.to_json());
@@ -76,7 +83,7 @@ int train_classifier(const TrainOptions& o) {
                    .detect_anomaly = o.detect_anomaly});
   trainer.run_info = meta;
   const LabelledTexts train{train_texts, train_labels}, valid{valid_texts, valid_labels};
-  set_classifier_hooks(trainer, classifier, train, valid, seed, 32);
+  set_classifier_hooks(trainer, classifier, train, valid, seed, kBatchTexts);
   const TrainResult r = trainer.fit();
   fmt::print("saved {} (best validation accuracy {:.1f}%)\n", o.out, r.best.value("accuracy", 0.0));
   return r.interrupted ? 130 : 0;

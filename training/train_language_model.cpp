@@ -118,6 +118,9 @@ int train_language_model(const TrainOptions& o) {
     config.validate();
   }
   const int64_t block = config.max_position_embeddings;
+  config.check_training_memory(
+      p.batch * block, block,
+      fmt::format("the batch: {} windows of max_position_embeddings {}", p.batch, block));
   const std::vector<int64_t> ids = tok->encode(text);
   const auto n_train = static_cast<int64_t>(ids.size() * 9 / 10);
   const std::vector<int64_t> train_ids(ids.begin(), ids.begin() + n_train),

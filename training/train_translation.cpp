@@ -115,6 +115,7 @@ int train_translation(const TrainOptions& o) {
                                   : symbols           ? "tiny"
                                                       : "small";
   const Recipe p = recipe(preset_name);
+  const int64_t max_tokens = o.max_tokens > 0 ? o.max_tokens : symbols ? 512 : p.max_tokens;
   std::unique_ptr<text::Tokenizer> src_tok, tgt_tok;
   if (o.resume) {
     src_tok = text::load_tokenizer(run.file("source_tokenizer"));
@@ -153,6 +154,9 @@ int train_translation(const TrainOptions& o) {
     config.target_vocab_size = tgt_tok->vocab().size();
     config.pad_token_id = 0;
     config.validate();
+    // Training memory, from the config and the batch, before the run folder is made.
+    config.check_training_memory(max_tokens, std::min(max_tokens, config.max_position_embeddings),
+                                 "--max-tokens");
     lock = run.create();
     src_tok->save(run.file("source_tokenizer"));
     tgt_tok->save(run.file("target_tokenizer"));
@@ -184,7 +188,6 @@ int train_translation(const TrainOptions& o) {
   // copy task learn an epoch later.
   models::init_weights(model, config.initializer_range);
   const double peak = o.lr > 0 ? o.lr : p.lr;
-  const int64_t max_tokens = o.max_tokens > 0 ? o.max_tokens : symbols ? 512 : p.max_tokens;
   // Warm up over the preset's steps, but never longer than half the first epoch: a short run on
   // a small dataset must reach its peak learning rate.
   const int64_t steps_per_epoch = static_cast<int64_t>(

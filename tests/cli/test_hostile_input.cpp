@@ -418,3 +418,46 @@ TEST_CASE("a config too large for memory is refused by its sizes, before anythin
   CHECK(beam.code != 0);
   CHECK_MESSAGE(beam.output.find("--beam") != std::string::npos, beam.output);
 }
+
+// Training takes the weights four times over (weights, gradients, AdamW's two moments) and the
+// activations of a batch: estimated from the config and the batch and refused, naming the batch
+// option, before the run folder is made. Under an address-space cap (ulimit -v) the cap is the
+// limit, so the refusal comes instead of std::bad_alloc.
+TEST_CASE("training that cannot fit is refused from the config and the batch, before any run" *
+          doctest::test_suite("end-to-end")) {
+  namespace fs = std::filesystem;
+  const std::string dir = scratch("training_memory");
+  const std::string copy = "train --task copy --epochs 1 --preset tiny --limit 200 ";
+  auto big = anatomy_cli(copy + "--max-tokens 10000000 --max-memory 1 --out " + dir + "/big");
+  CHECK(big.code == 1);
+  CHECK_MESSAGE(big.output.find("of activations for 10000000 tokens a batch (--max-tokens)") !=
+                    std::string::npos,
+                big.output);
+  CHECK_MESSAGE(big.output.find("more than the 1.0 GB a run may take here") != std::string::npos,
+                big.output);
+  CHECK_FALSE(fs::exists(dir + "/big"));
+  // Under a 4 GB cap on the address space the cap is the limit, with no --max-memory.
+  const auto capped =
+      testing::run_command("bash -c 'ulimit -v 4194304; " + std::string(ANATOMY_CLI) + " " + copy +
+                           "--max-tokens 10000000 --out " + dir + "/capped'");
+  CHECK(capped.code == 1);
+  CHECK_MESSAGE(capped.output.find("more than the 4.0 GB a run may take here") != std::string::npos,
+                capped.output);
+  CHECK(capped.output.find("bad_alloc") == std::string::npos);
+  // The same run with its own batch fits in 1 GB and trains.
+  auto fits = anatomy_cli(copy + "--max-memory 1 --out " + dir + "/fits");
+  CHECK_MESSAGE(fits.code == 0, fits.output);
+  // A language model's batch is its windows: longer windows are refused by that field.
+  const std::string text = dir + "/text.txt";
+  {
+    std::ofstream f(text);
+    for (int i = 0; i < 50; ++i) f << "to be or not to be, that is the question.\n";
+  }
+  auto lm =
+      anatomy_cli("train --task lm --preset tiny --iters 1 --text " + text +
+                  " --set max_position_embeddings=200000 --max-memory 1 --out " + dir + "/lm");
+  CHECK(lm.code == 1);
+  CHECK_MESSAGE(lm.output.find("windows of max_position_embeddings 200000") != std::string::npos,
+                lm.output);
+  CHECK_FALSE(fs::exists(dir + "/lm"));
+}
