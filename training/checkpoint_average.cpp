@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "checkpoints/checkpoints.hpp"
 #include "training/run_dir.hpp"
 #include "training/trainer.hpp"
 #include "training/translation_data.hpp"
@@ -13,6 +14,7 @@ nn::StateDict average_state_dicts(const std::vector<std::string>& files) {
   nn::StateDict sum;
   for (size_t f = 0; f < files.size(); ++f) {
     const auto tensors = load_safetensors(files[f]).tensors;
+    checkpoints::check_finite(tensors, files[f]);
     if (f == 0) {
       for (const auto& [name, t] : tensors) {
         if (!t.is_floating_point())

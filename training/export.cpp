@@ -81,6 +81,7 @@ void export_to_pytorch(const std::string& run_dir, const std::string& to) {
   nn::StateDict weights, exp_avg, exp_avg_sq;
   for (const auto& [k, t] : file.tensors)
     if (k.starts_with("model.")) weights[k.substr(6)] = t;
+  checkpoints::check_finite(weights, training_state);
   model->load_state_dict(weights);
   // The optimizer's state is indexed like model->parameters(): name it like them, then convert
   // the fused attention rows exactly as the weights are.

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "checkpoints/checkpoints.hpp"
 #include "kernels/parallel.hpp"
 #include "training/progress_bar.hpp"
 
@@ -96,6 +97,7 @@ void Trainer::restore() {
     return;
   }
   const auto ck = nn::load_checkpoint(path, model_, optimizer_, schedule_);
+  checkpoints::check_finite(model_.state_dict(), path);
   step_ = ck.step;
   const auto at = read_position(ck, path);
   epoch_ = at.epoch, batch_ = at.batch;

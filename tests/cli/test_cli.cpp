@@ -544,3 +544,54 @@ TEST_CASE("anatomy run refuses weights that hold NaN, and --allow-nonfinite load
   const auto allowed = run(args + " --allow-nonfinite");
   CHECK_MESSAGE(allowed.code == 0, allowed.output);
 }
+
+// Every command that reads weights checks them: a NaN in a kept checkpoint stops `average`, in
+// the training state it stops `--resume` and `export`, each naming the tensor and the file.
+TEST_CASE("average, --resume and export refuse weights that hold NaN, naming the tensor" *
+          doctest::test_suite("end-to-end")) {
+  testing::TempDir dir;
+  const std::string out = dir / "run";
+  const std::string train =
+      "train --task copy --epochs 2 --no-early-stop --average 2 --preset tiny "
+      "--limit 200 --out " +
+      out;
+  const auto trained = run(train);
+  REQUIRE_MESSAGE(trained.code == 0, trained.output);
+  // One NaN in the first float tensor of `file` whose name starts with `prefix`; its name.
+  auto poison = [](const std::string& file, const std::string& prefix) {
+    auto state = load_safetensors(file).tensors;
+    for (auto& [name, t] : state)
+      if (name.starts_with(prefix) && t.dtype() == Dtype::Float32 && t.numel() > 0) {
+        t.data()[0] = std::nanf("");
+        save_safetensors(file, state);
+        return name;
+      }
+    return std::string();
+  };
+  std::vector<std::string> kept;
+  for (const auto& e : std::filesystem::directory_iterator(out + "/checkpoints"))
+    kept.push_back(e.path().string());
+  std::sort(kept.begin(), kept.end());
+  REQUIRE(kept.size() == 2);
+  const std::string in_checkpoint = poison(kept[0], "");
+  const auto averaged = run("average --checkpoint " + out);
+  CHECK(averaged.code != 0);
+  CHECK_MESSAGE(averaged.output.find(kept[0] + ": the tensor '" + in_checkpoint +
+                                     "' holds 1 NaN") != std::string::npos,
+                averaged.output);
+  const std::string state = out + "/last/training.safetensors";
+  const std::string in_state = poison(state, "model.");
+  REQUIRE_FALSE(in_state.empty());
+  const auto resumed =
+      run("train --task copy --epochs 3 --no-early-stop --average 2 --preset tiny "
+          "--limit 200 --resume --out " +
+          out);
+  CHECK(resumed.code != 0);
+  CHECK_MESSAGE(resumed.output.find(state + ": the tensor '" + in_state.substr(6) +
+                                    "' holds 1 NaN") != std::string::npos,
+                resumed.output);
+  const auto exported = run("export --checkpoint " + out + " --to " + (dir / "pkg"));
+  CHECK(exported.code != 0);
+  CHECK_MESSAGE(exported.output.find("holds 1 NaN") != std::string::npos, exported.output);
+  CHECK_FALSE(std::filesystem::exists(dir / "pkg"));
+}
