@@ -60,23 +60,28 @@ Runner add_tokenize_command(CLI::App& app) {
       throw Error(
           "tokenize: give --vocab FILE (BERT), --tokenizer tokenizer.json or --tokenizer "
           "PATH (a run's)");
-    // A tokenizer.json or a model folder is Hugging Face's; anything else is a run's prefix.
-    std::shared_ptr<text::Tokenizer> tok;
+    // A tokenizer.json or a model folder is Hugging Face's; anything else is a run's prefix,
+    // whose tokenizer has no special tokens for pairs or truncation: refused before reading it.
     namespace fs = std::filesystem;
+    const bool hugging_face =
+        !o->tokenizer.empty() &&
+        (fs::is_directory(o->tokenizer) ||
+         (fs::path(o->tokenizer).extension() == ".json" && !fs::exists(o->tokenizer + ".json")));
+    if ((o->pair || o->max_length > 0) && o->vocab.empty() && !hugging_face)
+      throw Error(
+          "tokenize: --pair and --max-length need special tokens ([CLS], [SEP]): give --vocab "
+          "FILE (BERT) or --tokenizer tokenizer.json; a run's own tokenizer has none");
+    std::shared_ptr<text::Tokenizer> tok;
     if (!o->vocab.empty())
       tok = std::make_shared<text::BertTokenizer>(
           text::BertTokenizer::from_vocab_file(o->vocab, !o->cased));
     else if (fs::is_directory(o->tokenizer))
       tok = text::load_folder_tokenizer(o->tokenizer);
-    else if (fs::path(o->tokenizer).extension() == ".json" && !fs::exists(o->tokenizer + ".json"))
+    else if (hugging_face)
       tok = text::HuggingFaceTokenizer::load(o->tokenizer);
     else
       tok = text::load_tokenizer(o->tokenizer);
     const auto* hf = dynamic_cast<const text::HuggingFaceTokenizer*>(tok.get());
-    if ((o->pair || o->max_length > 0) && !hf && o->vocab.empty())
-      throw Error(
-          "tokenize: --pair and --max-length need special tokens: give --vocab FILE (BERT) or "
-          "--tokenizer tokenizer.json");
     // Hugging Face's tokenizers print the library's whole encoding, offsets included.
     auto print_full = [&](const text::Encoding& e) {
       if (o->format == "json") {

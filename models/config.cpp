@@ -176,6 +176,15 @@ double TransformerConfig::training_bytes(int64_t batch_tokens, int64_t sequence_
   return 4 * (4 * parameter_count() + static_cast<double>(batch_tokens) * per_token);
 }
 
+double TransformerConfig::decoding_bytes(int64_t rows, int64_t source_length,
+                                         int64_t output_length) const {
+  const double per_row = static_cast<double>(decoder_layers()) * 2 *
+                             static_cast<double>(hidden_size) *
+                             static_cast<double>(source_length + output_length) +
+                         3 * static_cast<double>(target_vocab());
+  return 4 * static_cast<double>(rows) * per_row;
+}
+
 void TransformerConfig::check_training_memory(int64_t batch_tokens, int64_t sequence_length,
                                               const std::string& batch_option) const {
   const double bytes = training_bytes(batch_tokens, sequence_length);

@@ -77,6 +77,10 @@ struct TransformerConfig {
   // sequences of up to `sequence_length` (each layer's inputs, attention scores and feed-forward
   // hidden values; the logits of the output layer, their softmax and gradient).
   double training_bytes(int64_t batch_tokens, int64_t sequence_length) const;
+  // About the bytes decoding `rows` hypotheses at once takes beyond the weights: the decoder's
+  // cached keys and values for up to `output_length` tokens, the cross-attention's for
+  // `source_length` tokens, and a step's logits.
+  double decoding_bytes(int64_t rows, int64_t source_length, int64_t output_length) const;
   // Throws, naming the batch option and the amounts, when training_bytes exceeds memory_limit().
   void check_training_memory(int64_t batch_tokens, int64_t sequence_length,
                              const std::string& batch_option) const;

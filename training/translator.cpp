@@ -68,6 +68,23 @@ std::vector<std::string> Translator::translate(const std::vector<std::string>& t
   // batches then fit in the buffers the first one left in the allocator's cache.
   const size_t per_batch =
       static_cast<size_t>(std::max<int64_t>(1, 256 / std::max<int64_t>(beam, 1)));
+  // What decoding holds at once, from the beam and the lengths, before any of it is allocated.
+  int64_t longest_source = 0, longest_output = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    longest_source = std::max<int64_t>(longest_source, static_cast<int64_t>(ids[i].size()));
+    longest_output = std::max(longest_output, limit(i));
+  }
+  const int64_t rows =
+      std::max<int64_t>(beam, 1) * static_cast<int64_t>(std::min(per_batch, texts.size()));
+  const double bytes =
+      4 * config.parameter_count() + config.decoding_bytes(rows, longest_source, longest_output);
+  if (bytes > models::TransformerConfig::memory_limit())
+    throw Error(fmt::format(
+        "translate: about {:.1f} GB to decode {} hypotheses at once (beam {}) of up to {} tokens "
+        "from sources of up to {}: more than the {:.1f} GB this process may use (lower --beam or "
+        "--max-length, or raise --max-memory GB)",
+        bytes / (1 << 30), rows, beam, longest_output, longest_source,
+        models::TransformerConfig::memory_limit() / (1 << 30)));
   std::vector<size_t> order(texts.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),

@@ -44,6 +44,18 @@ def not_blank(png, what):
           f"({inked} of {width * height} pixels inked)")
 
 
+def redrawn_at(b, width):
+    """Resizes the window and waits for the page's redraw (it comes 100 ms after the resize
+    event): until the drawing's width changes, frame by frame, at most 20 s. A redraw still
+    pending when the next checks run would reset what they hover. The drawing's new width."""
+    before = b.js("+document.getElementById('view').getAttribute('width')")
+    b.resize(width, 900)
+    return b.js("new Promise(done => { const start = performance.now(); (function poll() {"
+                " const w = +document.getElementById('view').getAttribute('width');"
+                f" if (w !== {before} || performance.now() - start > 20000) done(w);"
+                " else requestAnimationFrame(poll); })(); })")
+
+
 def head_view(b, data, pair, shots, shot=(0, 0)):
     section = data["sections"][0]
     layers, heads = len(section["layers"]), len(section["layers"][0])
@@ -70,12 +82,8 @@ def head_view(b, data, pair, shots, shot=(0, 0)):
         b.mouse("click", *b.centre("#all-heads"))
     everything = lines(b)
     # The drawing uses the window's width.
-    b.resize(800, 900)
-    b.js("new Promise(done => setTimeout(done, 400))")  # the page redraws 100 ms after a resize
-    narrow = b.js("+document.getElementById('view').getAttribute('width')")
-    b.resize(1200, 900)
-    b.js("new Promise(done => setTimeout(done, 400))")
-    wide = b.js("+document.getElementById('view').getAttribute('width')")
+    narrow = redrawn_at(b, 800)
+    wide = redrawn_at(b, 1200)
     check(narrow < wide and wide > 1000, f"the drawing follows the window's width ({narrow} -> {wide})")
     if layers > 1:
         select(b, "layer", layers - 1)
@@ -191,7 +199,13 @@ def neuron_view(b, data, shots, shot=(0, 0)):
         for layer in range(len(section["layers"])):
             select(b, "layer", layer)
             for head in sorted({0, heads - 1}):
-                b.mouse("click", *b.centre(f"#heads .square[data-head='{head}']"))
+                # In the window before the click (the tokens below may have scrolled it away).
+                square = f"#heads .square[data-head='{head}']"
+                b.js(f"document.querySelector({json.dumps(square)}).scrollIntoView({{block: 'center'}})")
+                b.mouse("click", *b.centre(square))
+                if not b.js(f"document.querySelector({json.dumps(square)}).classList.contains('on')"):
+                    check(False, f"'{section['name']}' layer {layer}: a click selects head {head}")
+                    continue
                 for query in sorted({0, len(section["left"]) - 1}):
                     token = f"#neuron div.token[data-index='{query}']"
                     # Scrolled into the window first (a pointer outside it reaches nothing), with

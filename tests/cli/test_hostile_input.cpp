@@ -417,6 +417,18 @@ TEST_CASE("a config too large for memory is refused by its sizes, before anythin
   const auto beam = anatomy_cli("translate --beam 1000000 --checkpoint " + run + " \"a b\"");
   CHECK(beam.code != 0);
   CHECK_MESSAGE(beam.output.find("--beam") != std::string::npos, beam.output);
+  // Within its bound a beam still costs memory: the hypotheses' cached keys and values are
+  // estimated before decoding. 1000 of them do not fit in 0.01 GB with this model; one does.
+  const auto wide =
+      anatomy_cli("translate --beam 1000 --max-memory 0.01 --checkpoint " + run + " \"a b\"");
+  CHECK(wide.code == 1);
+  CHECK_MESSAGE(
+      wide.output.find("to decode 1000 hypotheses at once (beam 1000)") != std::string::npos,
+      wide.output);
+  CHECK_MESSAGE(wide.output.find("lower --beam or --max-length") != std::string::npos, wide.output);
+  const auto narrow =
+      anatomy_cli("translate --beam 1 --max-memory 0.01 --checkpoint " + run + " \"a b\"");
+  CHECK_MESSAGE(narrow.code == 0, narrow.output);
 }
 
 // Training takes the weights four times over (weights, gradients, AdamW's two moments) and the
