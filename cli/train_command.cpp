@@ -101,8 +101,9 @@ Runner add_train_command(CLI::App& app) {
       ->check(in_range(16, 1e6));
   cmd->add_option("--limit", o->limit, "use only the first N training pairs (default: all)")
       ->check(in_range(1, 1e9));
-  cmd->add_option("--max-chars", o->max_chars,
-                  "drop corpus pairs longer than this many bytes (default: keep all)")
+  cmd->add_option(
+         "--max-chars", o->max_chars,
+         "drop corpus pairs with a side longer than this many characters (default: keep all)")
       ->check(in_range(1, 1e9));
   cmd->add_flag("--skip-malformed", o->skip_malformed, "skip (and count) malformed corpus lines");
   auto no_early_stop = std::make_shared<bool>(false);

@@ -17,6 +17,13 @@ namespace anatomy::data {
 
 namespace {
 
+// Characters of valid UTF-8 text: every byte but the continuation bytes (10xxxxxx) starts one.
+int64_t characters(const std::string& utf8) {
+  int64_t n = 0;
+  for (const char c : utf8) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+  return n;
+}
+
 bool valid_utf8(const std::string& s) {
   const auto* p = reinterpret_cast<const uint8_t*>(s.data());
   const int32_t n = static_cast<int32_t>(s.size());
@@ -66,8 +73,8 @@ Corpus read_tsv(const std::string& path, const CorpusOptions& o) {
       ++c.skipped_malformed;
       continue;
     }
-    if (o.max_chars > 0 && (static_cast<int64_t>(p.source.size()) > o.max_chars ||
-                            static_cast<int64_t>(p.target.size()) > o.max_chars)) {
+    if (o.max_chars > 0 &&
+        (characters(p.source) > o.max_chars || characters(p.target) > o.max_chars)) {
       ++c.skipped_long;
       continue;
     }

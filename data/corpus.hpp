@@ -8,7 +8,7 @@
 namespace anatomy::data {
 
 struct CorpusOptions {
-  int64_t max_chars = 0;        // drop pairs whose source or target is longer (0: keep all)
+  int64_t max_chars = 0;  // drop pairs whose source or target has more characters (0: keep all)
   bool skip_malformed = false;  // skip and count bad lines instead of stopping at the first
 };
 

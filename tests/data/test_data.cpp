@@ -111,6 +111,17 @@ TEST_CASE("TSV corpus: pairs, extra columns, and errors with line numbers") {
   check_error([&] { read_tsv(dir + "/missing.tsv"); }, {"cannot open"});
   CHECK(read_tsv(write("long.tsv", "a\tb\nlonger\tc\n"), {.max_chars = 3}).skipped_long == 1);
   CHECK(read_tsv(write("one.tsv", "a\tb\nab\tc\n"), {.max_chars = 1}).skipped_long == 1);
+  // The target side alone is enough to skip a pair.
+  const auto target = read_tsv(write("target.tsv", "a\tb\nc\tlonger\n"), {.max_chars = 3});
+  CHECK(target.skipped_long == 1);
+  REQUIRE(target.pairs.size() == 1);
+  CHECK(target.pairs[0].target == "b");
+  // Characters, not bytes: "Grüße" is 5 characters in 7 bytes, and fits in 5.
+  const auto umlauts =
+      read_tsv(write("umlauts.tsv", "Grüße\tGrüße\nGrüßen\tx\n"), {.max_chars = 5});
+  CHECK(umlauts.skipped_long == 1);
+  REQUIRE(umlauts.pairs.size() == 1);
+  CHECK(umlauts.pairs[0].source == "Grüße");
   std::filesystem::remove_all(dir);
 }
 

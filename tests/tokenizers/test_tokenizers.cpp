@@ -143,6 +143,23 @@ TEST_CASE("BERT tokenizer: Hugging Face's test cases") {
 
 // U+0000 is a code point like any other (Python's list("a\0b") keeps it); only bytes that are
 // not UTF-8 become U+FFFD.
+TEST_CASE("WordPiece's 100-character limit counts characters, not bytes") {
+  // "ж" is 2 bytes: a 100-letter word is 200 bytes and still spelled; 101 letters are [UNK].
+  const BertTokenizer tok(Vocabulary({"[UNK]", "[CLS]", "[SEP]", "ж", "##ж", "😀", "##😀"}));
+  std::string word;
+  for (int i = 0; i < 100; ++i) word += "ж";
+  const auto spelled = tok.tokenize(word);
+  REQUIRE(spelled.size() == 100);
+  CHECK(spelled.front() == "ж");
+  CHECK(spelled.back() == "##ж");
+  CHECK(tok.tokenize(word + "ж") == std::vector<std::string>{"[UNK]"});
+  // 4-byte characters the same: 100 emoji are spelled, 101 are not.
+  std::string emoji;
+  for (int i = 0; i < 100; ++i) emoji += "😀";
+  CHECK(tok.tokenize(emoji).size() == 100);
+  CHECK(tok.tokenize(emoji + "😀") == std::vector<std::string>{"[UNK]"});
+}
+
 TEST_CASE("code_points keeps NUL and replaces invalid bytes with U+FFFD") {
   CHECK(code_points(std::string("a\0b", 3)) == std::vector<char32_t>{'a', 0, 'b'});
   CHECK(code_points("a\xff"

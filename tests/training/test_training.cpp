@@ -469,3 +469,39 @@ TEST_CASE(
 }
 
 TEST_SUITE_END();
+
+// average --last M on a run that keeps more than M checkpoints: the M newest, averaged as a mean
+// computed here from the files. A best that any average beats makes average write it.
+TEST_CASE("average --last 2 of 3 kept checkpoints averages the two newest" *
+          doctest::test_suite("end-to-end")) {
+  const std::string dir = fresh_dir("average_last");
+  const std::string tsv = write_corpus(dir + "_train.tsv", 200);
+  auto r =
+      run("train --corpus " + tsv + " --average 3 --epochs 4 --no-early-stop --vocab-size 40 " +
+          "--out " + dir + " " + kQuick);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  std::vector<std::string> kept;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/checkpoints"))
+    kept.push_back(e.path().string());
+  std::sort(kept.begin(), kept.end());
+  REQUIRE(kept.size() == 3);
+  nlohmann::json meta = nlohmann::json::parse(bytes(dir + "/run.json"));
+  for (const char* metric : {"bleu", "exact_match", "chrf"})
+    if (meta["best"].contains(metric)) meta["best"][metric] = -1.0;
+  meta["best"]["valid_loss"] = 1e9;
+  std::ofstream(dir + "/run.json") << meta.dump(2);
+  auto a = run("average --checkpoint " + dir + " --last 2");
+  REQUIRE_MESSAGE(a.code == 0, a.output);
+  CHECK_MESSAGE(a.output.find("averaged 2 checkpoints (" + kept[1] + " ... " + kept[2] + ")") !=
+                    std::string::npos,
+                a.output);
+  const auto newer = load_safetensors(kept[1]).tensors, newest = load_safetensors(kept[2]).tensors;
+  const auto best = load_safetensors(dir + "/best/model.safetensors").tensors;
+  REQUIRE(best.size() == newest.size());
+  for (const auto& entry : best) {
+    const std::string& name = entry.first;
+    CAPTURE(name);
+    const Tensor want = mul(add(newer.at(name), newest.at(name)), full({}, 0.5f));
+    CHECK_CLOSE(entry.second, want, 1e-6, 0);
+  }
+}
