@@ -209,6 +209,61 @@ TEST_CASE("init_weights dispatches on module type, parts of your own keep their 
   CHECK(amax(abs(padded.weight.select(0, 1))).item() > 0.0f);
 }
 
+// Every parameter after init_weights, by what its name says it is: the Linear layers that write
+// into the residual stream (attention's output_linear, self- and cross-attention alike, and the
+// feed-forward's linear_2) at std / √(2·layers), every other weight and every position table at
+// std, biases zero, norms one. A writer or a table the init missed keeps its constructor's
+// values, which these stds tell apart.
+TEST_CASE(
+    "init_weights: every residual projection and position table of a seq2seq model and a "
+    "language model") {
+  auto std_of = [](const Tensor& t) { return std::sqrt(var(t.reshape({-1})).item()); };
+  auto check_all = [&](nn::Module& model, int64_t layers) {
+    init_weights(model, 0.02, layers);
+    const double residual = 0.02 / std::sqrt(2.0 * static_cast<double>(layers));
+    int64_t writers = 0, tables = 0;
+    for (const auto& entry : model.named_parameters()) {
+      const std::string& name = entry.first;
+      const Tensor& t = entry.second;
+      CAPTURE(name);
+      const bool bias = name.ends_with(".bias");
+      const bool norm = name.find("norm") != std::string::npos;
+      if (norm && !bias) {
+        CHECK(amin(t).item() == 1.0f);
+        CHECK(amax(t).item() == 1.0f);
+      } else if (bias) {
+        CHECK(amax(abs(t)).item() == 0.0f);
+      } else if (name.ends_with("output_linear.weight") || name.ends_with("linear_2.weight")) {
+        ++writers;
+        CHECK(std_of(t) == doctest::Approx(residual).epsilon(0.15));
+      } else {
+        if (name.find("position") != std::string::npos ||
+            name.find("distance_embedding") != std::string::npos)
+          ++tables;
+        CHECK(std_of(t) == doctest::Approx(0.02).epsilon(0.15));
+      }
+    }
+    return std::make_pair(writers, tables);
+  };
+  TransformerConfig c = small();
+  c.hidden_size = 64;
+  c.intermediate_size = 128;
+  c.num_hidden_layers = c.num_decoder_layers = 3;
+  manual_seed(0);
+  Seq2SeqTransformer seq2seq(c);
+  // 3 encoder layers (attention, feed-forward) and 3 decoder layers (self-attention,
+  // cross-attention, feed-forward): 15 writers; a learned position table on each side.
+  const auto [writers, tables] = check_all(seq2seq, 6);
+  CHECK(writers == 15);
+  CHECK(tables == 2);
+  c.position_embedding_type = "relative_key";
+  c.attention_type = "fused";
+  TransformerForCausalLM lm(c);
+  const auto [lm_writers, lm_tables] = check_all(lm, 3);
+  CHECK(lm_writers == 6);
+  CHECK(lm_tables == 3);  // each layer's table of relative distances
+}
+
 TEST_CASE("a layer built from parts passed in, as the Annotated Transformer's EncoderLayer") {
   TransformerConfig c = small();
   auto ffn = std::make_shared<nn::Sequential>();

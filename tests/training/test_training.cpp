@@ -154,6 +154,31 @@ TEST_CASE("resume: 1 epoch, then --resume to 2, equals 2 epochs in one go, bit f
   CHECK(bytes(a + "/last/model.safetensors") == bytes(b + "/last/model.safetensors"));
 }
 
+// A run started with a non-default value of every option that shapes training, resumed with
+// none of them on the command line: it must continue exactly, equal to the same run in one go.
+// An option that --resume forgot would train the second epoch differently.
+TEST_CASE("--resume keeps every option the run was started with, bit for bit" *
+          doctest::test_suite("end-to-end")) {
+  const std::string a = fresh_dir("resume_options_a"), b = fresh_dir("resume_options_b");
+  const std::string options =
+      " --preset tiny --limit 800 --lr 0.003 --warmup 9 --max-tokens 256 --label-smoothing 0.05 "
+      "--clip 0.5 --seed 7 --select loss --average 2 --schedule noam --no-early-stop";
+  auto ra = run("train --task copy --epochs 2 --out " + a + options);
+  REQUIRE_MESSAGE(ra.code == 0, ra.output);
+  auto rb1 = run("train --task copy --epochs 1 --out " + b + options);
+  REQUIRE_MESSAGE(rb1.code == 0, rb1.output);
+  auto rb2 = run("train --task copy --epochs 2 --resume --out " + b);
+  REQUIRE_MESSAGE(rb2.code == 0, rb2.output);
+  CHECK(rb2.output.find("resuming") != std::string::npos);
+  CHECK(bytes(a + "/last/model.safetensors") == bytes(b + "/last/model.safetensors"));
+  const auto ja = nlohmann::json::parse(bytes(a + "/run.json")),
+             jb = nlohmann::json::parse(bytes(b + "/run.json"));
+  for (const char* field : {"options", "seed", "preset", "schedule", "recipe", "data"}) {
+    CAPTURE(field);
+    CHECK(ja[field] == jb[field]);
+  }
+}
+
 TEST_CASE("Ctrl-C saves a checkpoint that resumes, and the time budget stops with the best saved") {
   const std::string dir = fresh_dir("interrupt");
   // Ctrl-C once the training has begun (run.json is written before the first step).
