@@ -1,5 +1,8 @@
 // The trainer end to end through the `anatomy` program, on small runs: a model that learns,
 // exact resume, Ctrl-C, the time budget, and bad input.
+#include "data/corpus.hpp"
+#include "training/training.hpp"
+#include "training/translation_data.hpp"
 #include "training_fixtures.hpp"
 
 using namespace anatomy;
@@ -529,4 +532,49 @@ TEST_CASE("average --last 2 of 3 kept checkpoints averages the two newest" *
     const Tensor want = mul(add(newer.at(name), newest.at(name)), full({}, 0.5f));
     CHECK_CLOSE(entry.second, want, 1e-6, 0);
   }
+}
+
+// The validation loss a run reports is the negative log-likelihood per target token, the end
+// token included and padding not: computed here pair by pair, without padding or batches, from
+// the model's logits with a log-softmax written out. Dividing by sentences or batches, leaving
+// out the end token or counting padding would each give another number.
+TEST_CASE("the validation loss is the NLL per target token, as computed pair by pair" *
+          doctest::test_suite("end-to-end")) {
+  const std::string dir = fresh_dir("valid_nll");
+  const std::string tsv = write_corpus(dir + "_train.tsv", 200);
+  auto r = run("train --corpus " + tsv + " --epochs 1 --vocab-size 40 --out " + dir + " " + kQuick);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  training::Translator tr = training::Translator::load(dir);
+  const auto pairs = data::read_tsv(dir + "/split/valid.tsv").pairs;
+  REQUIRE(pairs.size() >= 2);
+  const training::Encoded valid = training::encode(pairs, *tr.source, *tr.target);
+  const training::Metrics m = training::validate(tr, valid, 1536);
+
+  NoGradGuard no_grad;
+  tr.model->eval();
+  double nll = 0;
+  int64_t tokens = 0;
+  for (size_t i = 0; i < valid.src.size(); ++i) {
+    std::vector<int64_t> in{tr.bos}, out;
+    for (int64_t id : valid.tgt[i]) {
+      in.push_back(id);
+      out.push_back(id);
+    }
+    out.push_back(tr.eos);
+    const auto S = static_cast<int64_t>(valid.src[i].size()), T = static_cast<int64_t>(in.size());
+    const Tensor logits =
+        tr.model->forward(from_vector(valid.src[i], {1, S}), from_vector(in, {1, T})).contiguous();
+    const int64_t V = logits.size(-1);
+    const float* p = logits.data();
+    for (int64_t t = 0; t < T; ++t) {
+      const float* row = p + t * V;
+      double most = row[0], sum = 0;
+      for (int64_t v = 1; v < V; ++v) most = std::max<double>(most, row[v]);
+      for (int64_t v = 0; v < V; ++v) sum += std::exp(row[v] - most);
+      nll += most + std::log(sum) - row[out[static_cast<size_t>(t)]];
+      ++tokens;
+    }
+  }
+  CHECK(m["valid_loss"].get<double>() ==
+        doctest::Approx(nll / static_cast<double>(tokens)).epsilon(1e-5));
 }
