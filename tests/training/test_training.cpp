@@ -578,3 +578,39 @@ TEST_CASE("the validation loss is the NLL per target token, as computed pair by 
   CHECK(m["valid_loss"].get<double>() ==
         doctest::Approx(nll / static_cast<double>(tokens)).epsilon(1e-5));
 }
+
+// The validation BLEU a run reports and keeps in run.json is `anatomy bleu` on the model's
+// translations of the validation sources against their references. A model halfway trained, so
+// that the score is neither 0 nor 100 and a wrong reference, order or tokenization shows.
+TEST_CASE("the validation BLEU equals anatomy bleu on the same translations" *
+          doctest::test_suite("end-to-end")) {
+  const std::string dir = fresh_dir("valid_bleu");
+  const std::string tsv = dir + "_train.tsv";
+  {
+    std::ofstream f(tsv);
+    for (int i = 0; i < 300; ++i)
+      f << "w" << i % 7 << " x" << i % 5 << " a" << i % 3 << " b" << i % 4 << " c" << i % 6 << "\tv"
+        << i % 7 << " y" << i % 5 << " p" << i % 3 << " q" << i % 4 << " r" << i % 6 << "\n";
+  }
+  auto r = run("train --corpus " + tsv + " --epochs 9 --lr 0.005 --no-early-stop --vocab-size 60 " +
+               "--out " + dir + " " + kQuick);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  training::Translator tr = training::Translator::load(dir);
+  const auto pairs = data::read_tsv(dir + "/split/valid.tsv").pairs;
+  const training::Encoded valid = training::encode(pairs, *tr.source, *tr.target);
+  const double reported = training::validate(tr, valid, 1536)["bleu"].get<double>();
+  REQUIRE(reported > 0);
+  REQUIRE(reported < 100);
+  // run.json's best is the best checkpoint's score.
+  const auto meta = nlohmann::json::parse(bytes(dir + "/run.json"));
+  CHECK(meta["best"]["bleu"].get<double>() == doctest::Approx(reported).epsilon(1e-9));
+  {
+    std::ofstream hyps(dir + "/hyps.txt"), refs(dir + "/refs.txt");
+    for (const auto& h : tr.translate(valid.sources)) hyps << h << "\n";
+    for (const auto& p : pairs) refs << p.target << "\n";
+  }
+  auto b = run("bleu --format json " + dir + "/hyps.txt " + dir + "/refs.txt");
+  REQUIRE_MESSAGE(b.code == 0, b.output);
+  CHECK(nlohmann::json::parse(b.output)["score"].get<double>() ==
+        doctest::Approx(reported).epsilon(1e-9));
+}
