@@ -9,6 +9,7 @@
 #include "io/input_file.hpp"
 #include "kernels/frozen_weights.hpp"
 #include "kernels/parallel.hpp"
+#include "tokenizers/unicode.hpp"
 #include "training/run_dir.hpp"
 #include "training/text_generator.hpp"
 #include "training/train_options.hpp"
@@ -215,8 +216,12 @@ int train_language_model(const TrainOptions& o) {
     return 130;
   }
   TextGenerator generator{std::move(tok), model_ptr};
-  fmt::print("sample:\n{}\n",
-             generator.generate("\n", 200, {.temperature = 0.8f, .top_k = 40}).substr(1));
+  // A sample from a line break, or from the text's first character when it has none (a prompt
+  // the vocabulary lacks would be [UNK], which the model never saw).
+  const std::string prompt =
+      generator.tokenizer->vocab().contains("\n") ? "\n" : anatomy::text::utf8_chars(text).at(0);
+  fmt::print("sample:\n{}\n", generator.generate(prompt, 200, {.temperature = 0.8f, .top_k = 40})
+                                  .substr(prompt == "\n" ? 1 : 0));
   fmt::print("saved {}; loss curve in {}\n", o.out, run.file("loss.svg"));
   return 0;
 }
