@@ -3,10 +3,54 @@
 #include <fcntl.h>
 #include <sys/file.h>
 
+#include "training/trainer.hpp"
 #include "training_fixtures.hpp"
 
 using namespace anatomy;
 using namespace anatomy::testing;
+
+// The data-parallel step's NLL is the parts' NLLs weighted by their target tokens. The rows here
+// carry their own token counts and NLLs: counts 1, 1, 1, 9 and NLLs 1, 1, 1, 5 give 4 per token
+// (48 / 12). Two threads split them into rows 0-1 (2 tokens, NLL 1) and rows 2-3 (10 tokens,
+// NLL 4.6); the unweighted mean of the parts would be 2.8. One thread and two must both report 4.
+TEST_CASE("the data-parallel NLL is weighted by target tokens, and equals one thread's") {
+  const int saved_threads = get_num_threads();
+  for (const int threads : {1, 2}) {
+    CAPTURE(threads);
+    set_num_threads(threads);
+    testing::TempDir dir;
+    nn::Linear model(1, 1);
+    nn::SGD optimizer(model.parameters(), {.lr = 0.0});
+    training::Trainer trainer(model, optimizer, nullptr,
+                              {.epochs = 1, .run_dir = dir.str(), .quiet = true});
+    trainer.batches = [](int64_t) { return int64_t{1}; };
+    trainer.batch = [](int64_t, int64_t) {
+      return std::vector<Tensor>{from_vector(std::vector<float>{1, 1, 1, 9}, {4}),
+                                 from_vector(std::vector<float>{1, 1, 1, 5}, {4})};
+    };
+    trainer.batch_loss = [](nn::Module& m, const std::vector<Tensor>& part) {
+      const Tensor counts = part[0].contiguous(), nlls = part[1].contiguous();
+      double tokens = 0, nll = 0;
+      for (int64_t i = 0; i < counts.numel(); ++i) {
+        tokens += counts.data()[i];
+        nll += static_cast<double>(counts.data()[i]) * nlls.data()[i];
+      }
+      // A loss with a gradient path through the model, whose value is the part's mean NLL.
+      const Tensor w = dynamic_cast<nn::Linear&>(m).weight;
+      const Tensor loss =
+          add(mul(w.sum(), full({}, 0.0f)), full({}, static_cast<float>(nll / tokens)));
+      return training::BatchLoss{loss, static_cast<int64_t>(tokens), nll / tokens};
+    };
+    trainer.replicate = [] { return std::make_shared<nn::Linear>(1, 1); };
+    trainer.evaluate = [](bool) { return training::Metrics{{"valid_loss", 0.0}}; };
+    trainer.fit();
+    const auto run = nlohmann::json::parse(bytes(dir / "run.json"));
+    REQUIRE(run["history"].size() == 1);
+    CHECK(run["history"][0]["train_nll"].get<double>() == doctest::Approx(4.0).epsilon(1e-6));
+    CHECK(run["history"][0]["train_loss"].get<double>() == doctest::Approx(4.0).epsilon(1e-6));
+  }
+  set_num_threads(saved_threads);
+}
 
 // These train through the `anatomy` command: label end-to-end (the sanitizer run skips them).
 TEST_SUITE_BEGIN("end-to-end");
