@@ -285,10 +285,6 @@ const std::vector<char32_t>& byte_chars() {
   return table;
 }
 
-struct ByteLevelOptions {
-  bool add_prefix_space = false, trim_offsets = true;
-};
-
 PreTokenizer read_pre_tokenizer(const Json& j, const Reader& r) {
   const std::string type = r.type(j, "pre_tokenizer");
   if (type == "Sequence") {
@@ -718,8 +714,7 @@ struct HuggingFaceTokenizer::Pipeline {
 
 namespace {
 
-void read_template(HuggingFaceTokenizer::Pipeline& p, const Json& j, const Reader& r,
-                   const std::unordered_map<std::string, int64_t>& ids) {
+void read_template(HuggingFaceTokenizer::Pipeline& p, const Json& j, const Reader& r) {
   HuggingFaceTokenizer::Pipeline::Template t;
   std::map<std::string, std::pair<std::vector<std::string>, std::vector<int64_t>>> specials;
   if (j.contains("special_tokens"))
@@ -761,7 +756,6 @@ void read_template(HuggingFaceTokenizer::Pipeline& p, const Json& j, const Reade
     }
     return items;
   };
-  (void)ids;
   t.single = read_items(r.field(j, "TemplateProcessing", "single"));
   t.pair = read_items(r.field(j, "TemplateProcessing", "pair"));
   HuggingFaceTokenizer::Pipeline::PostStep step;
@@ -769,15 +763,14 @@ void read_template(HuggingFaceTokenizer::Pipeline& p, const Json& j, const Reade
   p.post.push_back(step);
 }
 
-void read_post_processor(HuggingFaceTokenizer::Pipeline& p, const Json& j, const Reader& r,
-                         const std::unordered_map<std::string, int64_t>& ids) {
+void read_post_processor(HuggingFaceTokenizer::Pipeline& p, const Json& j, const Reader& r) {
   const std::string type = r.type(j, "post_processor");
   if (type == "Sequence") {
     for (const auto& step : r.field(j, "post_processor", "processors"))
-      read_post_processor(p, step, r, ids);
+      read_post_processor(p, step, r);
     return;
   }
-  if (type == "TemplateProcessing") return read_template(p, j, r, ids);
+  if (type == "TemplateProcessing") return read_template(p, j, r);
   if (type == "BertProcessing") {
     // [CLS] A [SEP] and [CLS] A [SEP] B [SEP], B's part of type 1.
     const auto& sep = r.field(j, "BertProcessing", "sep");
@@ -796,7 +789,7 @@ void read_post_processor(HuggingFaceTokenizer::Pipeline& p, const Json& j, const
         {"special_tokens",
          {{cls[0].get<std::string>(), {{"id", cls[0]}, {"ids", {cls[1]}}, {"tokens", {cls[0]}}}},
           {sep[0].get<std::string>(), {{"id", sep[0]}, {"ids", {sep[1]}}, {"tokens", {sep[0]}}}}}}};
-    return read_template(p, t, r, ids);
+    return read_template(p, t, r);
   }
   if (type == "ByteLevel") {
     HuggingFaceTokenizer::Pipeline::PostStep step;
@@ -926,7 +919,7 @@ std::unique_ptr<HuggingFaceTokenizer> HuggingFaceTokenizer::parse(const std::str
     if (j.contains("pre_tokenizer") && !j.at("pre_tokenizer").is_null())
       p.pre_tokenizer = read_pre_tokenizer(j.at("pre_tokenizer"), r);
     if (j.contains("post_processor") && !j.at("post_processor").is_null())
-      read_post_processor(p, j.at("post_processor"), r, model.vocab);
+      read_post_processor(p, j.at("post_processor"), r);
     if (j.contains("decoder") && !j.at("decoder").is_null()) {
       const Json& d = j.at("decoder");
       p.decoder = r.type(d, "decoder");
@@ -963,6 +956,17 @@ std::unique_ptr<HuggingFaceTokenizer> HuggingFaceTokenizer::parse(const std::str
   for (size_t id = 0; id < seen.size(); ++id)
     if (!seen[id])
       r.fail(fmt::format("no token has the id {} (ids must run from 0 without gaps)", id));
+  // The post-processor's special tokens must be tokens of the vocabulary.
+  for (const auto& step : p.post)
+    if (step.templ)
+      for (const auto* items : {&step.templ->single, &step.templ->pair})
+        for (const auto& item : *items)
+          for (size_t k = 0; k < item.ids.size(); ++k)
+            if (item.ids[k] < 0 || item.ids[k] >= static_cast<int64_t>(tokens.size()))
+              r.fail(
+                  fmt::format("the post-processor's special token '{}' has the id {}, outside "
+                              "the vocabulary of {}",
+                              item.tokens[k], item.ids[k], tokens.size()));
   p.model.names = tokens;
   try {
     out->vocab_ = Vocabulary(tokens);

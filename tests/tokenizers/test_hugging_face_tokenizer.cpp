@@ -154,6 +154,13 @@ TEST_CASE("tokenizer.json: what it cannot read is refused by name") {
   Json merge = byte_level_file();
   merge["model"]["merges"].push_back("i h");
   check_error([&] { parse(merge); }, {"'ih', which is not in the vocab"});
+  // A special token the model would read as an id past its embedding table.
+  check_error(
+      [&] {
+        parse(with(base, "post_processor",
+                   {{"type", "BertProcessing"}, {"sep", {"[SEP]", 999}}, {"cls", {"[CLS]", 1}}}));
+      },
+      {"special token '[SEP]' has the id 999, outside the vocabulary of 9"});
   check_error([&] { HuggingFaceTokenizer::parse("{\"version\": \"1.0\"}", "x.json"); },
               {"x.json", "expected an object with a 'model'"});
 }
