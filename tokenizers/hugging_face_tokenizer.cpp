@@ -939,7 +939,14 @@ std::unique_ptr<HuggingFaceTokenizer> HuggingFaceTokenizer::parse(const std::str
   std::vector<std::string> tokens;
   std::vector<bool> seen;
   auto put = [&](const std::string& token, int64_t id) {
-    if (id > int64_t{1} << 26) r.fail(fmt::format("the id {} of '{}' is too large", id, token));
+    // Ids run from 0 without gaps, so none is past the number of tokens: checked before the
+    // table grows to it.
+    const auto count = static_cast<int64_t>(p.model.vocab.size() + p.added.size());
+    if (id < 0 || id >= count)
+      r.fail(fmt::format(
+          "the id {} of '{}' is outside 0 .. {} (the vocab's {} tokens and {} added ones have ids "
+          "from 0 without gaps)",
+          id, token, count - 1, p.model.vocab.size(), p.added.size()));
     if (static_cast<size_t>(id) >= tokens.size()) {
       tokens.resize(static_cast<size_t>(id) + 1);
       seen.resize(static_cast<size_t>(id) + 1, false);

@@ -154,6 +154,13 @@ TEST_CASE("tokenizer.json: what it cannot read is refused by name") {
   Json merge = byte_level_file();
   merge["model"]["merges"].push_back("i h");
   check_error([&] { parse(merge); }, {"'ih', which is not in the vocab"});
+  // An added token's id outside 0 .. tokens - 1 is refused before any table grows to it.
+  for (const int64_t id : {int64_t{-5}, int64_t{60000000}}) {
+    Json added = base;
+    added["added_tokens"].push_back({{"id", id}, {"content", "[BIG]"}, {"special", true}});
+    check_error([&] { parse(added); },
+                {fmt::format("the id {} of '[BIG]' is outside 0 .. 12", id)});
+  }
   // A special token the model would read as an id past its embedding table.
   check_error(
       [&] {
