@@ -184,10 +184,13 @@ TEST_CASE("--resume keeps every option the run was started with, bit for bit" *
 
 TEST_CASE("Ctrl-C saves a checkpoint that resumes, and the time budget stops with the best saved") {
   const std::string dir = fresh_dir("interrupt");
-  // Ctrl-C once the training has begun (run.json is written before the first step).
+  // Ctrl-C once the training loop runs: its first epoch line is printed inside the loop, after
+  // the Ctrl-C handler is in place. (run.json appears before that; a background job ignores
+  // SIGINT until the handler is installed, so a signal sent then would be lost.)
   Background training("train --task toylang --epochs 50 --out " + dir + " --preset tiny",
                       dir + "_training");
-  REQUIRE(wait_until([&] { return std::filesystem::exists(dir + "/run.json"); }));
+  REQUIRE(wait_until(
+      [&] { return bytes(dir + "_training.log").find("epoch 1/50") != std::string::npos; }, 300));
   kill(training.pid, SIGINT);
   const Result r = training.finish();
   CHECK_MESSAGE(r.code == 130, r.output);

@@ -312,6 +312,9 @@ TEST_CASE("a run folder takes one training at a time, and a NaN loss stops the r
   CHECK(resume.code != 0);
   CHECK_MESSAGE(resume.output.find("in use by another training") != std::string::npos,
                 resume.output);
+  // Ctrl-C once its training loop runs (its first epoch line), when the handler is in place.
+  REQUIRE(wait_until(
+      [&] { return bytes(dir + "_first.log").find("epoch 1/50") != std::string::npos; }, 300));
   kill(first.pid, SIGINT);
   CHECK(first.finish().code == 130);
   REQUIRE(lock_is_free());  // the first one is done, and its lock gone with it
