@@ -616,3 +616,59 @@ TEST_CASE("BLEU: words are split at every kind of ASCII whitespace") {
   CHECK(s.sys_len == 6);
   CHECK(s.score == doctest::Approx(100.0));
 }
+
+// Each clause of the corpus reader's filter on its own: a file of good pairs and one line that
+// fails only that clause. A clause that never fires, or one that fires for the other side, keeps
+// or drops the wrong line here.
+TEST_CASE("TSV corpus: each malformed or long clause skips its line alone, and says which") {
+  testing::TempDir dir;
+  auto read = [&](const std::string& bad, const CorpusOptions& options) {
+    std::ofstream(dir / "c.tsv", std::ios::binary) << "Go.\tGeh.\n" << bad << "\nHi.\tHallo.\n";
+    return read_tsv(dir / "c.tsv", options);
+  };
+  struct Clause {
+    const char* name;
+    std::string line;
+    const char* message;  // empty: a long pair, dropped without an error
+  };
+  const Clause clauses[] = {
+      {"no tab", "Go on.", "line 2 has no tab between source and target"},
+      {"empty source", "\tGeh weiter.", "line 2 has an empty source or target"},
+      {"empty target", "Go on.\t", "line 2 has an empty source or target"},
+      {"a source of spaces", "   \tGeh weiter.", "line 2 has an empty source or target"},
+      {"a target of spaces", "Go on.\t \t(c)", "line 2 has an empty source or target"},
+      {"invalid UTF-8 in the source", "Go \xc3.\tGeh.", "line 2 is not valid UTF-8"},
+      {"invalid UTF-8 in the target", "Go.\tGeh \xe2\x82.", "line 2 is not valid UTF-8"},
+      {"a long source", "Go on, go on.\tGeh.", ""},
+      {"a long target", "Go.\tGeh weiter, los.", ""},
+  };
+  for (const Clause& c : clauses) {
+    CAPTURE(c.name);
+    const CorpusOptions limit{.max_chars = 8};
+    if (*c.message) {
+      check_error([&] { read(c.line, limit); }, {"c.tsv", c.message, "--skip-malformed"});
+      const Corpus kept = read(c.line, {.max_chars = 8, .skip_malformed = true});
+      CHECK(kept.skipped_malformed == 1);
+      CHECK(kept.skipped_long == 0);
+      REQUIRE(kept.pairs.size() == 2);
+      CHECK(kept.pairs[1].source == "Hi.");
+    } else {
+      const Corpus kept = read(c.line, limit);
+      CHECK(kept.skipped_long == 1);
+      CHECK(kept.skipped_malformed == 0);
+      REQUIRE(kept.pairs.size() == 2);
+      CHECK(kept.pairs[1].source == "Hi.");
+      // Without the limit the same line is a pair like any other.
+      CHECK(read(c.line, {}).pairs.size() == 3);
+    }
+  }
+  // At the limit a side is kept: 8 characters each, "ä" one character in two bytes.
+  const Corpus at_limit = read("Go on, ä\tGeh, los", {.max_chars = 8});
+  CHECK(at_limit.skipped_long == 0);
+  CHECK(at_limit.pairs.size() == 3);
+  // Blank and whitespace-only lines are neither pairs nor malformed.
+  const Corpus blank = read(" \t ", {});
+  CHECK(blank.skipped_malformed == 0);
+  CHECK(blank.pairs.size() == 2);
+  CHECK(blank.lines == 3);
+}

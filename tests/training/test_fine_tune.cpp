@@ -94,6 +94,11 @@ TEST_SUITE("end-to-end") {
     const TempDir tmp;
     const std::string bad = tmp / "bad.tsv";
     std::ofstream(bad) << "a sentence\tlabel\nno tab here\n";
+    // Each clause of the line check on its own, after a blank line (skipped, but counted).
+    const std::string no_text = tmp / "no_text.tsv";
+    std::ofstream(no_text) << "a sentence\tlabel\n\n\tlabel\n";
+    const std::string no_label = tmp / "no_label.tsv";
+    std::ofstream(no_label) << "a sentence\tlabel\n\nanother sentence\t\n";
     const std::string one = tmp / "one.tsv";
     std::ofstream(one) << "a\tx\nb\tx\nc\tx\nd\tx\ne\tx\n";
     const std::string folder = test_path("parity/golden/bert");
@@ -105,6 +110,10 @@ TEST_SUITE("end-to-end") {
         {"--model-dir " + folder, "needs --data FILE.tsv"},
         {"--model-dir " + folder + " --data " + bad,
          "line 2: expected text<TAB>label, got 'no tab here'"},
+        {"--model-dir " + folder + " --data " + no_text,
+         "no_text.tsv line 3: expected text<TAB>label, got '\tlabel'"},
+        {"--model-dir " + folder + " --data " + no_label,
+         "no_label.tsv line 3: expected text<TAB>label, got 'another sentence\t'"},
         {"--model-dir " + folder + " --data " + one, "gives 1 label(s)"},
         {"--model-dir " + folder + " --data " + (tmp / "absent.tsv"), "absent.tsv"},
     };
