@@ -27,15 +27,22 @@ struct Threads {
 };
 
 // The threads that ran a loop of 8 chunks, each sleeping 5 ms: long enough for every thread of
-// the pool to claim some.
-std::set<std::thread::id> ids_of_sleepy_loop() {
+// the pool to claim some. With `wait_for_a_worker`, the chunks also wait (10 s at most) until a
+// second thread has claimed one, so that a worker the scheduler wakes late, on a busy machine,
+// still shows.
+std::set<std::thread::id> ids_of_sleepy_loop(bool wait_for_a_worker = false) {
   std::mutex m;
   std::set<std::thread::id> ids;
+  std::atomic<bool> two{false};
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   parallel_for(8, 1, [&](int64_t, int64_t) {
     {
       std::lock_guard lock(m);
       ids.insert(std::this_thread::get_id());
+      if (ids.size() >= 2) two.store(true);
     }
+    while (wait_for_a_worker && !two.load() && std::chrono::steady_clock::now() < limit)
+      std::this_thread::yield();
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   });
   return ids;
@@ -110,7 +117,7 @@ TEST_CASE_FIXTURE(anatomy::testing::FastKernels,
 TEST_CASE_FIXTURE(anatomy::testing::FastKernels,
                   "parallel_for runs on as many threads as set, the caller among them") {
   Threads two(2);
-  const auto ids = ids_of_sleepy_loop();
+  const auto ids = ids_of_sleepy_loop(/*wait_for_a_worker=*/true);
   CHECK(ids.size() == 2);
   CHECK(ids.count(std::this_thread::get_id()) == 1);
 }
@@ -124,7 +131,11 @@ TEST_CASE_FIXTURE(
     "with two threads the caller runs a loop's first chunks and the worker its last") {
   Threads two(2);
   int worker_ran = 0;
-  for (int loop = 0; loop < 10; ++loop) {
+  // 10 loops at least, and more (10 s at most) until the worker, woken late on a busy machine,
+  // has run some chunks.
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int loop = 0; loop < 10 || (worker_ran == 0 && std::chrono::steady_clock::now() < limit);
+       ++loop) {
     std::array<std::thread::id, 8> ran_on{};
     parallel_for(8, 1, [&](int64_t b, int64_t e) {
       for (int64_t c = b; c < e; ++c) ran_on[static_cast<size_t>(c)] = std::this_thread::get_id();
@@ -333,8 +344,10 @@ TEST_CASE_FIXTURE(anatomy::testing::FastKernels,
   } restore;
   const auto caller = std::this_thread::get_id();
   CHECK_FALSE(detail::running_alone());
-  CHECK(ids_of_sleepy_loop().size() == 2);
+  CHECK(ids_of_sleepy_loop(/*wait_for_a_worker=*/true).size() == 2);
 
+  // On a busy machine that loop may have stalled too, and the pool gone alone: both threads again.
+  set_num_threads(2);
   // One stall of 50 ms: more than the pool lets stalls cost before it goes alone (10 ms).
   REQUIRE(stalled_loop(50));
   CHECK(detail::running_alone());
@@ -348,7 +361,7 @@ TEST_CASE_FIXTURE(anatomy::testing::FastKernels,
 
   set_num_threads(2);
   CHECK_FALSE(detail::running_alone());
-  CHECK(ids_of_sleepy_loop().size() == 2);
+  CHECK(ids_of_sleepy_loop(/*wait_for_a_worker=*/true).size() == 2);
   CHECK(softmax(x, -1).to_vector() == while_alone);
 }
 
@@ -380,6 +393,13 @@ TEST_CASE_FIXTURE(anatomy::testing::FastKernels,
     // 80 ms of quick loops before the next stall: time enough to drain 10 ms of waits.
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(80);
     while (std::chrono::steady_clock::now() < until) parallel_for(64, 1, [](int64_t, int64_t) {});
+    // A busy machine stalls the worker in those loops too, and may send the pool alone.
+    if (detail::running_alone()) {
+      MESSAGE("the quick loops stalled: the machine is too busy to check the drain");
+      short_stalls = false;
+      set_num_threads(2);
+      break;
+    }
   }
   // Back to back, 2 ms stalls reach the 10 ms after a few.
   int stalls = 0;
