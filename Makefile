@@ -3,7 +3,7 @@
 #   make test    the whole test suite (what CI runs)
 PRESET ?= release
 
-.PHONY: demo test build deps bench golden format asan sanitize fuzz mutation pictures length-generalization exercises exercise-start exercise clean
+.PHONY: demo test test-deps test-stress build deps bench golden format asan sanitize fuzz mutation pictures length-generalization exercises exercise-start exercise clean
 
 deps:
 	@cmake/install-deps.sh core
@@ -26,11 +26,19 @@ demo: build
 # python3-torch is the test oracle of `anatomy export` (tests/training/test_export.cpp), chromium the browser
 # of tests/browser/, and build/venv (cmake/test-venv.sh) the test environment with PyTorch 2.13,
 # transformers and a pretrained BERT; where one cannot be installed its tests say so and skip.
-test: build
+test: test-deps
+	ctest --preset $(PRESET) -j2
+
+test-deps: build
 	@cmake/install-deps.sh torch || echo "python3-torch could not be installed: the export test will be skipped"
 	@cmake/install-deps.sh browser || echo "chromium could not be installed: the browser test will be skipped"
 	@cmake/test-venv.sh || echo "the test environment could not be made: the tests against transformers will be skipped"
-	ctest --preset $(PRESET) -j2
+
+# The whole suite RUNS times in a row while another process keeps both cores busy (tools/stress.sh):
+# a test that depends on the machine's speed or waits a fixed time fails here.
+RUNS ?= 5
+test-stress: test-deps
+	tools/stress.sh build/$(PRESET) $(RUNS)
 
 asan:
 	$(MAKE) test PRESET=asan
