@@ -23,14 +23,13 @@ demo: build
 	  "two thousand twenty-six" "eighty-eight"
 	./build/$(PRESET)/cli/anatomy evaluate --checkpoint $(DEMO_DIR) --split test
 
-# python3-torch is the test oracle of `anatomy export` (tests/training/test_export.cpp), chromium the browser
-# of tests/browser/, and build/venv (cmake/test-venv.sh) the test environment with PyTorch 2.13,
-# transformers and a pretrained BERT; where one cannot be installed its tests say so and skip.
+# chromium is the browser of tests/browser/, and build/venv (cmake/test-venv.sh) the test
+# environment with PyTorch 2.13, transformers and a pretrained BERT (the oracle of the export and
+# Hugging Face tests); where one cannot be installed its tests say so and skip.
 test: test-deps
 	ctest --preset $(PRESET) -j2
 
 test-deps: build
-	@cmake/install-deps.sh torch || echo "python3-torch could not be installed: the export test will be skipped"
 	@cmake/install-deps.sh browser || echo "chromium could not be installed: the browser test will be skipped"
 	@cmake/test-venv.sh || echo "the test environment could not be made: the tests against transformers will be skipped"
 
