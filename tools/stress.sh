@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# make test-stress: the whole suite RUNS times in a row while two busy loops keep both cores
-# loaded, as on a laptop with a browser open or a CI host shared with another job. A test that
-# depends on how fast the machine is, or that waits a fixed time for something, fails here.
+# make test-stress: the whole suite RUNS times in a row while one busy loop per core keeps the
+# machine loaded, as on a laptop with a browser open or a CI host shared with another job. A test
+# that depends on how fast the machine is, or that waits a fixed time for something, fails here.
 #   tools/stress.sh BUILD_DIR [RUNS]
 # Each run's output is in BUILD_DIR/stress/run-K.log; the last line says how many runs passed.
 set -uo pipefail
