@@ -52,6 +52,8 @@ struct AttentionOptions {
   std::string checkpoint, bert, out, svg, text, text_pair;
   std::vector<std::string> pair;  // --pair A B
   int64_t layer = -1, head = 0;
+  int64_t beam = 0;  // 0: the run's default, as translate decodes
+  float length_penalty = 0.6f;
 };
 
 // The HTML page of every section, and --svg's heatmap of the last one.
@@ -93,6 +95,14 @@ Runner add_attention_command(CLI::App& app) {
   bert->excludes(checkpoint);
   cmd->add_option("--out", o->out, "the HTML file to write")->required();
   cmd->add_option("--svg", o->svg, "also write one layer/head as an SVG heatmap");
+  cmd->add_option("--beam", o->beam,
+                  "a translator's search, as translate's: beam size, 1 greedy (default: 4 for a "
+                  "corpus, 1 for a task)")
+      ->check(in_range(1, 1000));
+  cmd->add_option("--length-penalty", o->length_penalty,
+                  "beam search length normalization exponent")
+      ->capture_default_str()
+      ->check(in_range(0, 10));
   cmd->add_option("--layer", o->layer, "layer for --svg (default: the last)")
       ->check(in_range(-1, 1e4));
   cmd->add_option("--head", o->head, "head for --svg")
@@ -147,18 +157,20 @@ Runner add_attention_command(CLI::App& app) {
       training::Translator tr = training::Translator::load(o->checkpoint);
       const auto src = tr.encode_source(o->text);
       const Tensor src_t = from_vector(src, {1, static_cast<int64_t>(src.size())});
-      const auto out =
-          generation::greedy_decode(*tr.model, src_t, tr.bos, tr.eos,
-                                    std::min<int64_t>(2 * static_cast<int64_t>(src.size()) + 10,
-                                                      tr.config.max_position_embeddings - 1));
+      // The translation `translate` gives, with the same search (its default beam, or --beam),
+      // is the decoder's input whose attention is drawn.
+      const int64_t beam = o->beam > 0 ? o->beam : tr.default_beam;
+      const auto out = tr.translate_ids({o->text}, beam, o->length_penalty)[0];
       std::vector<int64_t> tgt{tr.bos};
-      tgt.insert(tgt.end(), out[0].tokens.begin(), out[0].tokens.end());
+      tgt.insert(tgt.end(), out.begin(), out.end());
       models::set_output_attentions(*tr.model, true);
       const Tensor logits =
           tr.model->forward(src_t, from_vector(tgt, {1, static_cast<int64_t>(tgt.size())}));
       const auto s = token_strings(*tr.source, src), t = token_strings(*tr.target, tgt);
       const auto next = predictions(*tr.target, logits);
-      fmt::print("translation: {}\n", tr.target->decode(out[0].tokens));
+      fmt::print("translation ({}): {}\n",
+                 beam > 1 ? fmt::format("beam {}", beam) : std::string("greedy"),
+                 tr.target->decode(out));
       const auto& decoder = *tr.model->decoder;
       sections.push_back(section("encoder self-attention", s, s, tr.model->encoder->attentions(),
                                  tr.model->encoder->queries_keys()));

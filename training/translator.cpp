@@ -54,7 +54,16 @@ std::vector<int64_t> Translator::encode_source(const std::string& text) const {
 
 std::vector<std::string> Translator::translate(const std::vector<std::string>& texts, int64_t beam,
                                                float length_penalty, int64_t max_length) const {
-  std::vector<std::string> out(texts.size());
+  std::vector<std::string> out;
+  for (const auto& tokens : translate_ids(texts, beam, length_penalty, max_length))
+    out.push_back(target->decode(tokens));
+  return out;
+}
+
+std::vector<std::vector<int64_t>> Translator::translate_ids(const std::vector<std::string>& texts,
+                                                            int64_t beam, float length_penalty,
+                                                            int64_t max_length) const {
+  std::vector<std::vector<int64_t>> out(texts.size());
   std::vector<std::vector<int64_t>> ids;
   for (const auto& t : texts) ids.push_back(encode_source(t));
   auto limit = [&](size_t i) {
@@ -104,7 +113,7 @@ std::vector<std::string> Translator::translate(const std::vector<std::string>& t
                                               *std::max_element(limits.begin(), limits.end()))
                   : generation::beam_search(*model, batch, bos, eos, limits,
                                             {.beam_size = beam, .length_penalty = length_penalty});
-    for (size_t k = start; k < end; ++k) out[order[k]] = target->decode(results[k - start].tokens);
+    for (size_t k = start; k < end; ++k) out[order[k]] = results[k - start].tokens;
   }
   return out;
 }

@@ -30,6 +30,10 @@ struct Translator {
   std::vector<int64_t> encode_source(const std::string& text) const;
   std::vector<std::string> translate(const std::vector<std::string>& texts, int64_t beam = 1,
                                      float length_penalty = 0.6f, int64_t max_length = 0) const;
+  // The same translations as target token ids, before decoding to text (without BOS and EOS).
+  std::vector<std::vector<int64_t>> translate_ids(const std::vector<std::string>& texts,
+                                                  int64_t beam = 1, float length_penalty = 0.6f,
+                                                  int64_t max_length = 0) const;
 };
 
 struct Encoded;

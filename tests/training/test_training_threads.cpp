@@ -221,7 +221,7 @@ TEST_CASE("train --config FILE and --set change the model, bad fields are refuse
   REQUIRE_MESSAGE(first_head.code == 0, first_head.output);
   // The translation drawn is translate's, under the same length limit (after one epoch a
   // model may not stop by itself).
-  CHECK_MESSAGE(first_head.output.find("translation: " + t.output) != std::string::npos,
+  CHECK_MESSAGE(first_head.output.find("translation (greedy): " + t.output) != std::string::npos,
                 first_head.output << " / " << t.output);
   CHECK(bytes(dir + "/a0.svg").find("layer 0, head 0") != std::string::npos);
   auto svg = run("attention --checkpoint " + dir + " --out " + dir + "/a.html --svg " + dir +
