@@ -60,15 +60,21 @@ Runner add_evaluate_command(CLI::App& app) {
     const auto bleu = data::corpus_bleu(hyps, {refs});
     const double em =
         100.0 * static_cast<double>(exact) / static_cast<double>(std::max<size_t>(1, hyps.size()));
+    // What was scored: the run's split by name, or the file given.
+    const std::string scored =
+        o->corpus.empty() ? fmt::format("{} split", o->split) : fmt::format("{}", o->corpus);
     if (o->format == "json") {
-      fmt::print(
-          "{}\n",
-          nlohmann::json{
-              {"bleu", bleu.score}, {"exact_match", em}, {"sentences", hyps.size()}, {"beam", beam}}
-              .dump());
+      nlohmann::json j{
+          {"bleu", bleu.score}, {"exact_match", em}, {"sentences", hyps.size()}, {"beam", beam}};
+      if (o->corpus.empty())
+        j["split"] = o->split;
+      else
+        j["corpus"] = o->corpus;
+      fmt::print("{}\n", j.dump());
     } else {
-      fmt::print("{}\nexact match = {:.2f}% ({} of {} sentences, {})\n", bleu.format(), em, exact,
-                 hyps.size(), beam > 1 ? fmt::format("beam {}", beam) : std::string("greedy"));
+      fmt::print("{} ({} sentences, {}):\n{}\nexact match = {:.2f}% ({} of {})\n", scored,
+                 hyps.size(), beam > 1 ? fmt::format("beam {}", beam) : std::string("greedy"),
+                 bleu.format(), em, exact, hyps.size());
     }
     return 0;
   };

@@ -59,14 +59,16 @@ Runner add_train_command(CLI::App& app) {
                   "override a config field, e.g. --set hidden_size=256 --set norm_type=rms_norm "
                   "(anatomy config lists them)");
   cmd->add_option("--epochs", o->epochs,
-                  "epochs (default: 6 for copy and reverse, 40 for numbers, 20 for the other tasks "
+                  "epochs (default: a translation run with --time-budget trains until the "
+                  "budget; else 6 for copy and reverse, 40 for numbers, 20 for the other tasks "
                   "and a corpus, 5 for majority)")
       ->check(in_range(1, 1e6));
   cmd->add_option("--iters", o->iters,
                   "optimizer steps (lm; default: the preset's: nanogpt 2000, tiny 500, small 4000)")
       ->check(in_range(1, 1e9));
   cmd->add_option("--time-budget", o->time_budget,
-                  "stop after this many seconds, best checkpoint saved (default: no limit)")
+                  "seconds for the whole run, resumes included; it stops in time with the best "
+                  "checkpoint saved (default: no limit)")
       ->check(in_range(1, 1e7));
   cmd->add_option("--seed", o->seed, "random seed (data splits, initialization, dropout)")
       ->capture_default_str();

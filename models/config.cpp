@@ -280,11 +280,35 @@ TransformerConfig TransformerConfig::from_json_file(const std::string& path) {
   return from_json(ss.str(), path);
 }
 
-std::string TransformerConfig::to_json() const {
+std::string TransformerConfig::to_json(Model model) const {
   nlohmann::ordered_json j;
 #define ANATOMY_CONFIG_WRITE(type, name, default_value, check, help) j[#name] = name;
   ANATOMY_CONFIG_FIELDS(ANATOMY_CONFIG_WRITE)
 #undef ANATOMY_CONFIG_WRITE
+  // What each model leaves unread: a classification head's size outside a classifier, the
+  // decoder's fields outside a model with one, the pooler where no head reads it.
+  auto drop = [&](std::initializer_list<const char*> names) {
+    for (const char* name : names) j.erase(name);
+  };
+  if (model != Model::All && model != Model::Classifier) {
+    drop({"num_labels"});
+    if (!add_pooling_layer) drop({"add_pooling_layer"});
+  }
+  switch (model) {
+    case Model::All:
+      break;
+    case Model::Seq2Seq:
+      j["num_decoder_layers"] = decoder_layers();
+      j["target_vocab_size"] = target_vocab();
+      break;
+    case Model::CausalLM:  // a decoder alone: its layers are the model's layers
+      j["num_hidden_layers"] = decoder_layers();
+      drop({"num_decoder_layers", "target_vocab_size", "share_embeddings"});
+      break;
+    case Model::Classifier:  // an encoder and a head: no decoder, no output layer over tokens
+      drop({"num_decoder_layers", "target_vocab_size", "share_embeddings", "tie_word_embeddings"});
+      break;
+  }
   return j.dump(2) + "\n";
 }
 
@@ -296,6 +320,23 @@ void TransformerConfig::set(const std::string& assignment) {
   const std::string key = assignment.substr(0, eq);
   if (!set_field(*this, key, parse_value(assignment.substr(eq + 1)), "--set " + key))
     throw Error(fmt::format("--set: unknown config field '{}' (anatomy config lists them)", key));
+}
+
+std::string TransformerConfig::architecture(bool encoder, bool decoder) const {
+  const std::string layers = encoder && decoder
+                                 ? fmt::format("{}+{} layers", num_hidden_layers, decoder_layers())
+                             : decoder ? fmt::format("{} layers", decoder_layers())
+                                       : fmt::format("{} layers", num_hidden_layers);
+  return fmt::format(
+      "hidden {}, {} heads, {}; norm {} ({}{}{}); positions {}; feed-forward {} {} ({}); "
+      "attention {}; {}embeddings{}; dropout {:g}{}",
+      hidden_size, num_attention_heads, layers, norm_type, pre_layer_norm ? "pre-LN" : "post-LN",
+      final_layer_norm ? ", a final norm" : "",
+      embedding_layer_norm ? ", one after the embeddings" : "", position_embedding_type, ffn_type,
+      intermediate_size, hidden_act, attention_type,
+      encoder && decoder && share_embeddings ? "shared source-target " : "",
+      tie_word_embeddings ? " tied to the output layer" : "", hidden_dropout_prob,
+      bias ? "" : "; no biases");
 }
 
 std::vector<std::string> TransformerConfig::describe() {

@@ -90,7 +90,15 @@ struct TransformerConfig {
   // the wrong type or out of range.
   static TransformerConfig from_json(const std::string& json_text, const std::string& source);
   static TransformerConfig from_json_file(const std::string& path);
-  std::string to_json() const;
+  // Which model a config.json is written for: all fields (a preset, for reading), or only those
+  // the named model reads, with the ones "0: as another field" given their value.
+  enum class Model { All, Seq2Seq, CausalLM, Classifier };
+  std::string to_json(Model model = Model::All) const;
+
+  // Every architecture choice in one line, as a training log prints it: sizes, the norm and
+  // where it sits, positions, feed-forward, attention, embeddings and dropout. `decoder`: the
+  // model has a decoder (a translator or a language model) whose layer count is shown.
+  std::string architecture(bool encoder, bool decoder) const;
 
   // One field from text, as `anatomy train --set hidden_size=256` gives it ("name=value").
   void set(const std::string& assignment);

@@ -1,7 +1,10 @@
-// Learning-rate schedules. Each is a pure function of the step count, so resuming a run needs
-// only the step. Like torch's LambdaLR: constructing one sets the optimizer's lr to lr(0), and
-// each step() (after optimizer.step()) advances the count and sets lr(count).
+// Learning-rate schedules. Each is a pure function of the step count (and, for one that decays
+// to the end of the run, of the run's length), so resuming a run needs only the step. Like torch's
+// LambdaLR: constructing one sets the optimizer's lr to lr(0), and each step() (after
+// optimizer.step()) advances the count and sets lr(count).
 #pragma once
+
+#include <algorithm>
 
 #include "nn/optimizer.hpp"
 
@@ -12,6 +15,10 @@ class LRScheduler {
   explicit LRScheduler(Optimizer& optimizer) : optimizer_(optimizer) {}
   virtual ~LRScheduler() = default;
   virtual double lr_at(int64_t step) const = 0;
+  // The run's expected length in steps, when it is known only as it goes (a run bounded by a
+  // time budget re-estimates it from its pace). A schedule that decays to the end of the run
+  // aims at it from the next step on; the others ignore it.
+  virtual void plan(int64_t /*total_steps*/) {}
   void step() { optimizer_.set_lr(lr_at(++step_)); }
   int64_t last_step() const { return step_; }
   void set_last_step(int64_t step) {
@@ -45,6 +52,7 @@ class WarmupDecaySchedule : public LRScheduler {
   WarmupDecaySchedule(Optimizer& opt, double peak_lr, int64_t warmup_steps, int64_t total_steps,
                       Decay decay = Decay::Linear, double min_lr = 0.0);
   double lr_at(int64_t step) const override;
+  void plan(int64_t total) override { total_steps = std::max(total, warmup_steps); }
   double peak_lr;
   int64_t warmup_steps, total_steps;
   Decay decay;

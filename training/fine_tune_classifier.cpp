@@ -118,7 +118,8 @@ int fine_tune_classifier(const TrainOptions& o) {
   TextClassifier classifier;
   classifier.tokenizer = tokenizer;
   classifier.tokenizer->save(run.file("tokenizer"));
-  write_file_atomically(run.file("config.json"), config.to_json());
+  write_file_atomically(run.file("config.json"),
+                        config.to_json(models::TransformerConfig::Model::Classifier));
   meta = {{"kind", "classifier"},
           {"task", "classify"},
           {"seed", o.seed},
@@ -126,7 +127,9 @@ int fine_tune_classifier(const TrainOptions& o) {
           {"model_dir", o.model_dir},
           {"pretrained", !o.random_weights},
           {"freeze_body", o.freeze_body},
-          {"options", training_options(o)}};
+          {"options", classifier_options(o, o.lr > 0        ? o.lr
+                                            : o.freeze_body ? 1e-3
+                                                            : 5e-5)}};
 
   manual_seed(o.seed);
   classifier.model = std::make_shared<models::TransformerForSequenceClassification>(config);
@@ -149,6 +152,7 @@ int fine_tune_classifier(const TrainOptions& o) {
       o.random_weights ? "random-weight" : "pretrained", config.num_hidden_layers,
       std::accumulate(trained.begin(), trained.end(), int64_t{0},
                       [](int64_t n, const Tensor& p) { return n + p.numel(); }));
+  fmt::print("  {}\n", config.architecture(true, false));
 
   Trainer trainer(model, opt, nullptr,
                   {.epochs = epochs,

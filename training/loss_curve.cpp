@@ -12,20 +12,37 @@
 namespace anatomy::training {
 
 void LossCurve::write_csv(const std::string& path) const {
-  std::string s = "step,train_loss,lr,valid_loss,score\n";
-  size_t e = 0;
-  for (const auto& p : train) {
-    s += fmt::format("{},{:.6f},{:.6g},", p.step, p.train_loss, p.lr);
-    if (e < eval.size() && eval[e].step == p.step) {
-      s += fmt::format("{:.6f},{:.4f}", eval[e].valid_loss, eval[e].score);
-      ++e;
-    } else {
-      s += ",";
+  std::vector<std::string> names;  // the metrics' columns, in the order they first appear
+  for (const auto& e : eval)
+    for (const auto& [name, value] : e.metrics)
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  std::string s = "step,train_loss,lr,valid_loss";
+  for (const auto& name : names) s += ",valid_" + name;
+  s += "\n";
+  // The eval cells of a row: valid_loss, then each named metric the evaluation has.
+  auto eval_cells = [&](const EvalPoint& e) {
+    std::string cells = fmt::format(",{:.6f}", e.valid_loss);
+    for (const auto& name : names) {
+      const auto it = std::find_if(e.metrics.begin(), e.metrics.end(),
+                                   [&](const auto& m) { return m.first == name; });
+      cells += it == e.metrics.end() ? "," : fmt::format(",{:.4f}", it->second);
     }
+    return cells;
+  };
+  const std::string no_eval(1 + names.size(), ',');
+  // Both lists are in step order: merge them, one row per step.
+  size_t t = 0, e = 0;
+  while (t < train.size() || e < eval.size()) {
+    const bool take_train = t < train.size() && (e == eval.size() || train[t].step <= eval[e].step);
+    const bool take_eval = e < eval.size() && (t == train.size() || eval[e].step <= train[t].step);
+    const int64_t step = take_train ? train[t].step : eval[e].step;
+    s += take_train ? fmt::format("{},{:.6f},{:.6g}", step, train[t].train_loss, train[t].lr)
+                    : fmt::format("{},,", step);
+    s += take_eval ? eval_cells(eval[e]) : no_eval;
     s += "\n";
+    t += take_train;
+    e += take_eval;
   }
-  for (; e < eval.size(); ++e)
-    s += fmt::format("{},,,{:.6f},{:.4f}\n", eval[e].step, eval[e].valid_loss, eval[e].score);
   write_file_atomically(path, s);
 }
 

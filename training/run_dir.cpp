@@ -90,6 +90,7 @@ void check_run_json(const nlohmann::json& run, const std::string& where) {
                 {"epochs", Type::Int, 0, 1e6},
                 {"iters", Type::Int, 0, 1e9},
                 {"step", Type::Int, 0, kMaxInt},
+                {"seconds", Type::Number, 0, 1e12},
                 {"data", Type::Object},
                 {"options", Type::Object},
                 {"recipe", Type::Object},
@@ -118,7 +119,8 @@ void check_run_json(const nlohmann::json& run, const std::string& where) {
                   {"limit", Type::Int, 0, 1e9},
                   {"early_stop", Type::Bool},
                   {"select", Type::String},
-                  {"average", Type::Int, 0, 1e6}},
+                  {"average", Type::Int, 0, 1e6},
+                  {"time_budget", Type::Number, 0, 1e9}},
                  where, "options.");
   // Metrics are finite numbers (or flags): the trainer never writes a NaN, which JSON would
   // hold as null. The one null it writes is a history line's train_loss when no batch was

@@ -54,11 +54,12 @@ int train_classifier(const TrainOptions& o) {
         fmt::format("the batch: {} texts of up to max_position_embeddings tokens", kBatchTexts));
     lock = run.create();
     classifier.tokenizer->save(run.file("tokenizer"));
-    write_file_atomically(run.file("config.json"), config.to_json());
+    write_file_atomically(run.file("config.json"),
+                          config.to_json(models::TransformerConfig::Model::Classifier));
     meta = {{"kind", "classifier"},
             {"task", "majority"},
             {"seed", seed},
-            {"options", training_options(o)}};
+            {"options", classifier_options(o, o.lr > 0 ? o.lr : 1e-3)}};
   }
   manual_seed(seed);
   classifier.model = std::make_shared<models::TransformerForSequenceClassification>(config);
@@ -71,6 +72,7 @@ int train_classifier(const TrainOptions& o) {
       "task majority: which of a, b, c occurs most in a sequence of a..h ({} train, {} valid); {} "
       "parameters\n",
       train_texts.size(), valid_texts.size(), model.num_parameters());
+  fmt::print("  {}\n", config.architecture(true, false));
 
   Trainer trainer(model, opt, nullptr,
                   {.epochs = epochs,

@@ -132,7 +132,8 @@ int train_language_model(const TrainOptions& o) {
   if (!o.resume) {  // only once nothing above can fail: a run that cannot start leaves no folder
     lock = run.create();
     tok->save(run.file("tokenizer"));
-    write_file_atomically(run.file("config.json"), config.to_json());
+    write_file_atomically(run.file("config.json"),
+                          config.to_json(models::TransformerConfig::Model::CausalLM));
   }
   const uint64_t seed = o.resume ? run.field<uint64_t>(meta, "seed") : o.seed;
   manual_seed(seed);
@@ -155,7 +156,13 @@ int train_language_model(const TrainOptions& o) {
             {"seed", seed},
             {"preset", preset_name},
             {"text", o.text},
-            {"options", training_options(o)}};
+            {"options", training_options([&] {
+               TrainOptions used = o;  // the values the run uses, the preset's included
+               used.lr = lr;
+               used.warmup = warmup;
+               used.max_tokens = p.batch * block;
+               return used;
+             }())}};
   meta["iters"] = iters;
   // Everything the loop below does, spelled out for `anatomy export` (PyTorch continues it).
   meta["recipe"] = {{"block", block},
@@ -175,10 +182,10 @@ int train_language_model(const TrainOptions& o) {
                       {"total_steps", schedule_steps},
                       {"min_lr", lr * p.min_lr / p.lr}}}};
   fmt::print(
-      "character language model on {} ({} characters, vocabulary {}): {} parameters, {} layers, "
-      "{} heads, hidden {}, block {}, batch {}\n",
-      o.text, ids.size(), tok->vocab().size(), model.num_parameters(), config.num_hidden_layers,
-      config.num_attention_heads, config.hidden_size, block, p.batch);
+      "character language model on {} ({} characters, vocabulary {}): {} parameters, block {}, "
+      "batch {}\n",
+      o.text, ids.size(), tok->vocab().size(), model.num_parameters(), block, p.batch);
+  fmt::print("  {}\n", config.architecture(false, true));
 
   // One "epoch" of `iters` random batches, evaluated 8 times on the way.
   Trainer trainer(model, opt, &schedule,

@@ -19,7 +19,17 @@ nlohmann::json training_options(const TrainOptions& o) {
           {"limit", o.limit},
           {"early_stop", o.early_stop},
           {"select", o.select},
-          {"average", o.average}};
+          {"average", o.average},
+          {"time_budget", o.time_budget}};
+}
+
+nlohmann::json classifier_options(const TrainOptions& o, double lr) {
+  TrainOptions used = o;
+  used.lr = lr;
+  nlohmann::json j = training_options(used);
+  j.erase("warmup");  // a classifier trains at a constant rate, in batches of texts
+  j.erase("max_tokens");
+  return j;
 }
 
 void restore_training_options(TrainOptions& o, const nlohmann::json& saved) {
@@ -32,6 +42,8 @@ void restore_training_options(TrainOptions& o, const nlohmann::json& saved) {
   o.early_stop = saved.value("early_stop", o.early_stop);
   o.select = saved.value("select", o.select);
   o.average = saved.value("average", o.average);
+  // The run's budget, unless this command gives it a new one (as --epochs does).
+  if (!(o.time_budget > 0)) o.time_budget = saved.value("time_budget", o.time_budget);
 }
 
 models::TransformerConfig build_config(

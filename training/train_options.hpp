@@ -20,9 +20,9 @@ struct TrainOptions {
   int64_t average = 0;      // average the last N evaluated models at the end (0, 1: no)
   std::string config_file;  // a config.json for the model (instead of --preset)
   std::vector<std::string> set;  // config overrides, "hidden_size=256", applied last
-  int64_t epochs = 0;            // 0: the task's default
-  int64_t iters = 0;             // language model: optimizer steps (0: the preset's)
-  double time_budget = 0;        // seconds; 0: none
+  int64_t epochs = 0;      // 0: until the time budget if there is one, else the task's default
+  int64_t iters = 0;       // language model: optimizer steps (0: the preset's)
+  double time_budget = 0;  // seconds for the whole run, resumes included; 0: none
   uint64_t seed = 0;
   bool resume = false;
   double lr = 0;           // peak learning rate; 0: the preset's
@@ -46,10 +46,14 @@ struct TrainOptions {
 };
 
 // The options that shape the optimization (learning rate, warmup, batch size, label smoothing,
-// clipping, the training-pair limit, early stopping), as run.json keeps them under "options". A
+// clipping, the training-pair limit, early stopping, model selection, the time budget), as
+// run.json keeps them under "options": the values the run used, never 0 for "the preset's". A
 // resumed run takes them from there, whatever its command line says, so that --resume continues
-// exactly.
+// exactly; only a new --time-budget (like a new --epochs) replaces the saved one.
 nlohmann::json training_options(const TrainOptions& o);
+// A classifier's: the same with the rate `lr` it uses, without warmup and tokens per batch (it
+// has neither).
+nlohmann::json classifier_options(const TrainOptions& o, double lr);
 void restore_training_options(TrainOptions& o, const nlohmann::json& saved);
 
 // The model's config: --config FILE or the named preset (`fallback` if none), then `layout`

@@ -167,7 +167,8 @@ int train_translation(const TrainOptions& o) {
       for (const char* name : {"train", "valid", "test"})
         write_split(run.file(fmt::format("split/{}.tsv", name)), splits.split(name));
     }
-    write_file_atomically(run.file("config.json"), config.to_json());
+    write_file_atomically(run.file("config.json"),
+                          config.to_json(models::TransformerConfig::Model::Seq2Seq));
   }
   // Pairs that do not fit the model's positions cannot be trained on.
   if (const size_t dropped = drop_too_long(train, config.max_position_embeddings))
@@ -197,11 +198,16 @@ int train_translation(const TrainOptions& o) {
       o.warmup > 0 ? o.warmup : std::clamp<int64_t>(steps_per_epoch / 2, 20, p.warmup);
   nn::AdamW opt(model.parameters(),
                 {.lr = peak, .beta1 = 0.9, .beta2 = 0.98, .eps = 1e-9, .weight_decay = 0.01});
-  const int64_t epochs = o.epochs > 0          ? o.epochs
-                         : o.resume            ? meta.value("epochs", 10)
-                         : symbols             ? 6
-                         : o.task == "numbers" ? 40
-                                               : 20;
+  // With a time budget and no --epochs the budget is the run's length (epochs 0 in run.json);
+  // otherwise the task's number of epochs.
+  const int64_t default_epochs = symbols ? 6 : o.task == "numbers" ? 40 : 20;
+  const int64_t epochs = o.epochs > 0        ? o.epochs
+                         : o.resume          ? meta.value("epochs", int64_t{10})
+                         : o.time_budget > 0 ? 0
+                                             : default_epochs;
+  // The steps a decaying schedule aims at first; a budget-long run re-plans them as it goes.
+  const int64_t planned_steps =
+      std::max(warmup, steps_per_epoch * (epochs > 0 ? epochs : default_epochs));
   // The paper's warmup schedule (noam), scaled so that its peak (at step `warmup`) is `peak`; or
   // warmup then linear/cosine decay to zero at the end of the planned epochs.
   const std::string schedule_name = o.resume              ? meta.value("schedule", "noam")
@@ -215,16 +221,25 @@ int train_translation(const TrainOptions& o) {
         peak * std::sqrt(static_cast<double>(config.hidden_size * warmup)));  // its peak: `peak`
   else if (schedule_name == "linear" || schedule_name == "cosine")
     schedule = std::make_unique<nn::WarmupDecaySchedule>(
-        opt, peak, warmup, std::max(warmup, steps_per_epoch * epochs),
+        opt, peak, warmup, planned_steps,
         schedule_name == "linear" ? nn::WarmupDecaySchedule::Decay::Linear
                                   : nn::WarmupDecaySchedule::Decay::Cosine);
   else
     throw Error(
         fmt::format("train: unknown --schedule '{}' (noam, linear or cosine)", schedule_name));
-  if (!o.resume)
-    meta = {{"kind", "translation"},         {"seed", seed},           {"preset", preset_name},
-            {"schedule", schedule_name},     {"data", spec.to_json()}, {"description", description},
-            {"options", training_options(o)}};
+  if (!o.resume) {
+    TrainOptions used = o;  // run.json keeps the values the run uses, the preset's included
+    used.lr = peak;
+    used.warmup = warmup;
+    used.max_tokens = max_tokens;
+    meta = {{"kind", "translation"},
+            {"seed", seed},
+            {"preset", preset_name},
+            {"schedule", schedule_name},
+            {"data", spec.to_json()},
+            {"description", description},
+            {"options", training_options(used)}};
+  }
   meta["epochs"] = epochs;
   // Everything the loop below does, spelled out for `anatomy export` (PyTorch continues it).
   const double noam_factor = peak * std::sqrt(static_cast<double>(config.hidden_size * warmup));
@@ -243,14 +258,12 @@ int train_translation(const TrainOptions& o) {
                     {"schedule",
                      {{"name", schedule_name},
                       {"warmup", warmup},
-                      {"total_steps", std::max(warmup, steps_per_epoch * epochs)},
+                      {"total_steps", planned_steps},
                       {"min_lr", 0.0},
                       {"d_model", config.hidden_size},
                       {"factor", noam_factor}}}};
-  fmt::print("model: {} parameters (hidden {}, {} heads, {}+{} layers); vocab {} -> {}\n",
-             model.num_parameters(), config.hidden_size, config.num_attention_heads,
-             config.num_hidden_layers, config.decoder_layers(), config.vocab_size,
-             config.target_vocab());
+  fmt::print("model: {} parameters; vocab {} -> {}\n  {}\n", model.num_parameters(),
+             config.vocab_size, config.target_vocab(), config.architecture(true, true));
 
   // --- the loop ---
   Trainer trainer(
@@ -314,8 +327,10 @@ int train_translation(const TrainOptions& o) {
                  : "");
   const TrainResult r = trainer.fit();
   if (r.interrupted) {
-    fmt::print("saved {}; resume with: anatomy train {} --out {} --resume\n", o.out,
-               o.task.empty() ? "--corpus " + o.corpus : "--task " + o.task, o.out);
+    fmt::print("saved {}; resume with: anatomy train {} --out {} --resume{}\n", o.out,
+               o.task.empty() ? "--corpus " + o.corpus : "--task " + o.task, o.out,
+               o.time_budget > 0 ? " (it keeps every option, and the rest of the time budget)"
+                                 : " (it keeps every option)");
     return 130;
   }
   if (average > 1 && kept_checkpoints(run).size() >= 2) {

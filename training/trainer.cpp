@@ -72,10 +72,19 @@ RunHistory read_history(const nlohmann::json& run) {
   if (run.contains("history")) h.history = run["history"];
   for (const auto& c : run.value("curve", nlohmann::json::array()))
     h.curve.train.push_back({c[0].get<int64_t>(), c[1].get<double>(), c[2].get<double>()});
-  for (const auto& e : h.history)
-    h.curve.eval.push_back({e.value("step", int64_t{0}), e.value("valid_loss", double{NAN}),
-                            e.value("bleu", double{NAN})});
+  for (const auto& e : h.history) h.curve.eval.push_back(eval_point(e));
   return h;
+}
+
+EvalPoint eval_point(const nlohmann::json& entry) {
+  // A history entry's own fields, beside the evaluation's metrics.
+  static const std::vector<std::string> not_metrics{
+      "step", "epoch", "train_loss", "train_nll", "complete", "seconds", "valid_loss"};
+  EvalPoint p{entry.value("step", int64_t{0}), entry.value("valid_loss", double{NAN}), {}};
+  for (const auto& [k, v] : entry.items())
+    if (v.is_number() && std::find(not_metrics.begin(), not_metrics.end(), k) == not_metrics.end())
+      p.metrics.emplace_back(k, v.get<double>());
+  return p;
 }
 
 Trainer::Trainer(nn::Module& model, nn::Optimizer& optimizer, nn::LRScheduler* schedule,
@@ -101,7 +110,9 @@ void Trainer::restore() {
   step_ = ck.step;
   const auto at = read_position(ck, path);
   epoch_ = at.epoch, batch_ = at.batch;
-  auto saved = read_history(run.read_run());
+  const nlohmann::json run_json = run.read_run();
+  seconds_before_ = run_json.value("seconds", 0.0);
+  auto saved = read_history(run_json);
   best_ = std::move(saved.best);
   history_ = std::move(saved.history);
   curve_ = std::move(saved.curve);
@@ -154,6 +165,7 @@ void Trainer::write_run_json() const {
   meta["history"] = history_;
   meta["best"] = best_;
   meta["step"] = step_;
+  meta["seconds"] = elapsed();
   RunDir{o_.run_dir}.write_run(meta);
 }
 
@@ -195,11 +207,23 @@ static int64_t batch_rows(const std::vector<Tensor>& tensors) {
   return rows;
 }
 
+double Trainer::elapsed() const { return seconds_before_ + seconds_since(started_); }
+
 TrainResult Trainer::fit() {
   if (!batches || (!loss && !(batch && batch_loss)))
     throw Error("Trainer: set batches, and loss (or batch and batch_loss), before fit()");
-  if (o_.epochs < 1) throw Error(fmt::format("Trainer: epochs must be >= 1 (got {})", o_.epochs));
-  const auto started = Clock::now();
+  if (o_.epochs < 0 || (o_.epochs == 0 && !(o_.time_budget > 0)))
+    throw Error(fmt::format(
+        "Trainer: epochs must be >= 1, or 0 with a time budget (got epochs {}, time budget {})",
+        o_.epochs, o_.time_budget));
+  // Without a number of epochs, the time budget is the run's length.
+  const int64_t epochs = o_.epochs > 0 ? o_.epochs : std::numeric_limits<int64_t>::max();
+  const bool until_budget = o_.epochs == 0;
+  // "/20" after an epoch's number, or nothing when the budget decides.
+  const std::string of_epochs = until_budget ? "" : fmt::format("/{}", o_.epochs);
+  started_ = Clock::now();
+  seconds_before_ = 0;
+  const auto& started = started_;
   const bool saving = !o_.run_dir.empty();
   if (o_.resume) {
     restore();
@@ -223,7 +247,17 @@ TrainResult Trainer::fit() {
   double last_eval_seconds = 0;
   bool stop = false;
   auto out_of_time = [&] {
-    return o_.time_budget > 0 && seconds_since(started) + last_eval_seconds > o_.time_budget;
+    return o_.time_budget > 0 && elapsed() + last_eval_seconds > o_.time_budget;
+  };
+  // A run as long as its budget: the steps it will reach, from this process's pace so far
+  // (evaluations included), for a schedule that decays to the run's end.
+  const int64_t first_step = step_;
+  auto plan = [&] {
+    const int64_t done = step_ - first_step;
+    const double spent = seconds_since(started);
+    if (!until_budget || !schedule_ || done < 10 || spent <= 0) return;
+    const double left = std::max(0.0, o_.time_budget - elapsed() - last_eval_seconds);
+    schedule_->plan(step_ + static_cast<int64_t>(left * static_cast<double>(done) / spent));
   };
   // Evaluates, keeps the best, saves and prints one line; sets `stop` when should_stop says so.
   double epoch_loss = 0, window_loss = 0, epoch_nll = 0;
@@ -257,10 +291,9 @@ TrainResult Trainer::fit() {
       if (epoch_nll_tokens) h["train_nll"] = epoch_nll / static_cast<double>(epoch_nll_tokens);
       for (const auto& [k, v] : m.items()) h[k] = v;
       h["complete"] = complete;
-      h["seconds"] = seconds_since(started);
+      h["seconds"] = elapsed();
       history_.push_back(h);
-      curve_.eval.push_back({step_, m.value("valid_loss", static_cast<double>(NAN)),
-                             m.value("bleu", static_cast<double>(NAN))});
+      curve_.eval.push_back(eval_point(h));
     }
     // Where a resumed run starts: after a whole epoch, the next one's first batch.
     if (complete)
@@ -269,7 +302,7 @@ TrainResult Trainer::fit() {
       save(is_best, epoch_, batch_);
     if (!o_.quiet) {
       const std::string where = o_.unit == "epoch"
-                                    ? fmt::format("epoch {}/{}{}", epoch_ + 1, o_.epochs,
+                                    ? fmt::format("epoch {}{}{}", epoch_ + 1, of_epochs,
                                                   complete ? ""
                                                   : final  ? " (partial)"
                                                            : fmt::format(", step {}", step_))
@@ -279,7 +312,7 @@ TrainResult Trainer::fit() {
           epoch_tokens ? fmt::format("{:.4f}", train_loss) : "-",
           nll_part(epoch_nll, epoch_nll_tokens), format_metrics(m),
           human(static_cast<double>(tokens_seen) / std::max(1e-9, seconds_since(epoch_start))),
-          clock(seconds_since(started)),
+          clock(elapsed()),
           !is_best             ? ""
           : o_.best_by.empty() ? "  best"
                                : fmt::format("  best ({})", o_.best_by));
@@ -347,9 +380,9 @@ TrainResult Trainer::fit() {
     parts.clear();
   };
 
-  for (; epoch_ < o_.epochs && !stop; ++epoch_, batch_ = 0) {
+  for (; epoch_ < epochs && !stop; ++epoch_, batch_ = 0) {
     const int64_t n = batches(epoch_);
-    ProgressBar bar(o_.unit == "epoch" ? fmt::format("epoch {}/{}", epoch_ + 1, o_.epochs)
+    ProgressBar bar(o_.unit == "epoch" ? fmt::format("epoch {}{}", epoch_ + 1, of_epochs)
                                        : std::string("training"),
                     n);
     epoch_start = Clock::now();
@@ -381,7 +414,10 @@ TrainResult Trainer::fit() {
       backward();
       if (o_.clip > 0) nn::clip_grad_norm_(model_.parameters(), static_cast<float>(o_.clip));
       optimizer_.step();
-      if (schedule_) schedule_->step();
+      if (schedule_) {
+        plan();
+        schedule_->step();
+      }
       ++step_;
       ++batch_;
       epoch_loss += l * static_cast<double>(b.tokens);
@@ -406,8 +442,7 @@ TrainResult Trainer::fit() {
         const double per_batch =
             seconds_since(loop_start) / static_cast<double>(batch_ - first_batch);
         double eta = per_batch * static_cast<double>(n - batch_);
-        if (o_.time_budget > 0)
-          eta = std::min(eta, std::max(0.0, o_.time_budget - seconds_since(started)));
+        if (o_.time_budget > 0) eta = std::min(eta, std::max(0.0, o_.time_budget - elapsed()));
         bar.update(batch_,
                    fmt::format("loss {:.3f} lr {:.1e} {} tok/s ETA {}",
                                epoch_loss / static_cast<double>(epoch_tokens), optimizer_.lr(),
@@ -418,15 +453,15 @@ TrainResult Trainer::fit() {
       // A line a log can follow inside a long epoch (the bar draws only on a terminal).
       if (!o_.quiet && o_.log_every > 0 && step_ % o_.log_every == 0 && batch_ < n) {
         bar.clear();
-        const std::string where = o_.unit == "epoch" ? fmt::format("epoch {}/{}, batch {}/{}",
-                                                                   epoch_ + 1, o_.epochs, batch_, n)
+        const std::string where = o_.unit == "epoch" ? fmt::format("epoch {}{}, batch {}/{}",
+                                                                   epoch_ + 1, of_epochs, batch_, n)
                                                      : fmt::format("step {}/{}", step_, n);
         fmt::print(
             "{}  train loss {:.4f}{}  lr {:.2e}  ({} tok/s, {})\n", where,
             log_loss / static_cast<double>(std::max<int64_t>(log_tokens, 1)),
             nll_part(log_nll, log_nll_tokens), optimizer_.lr(),
             human(static_cast<double>(log_tokens) / std::max(1e-9, seconds_since(log_start))),
-            clock(seconds_since(started)));
+            clock(elapsed()));
         std::fflush(stdout);
         log_loss = log_nll = 0;
         log_tokens = log_nll_tokens = 0;
@@ -439,7 +474,7 @@ TrainResult Trainer::fit() {
     }
     bar.clear();
     if (batch_ == n) {
-      checkpoint(true, epoch_ + 1 == o_.epochs, n);
+      checkpoint(true, epoch_ + 1 == epochs, n);
       continue;
     }
     // Stopped inside the epoch: evaluate and save what was trained since the last save.

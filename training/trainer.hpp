@@ -13,6 +13,7 @@
 // bit; Ctrl-C and SIGTERM stop cleanly with everything saved, and a time budget stops in time.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -35,8 +36,10 @@ struct BatchLoss {
 };
 
 struct TrainerOptions {
-  int64_t epochs = 1;           // passes over the data
-  double time_budget = 0;       // seconds for the whole run (0: none); the last evaluation fits in
+  int64_t epochs = 1;  // passes over the data; 0 with a time budget: until the budget
+  // Seconds for the whole run (0: none), counted over every process of it (a resumed run has
+  // what is left); the last evaluation fits in.
+  double time_budget = 0;
   double clip = 1.0;            // clip the gradient norm to this (0: no clipping)
   int64_t eval_every = 0;       // also evaluate every N steps inside an epoch (0: only at its end)
   int64_t curve_every = 20;     // a loss-curve point is the mean over this many steps
@@ -104,6 +107,11 @@ class Trainer {
   nn::LRScheduler* schedule_;
   TrainerOptions o_;
   int64_t step_ = 0, epoch_ = 0, batch_ = 0;  // the position the next step starts from
+  // The run's seconds before this process (up to the checkpoint it resumed from), and when this
+  // process's fit() started: elapsed() is their sum, what the time budget counts.
+  double seconds_before_ = 0;
+  std::chrono::steady_clock::time_point started_;
+  double elapsed() const;
   Metrics best_ = Metrics::object();
   nlohmann::json history_ = nlohmann::json::array();
   LossCurve curve_;
@@ -122,6 +130,8 @@ struct RunHistory {
   LossCurve curve;
 };
 RunHistory read_history(const nlohmann::json& run);
+// The loss curve's point of one history entry: its step, validation loss and metrics.
+EvalPoint eval_point(const nlohmann::json& history_entry);
 
 // The models a run kept in checkpoints/ (TrainerOptions::keep_last), oldest first.
 std::vector<std::string> kept_checkpoints(const RunDir& run);

@@ -315,7 +315,10 @@ TEST_CASE("run.json is checked field by field before a resume trusts it") {
   CHECK(h.curve.train[1].step == 4);
   CHECK(h.curve.train[1].train_loss == 2.5);
   REQUIRE(h.curve.eval.size() == 2);
-  CHECK(h.curve.eval[0].score == 2);
+  REQUIRE(h.curve.eval[0].metrics.size() == 1);  // bleu; complete is a flag, not a metric
+  CHECK(h.curve.eval[0].metrics[0].first == "bleu");
+  CHECK(h.curve.eval[0].metrics[0].second == 2);
+  CHECK(h.curve.eval[1].metrics.empty());
 }
 
 // A resumed run's best comes from run.json, checked for the types of its metrics but not for

@@ -2,10 +2,13 @@
 // it evaluates and when it stops.
 #include <chrono>
 
-#include "helpers.hpp"
+#include <sstream>
+
 #include "training/trainer.hpp"
+#include "training_fixtures.hpp"
 
 using namespace anatomy;
+using namespace anatomy::testing;
 
 namespace {
 
@@ -21,6 +24,16 @@ struct OneWeight : nn::Module {
   Tensor w;
   OneWeight() { w = register_parameter("w", tensor({1.0f})); }
 };
+
+// An evaluation that takes `seconds` on the clock the budget counts (so a loaded machine
+// stretches it no more than it stretches the budget), and returns a falling loss.
+training::Metrics evaluation_of(double seconds, int& evaluations) {
+  const auto start = Clock::now();
+  while (seconds_since(start) < seconds) {
+  }
+  ++evaluations;
+  return training::Metrics{{"valid_loss", 1.0 / evaluations}};
+}
 
 }  // namespace
 
@@ -53,4 +66,103 @@ TEST_CASE("the time budget counts the last evaluation's length: the run ends wit
   CHECK(result.out_of_time);
   CHECK(evaluations == 2);
   CHECK_MESSAGE(took < budget, took);
+}
+
+// Without a number of epochs, a time budget is the run's length: the loop goes on past any
+// fixed count until the budget (epochs of 0.25 s, a budget of 1.2 s: 4 of them, the fifth would
+// end past it). A loop that took epochs 0 as "none" would evaluate never; one that ignored the
+// budget would not stop.
+TEST_CASE("with epochs 0, the time budget is the run's length") {
+  OneWeight model;
+  nn::SGD opt(model.parameters(), {.lr = 0.01});
+  training::Trainer trainer(model, opt, nullptr, {.epochs = 0, .time_budget = 1.2, .quiet = true});
+  trainer.batches = [](int64_t) { return int64_t{2}; };
+  trainer.loss = [&](int64_t, int64_t) { return training::BatchLoss{sum(model.w * model.w)}; };
+  int evaluations = 0;
+  trainer.evaluate = [&](bool) { return evaluation_of(0.25, evaluations); };
+  const training::TrainResult result = trainer.fit();
+  CHECK(result.out_of_time);
+  CHECK(evaluations == 4);
+  CHECK(result.step == 8);
+  // Without a budget, epochs 0 is refused, naming both.
+  training::Trainer endless(model, opt, nullptr, {.epochs = 0, .quiet = true});
+  endless.batches = trainer.batches;
+  endless.loss = trainer.loss;
+  CHECK_THROWS_WITH_AS(endless.fit(),
+                       doctest::Contains("epochs must be >= 1, or 0 with a time budget"), Error);
+}
+
+// A resumed run has what is left of its budget: run.json keeps the seconds spent. The first
+// process spends 0.8 s of a 1 s budget (two epochs with an evaluation of 0.4 s each); the resumed
+// one starts at 0.8 s, so it trains one epoch, where a run counting from zero would train two.
+TEST_CASE("a resumed run continues the same time budget") {
+  const std::string dir = fresh_dir("trainer_budget");
+  int evaluations = 0;
+  auto fit = [&](bool resume) {
+    OneWeight model;
+    nn::SGD opt(model.parameters(), {.lr = 0.01});
+    training::Trainer trainer(
+        model, opt, nullptr,
+        {.epochs = 100, .time_budget = 1.0, .run_dir = dir, .resume = resume, .quiet = true});
+    trainer.batches = [](int64_t) { return int64_t{2}; };
+    trainer.loss = [&](int64_t, int64_t) { return training::BatchLoss{sum(model.w * model.w)}; };
+    trainer.evaluate = [&](bool) { return evaluation_of(0.4, evaluations); };
+    return trainer.fit();
+  };
+  CHECK(fit(false).out_of_time);
+  REQUIRE(evaluations == 2);
+  const double spent = nlohmann::json::parse(bytes(dir + "/run.json"))["seconds"].get<double>();
+  CHECK(spent >= 0.8);
+  CHECK(spent < 1.0);
+  CHECK(fit(true).out_of_time);
+  CHECK(evaluations == 3);
+  // Its seconds go on from the first process's.
+  CHECK(nlohmann::json::parse(bytes(dir + "/run.json"))["seconds"].get<double>() >= spent + 0.4);
+}
+
+// A schedule that decays to the end of the run, in a run as long as its budget: the trainer
+// re-plans the schedule's length from its pace, so the rate has decayed near its floor when the
+// budget ends. A schedule left at its first plan (here a length far past what the budget buys)
+// would still be near its peak.
+TEST_CASE("a budget-long run plans a decaying schedule for the steps the budget buys") {
+  OneWeight model;
+  nn::SGD opt(model.parameters(), {.lr = 1.0});
+  nn::WarmupDecaySchedule schedule(opt, 1.0, 5, 1000000);
+  training::Trainer trainer(model, opt, &schedule,
+                            {.epochs = 0, .time_budget = 1.0, .quiet = true});
+  trainer.batches = [](int64_t) { return int64_t{50}; };
+  std::vector<double> rates;
+  trainer.loss = [&](int64_t, int64_t) {
+    rates.push_back(opt.lr());
+    const auto start = Clock::now();  // a step of 5 ms
+    while (seconds_since(start) < 0.005) {
+    }
+    return training::BatchLoss{sum(model.w * model.w)};
+  };
+  int evaluations = 0;
+  trainer.evaluate = [&](bool) { return evaluation_of(0.0, evaluations); };
+  CHECK(trainer.fit().out_of_time);
+  REQUIRE(rates.size() > 40);
+  CHECK(*std::max_element(rates.begin(), rates.end()) > 0.5);  // it reached near its peak
+  CHECK_MESSAGE(rates.back() < 0.25, rates.back());            // and decayed by the end
+}
+
+// loss.csv: one row per step in step order, an evaluation at a step with no training point
+// gets a row of its own between the others, and each metric has its named column.
+TEST_CASE("loss.csv names its columns and merges training and validation by step") {
+  training::LossCurve curve;
+  curve.train = {{20, 2.5, 0.001}, {40, 2.0, 0.002}, {60, 1.5, 0.003}};
+  curve.eval = {{30, 2.25, {{"bleu", 12.5}, {"exact_match", 5.0}}},
+                {60, 1.75, {{"bleu", 20.0}, {"exact_match", 10.0}}},
+                {70, 1.5, {{"bleu", 25.0}}}};
+  const std::string dir = fresh_dir("loss_csv");
+  std::filesystem::create_directories(dir);
+  curve.write_csv(dir + "/loss.csv");
+  CHECK(bytes(dir + "/loss.csv") ==
+        "step,train_loss,lr,valid_loss,valid_bleu,valid_exact_match\n"
+        "20,2.500000,0.001,,,\n"
+        "30,,,2.250000,12.5000,5.0000\n"
+        "40,2.000000,0.002,,,\n"
+        "60,1.500000,0.003,1.750000,20.0000,10.0000\n"
+        "70,,,1.500000,25.0000,\n");
 }

@@ -1,5 +1,8 @@
 // The trainer end to end through the `anatomy` program, on small runs: a model that learns,
 // exact resume, Ctrl-C, the time budget, and bad input.
+#include <algorithm>
+#include <sstream>
+
 #include "data/corpus.hpp"
 #include "training/training.hpp"
 #include "training/translation_data.hpp"
@@ -36,6 +39,40 @@ TEST_CASE("a short training run learns, writes its folder, and translates") {
   // Smoothing 0.1 spreads probability over every token: the smoothed loss sits above the NLL.
   CHECK(h[2]["train_nll"].get<double>() < h[2]["train_loss"].get<double>());
   CHECK(bytes(dir + "/loss.svg").find("<svg") == 0);
+  // The log names every architecture choice, not only the sizes.
+  for (const char* choice : {"norm layer_norm (pre-LN", "positions absolute",
+                             "feed-forward feed_forward", "attention fused", "dropout 0.1"})
+    CHECK_MESSAGE(r.output.find(choice) != std::string::npos, choice);
+  // run.json's options are the values the run used (reverse's preset is tiny: lr 2e-3, batches
+  // of 512 tokens), the same the recipe spelled out for PyTorch; never 0 for "the preset's".
+  const auto& used = meta["options"];
+  CHECK(used["lr"].get<double>() == 2e-3);
+  CHECK(used["max_tokens"].get<int64_t>() == 512);
+  CHECK(used["warmup"].get<int64_t>() > 0);
+  CHECK(used["warmup"] == meta["recipe"]["schedule"]["warmup"]);
+  CHECK(used["lr"] == meta["recipe"]["optimizer"]["lr"]);
+  // config.json holds what a translator reads: the decoder's layers as a number, no
+  // classification head.
+  const auto config = nlohmann::json::parse(bytes(dir + "/config.json"));
+  CHECK(config["num_decoder_layers"].get<int64_t>() == 2);
+  CHECK(config["num_decoder_layers"] == config["num_hidden_layers"]);
+  CHECK_FALSE(config.contains("num_labels"));
+  CHECK_FALSE(config.contains("add_pooling_layer"));
+  // loss.csv: its columns say what they hold, and its rows go by step, one row per step.
+  {
+    std::istringstream csv(bytes(dir + "/loss.csv"));
+    std::string line;
+    std::getline(csv, line);
+    CHECK(line == "step,train_loss,lr,valid_loss,valid_bleu,valid_exact_match");
+    int64_t last = -1, evaluations = 0;
+    while (std::getline(csv, line)) {
+      const int64_t step = std::stoll(line.substr(0, line.find(',')));
+      CHECK_MESSAGE(step > last, line);
+      last = step;
+      evaluations += std::count(line.begin(), line.end(), ',') == 5 && line.back() != ',';
+    }
+    CHECK(evaluations == 3);  // one row per epoch's evaluation, with its BLEU and exact match
+  }
   auto t = run("translate --checkpoint " + dir + " \"a b c d\"");
   CHECK_MESSAGE(t.code == 0, t.output);
   auto e = run("evaluate --checkpoint " + dir + " --split valid --format json");
@@ -43,6 +80,9 @@ TEST_CASE("a short training run learns, writes its folder, and translates") {
   const auto j = nlohmann::json::parse(e.output);
   CHECK(j.contains("bleu"));
   CHECK(j["sentences"].get<int>() == 500);
+  CHECK(j["split"] == "valid");  // what was scored, by name
+  auto et = run("evaluate --checkpoint " + dir + " --split valid --beam 1");
+  CHECK_MESSAGE(et.output.find("valid split (500 sentences, greedy)") == 0, et.output);
   // beam size 1 is greedy
   auto g = run("translate --checkpoint " + dir + " \"c d e f g\" \"t s r\"");
   auto b = run("translate --checkpoint " + dir + " --beam 1 \"c d e f g\" \"t s r\"");
@@ -63,10 +103,25 @@ TEST_CASE("a short training run learns, writes its folder, and translates") {
   REQUIRE_MESSAGE(em.code == 0, em.output);
   const auto em_json = nlohmann::json::parse(em.output);
   CHECK(em_json["sentences"].get<int>() == 3);
+  CHECK(em_json["corpus"] == dir + "/exact.tsv");
+  CHECK_FALSE(em_json.contains("split"));
   CHECK(em_json["exact_match"].get<double>() == doctest::Approx(200.0 / 3).epsilon(1e-9));
   // The attention page of the trained model: a self-contained HTML file with the tokens.
   auto a = run("attention --checkpoint " + dir + " --out " + dir + "/attention.html \"c d e\"");
   REQUIRE_MESSAGE(a.code == 0, a.output);
+  // The page draws the translation `translate` gives, with the same search: greedy here (a
+  // task's default), and beam 4 when asked, the same as translate --beam 4.
+  for (const char* beam : {"1", "4"}) {
+    CAPTURE(beam);
+    const auto drawn = run("attention --checkpoint " + dir + " --beam " + beam + " --out " + dir +
+                           "/beam.html \"c d e f g h\"");
+    REQUIRE_MESSAGE(drawn.code == 0, drawn.output);
+    const auto said = run("translate --checkpoint " + dir + " --beam " + beam + " \"c d e f g h\"");
+    const std::string translation = said.output.substr(0, said.output.find('\n'));
+    CHECK_MESSAGE(drawn.output.find("): " + translation + "\n") != std::string::npos, drawn.output);
+    CHECK(drawn.output.find(std::string(beam) == "1" ? "(greedy)" : "(beam 4)") !=
+          std::string::npos);
+  }
   const std::string page = bytes(dir + "/attention.html");
   CHECK(page.find("<html") != std::string::npos);
   CHECK(page.find("<script") != std::string::npos);
@@ -99,7 +154,7 @@ TEST_CASE("a short training run learns, writes its folder, and translates") {
   }
   // The page's translation is the one `translate` gives (greedy, the same length limit).
   const auto greedy_cde = run("translate --checkpoint " + dir + " --beam 1 \"c d e\"");
-  CHECK_MESSAGE(a.output.find("translation: " + greedy_cde.output) != std::string::npos,
+  CHECK_MESSAGE(a.output.find("translation (greedy): " + greedy_cde.output) != std::string::npos,
                 a.output << " / " << greedy_cde.output);
   // --svg without --layer/--head: the last of the preset's two layers, head 0; --layer 0 is the
   // first layer, not "the last".
@@ -213,6 +268,16 @@ TEST_CASE("Ctrl-C saves a checkpoint that resumes, and the time budget stops wit
   CHECK(meta["history"].size() < 5);
   CHECK_FALSE(meta["history"].back()["complete"].get<bool>());
   CHECK(std::filesystem::exists(budget + "/best/model.safetensors"));
+  CHECK(meta["options"]["time_budget"].get<double>() == 2);
+  CHECK(meta["seconds"].get<double>() > 0);
+  // --resume keeps the budget: with the 2 seconds spent, the resumed run has none left and
+  // trains no further (one that forgot the budget would train the 3 epochs asked for here).
+  auto again = run("train --task dates --epochs 3 --resume --out " + budget);
+  CHECK_MESSAGE(again.code == 0, again.output);
+  CHECK_MESSAGE(again.output.find("time budget of") != std::string::npos, again.output);
+  const auto after = nlohmann::json::parse(bytes(budget + "/run.json"));
+  CHECK(after["history"].size() == meta["history"].size());
+  CHECK(after["options"]["time_budget"].get<double>() == 2);
 }
 
 TEST_CASE("training and translating: bad input gets a clear message and a non-zero exit") {
