@@ -52,8 +52,8 @@ struct AttentionOptions {
   std::string checkpoint, bert, out, svg, text, text_pair;
   std::vector<std::string> pair;  // --pair A B
   int64_t layer = -1, head = 0;
-  int64_t beam = 0;  // 0: the run's default, as translate decodes
-  float length_penalty = 0.6f;
+  int64_t beam = 0;           // 0: the run's default, as translate decodes
+  float length_penalty = -1;  // below 0: the run's
 };
 
 // The HTML page of every section, and --svg's heatmap of the last one.
@@ -96,12 +96,11 @@ Runner add_attention_command(CLI::App& app) {
   cmd->add_option("--out", o->out, "the HTML file to write")->required();
   cmd->add_option("--svg", o->svg, "also write one layer/head as an SVG heatmap");
   cmd->add_option("--beam", o->beam,
-                  "a translator's search, as translate's: beam size, 1 greedy (default: 4 for a "
-                  "corpus, 1 for a task)")
+                  "a translator's search, as translate's: beam size, 1 greedy (default: the run's)")
       ->check(in_range(1, 1000));
   cmd->add_option("--length-penalty", o->length_penalty,
-                  "beam search length normalization exponent")
-      ->capture_default_str()
+                  "beam search length normalization exponent (default: the run's, chosen on "
+                  "validation for a corpus; else 0.6)")
       ->check(in_range(0, 10));
   cmd->add_option("--layer", o->layer, "layer for --svg (default: the last)")
       ->check(in_range(-1, 1e4));
@@ -160,7 +159,8 @@ Runner add_attention_command(CLI::App& app) {
       // The translation `translate` gives, with the same search (its default beam, or --beam),
       // is the decoder's input whose attention is drawn.
       const int64_t beam = o->beam > 0 ? o->beam : tr.default_beam;
-      const auto out = tr.translate_ids({o->text}, beam, o->length_penalty)[0];
+      const float penalty = o->length_penalty >= 0 ? o->length_penalty : tr.default_length_penalty;
+      const auto out = tr.translate_ids({o->text}, beam, penalty)[0];
       std::vector<int64_t> tgt{tr.bos};
       tgt.insert(tgt.end(), out.begin(), out.end());
       models::set_output_attentions(*tr.model, true);

@@ -44,18 +44,20 @@ Runner add_translate_command(CLI::App& app) {
   struct Options {
     std::string checkpoint, file;
     int64_t beam = 0, max_length = 0;
-    float length_penalty = 0.6f;
+    float length_penalty = -1;  // below 0: the run's
     std::vector<std::string> texts;
   };
   auto o = std::make_shared<Options>();
   auto* cmd =
       app.add_subcommand("translate", "Translate texts (arguments, --file, or standard input)");
   cmd->add_option("--checkpoint", o->checkpoint, "a run folder from anatomy train")->required();
-  cmd->add_option("--beam", o->beam, "beam size; 1: greedy (default: 4 for a corpus, 1 for a task)")
+  cmd->add_option("--beam", o->beam,
+                  "beam size; 1: greedy (default: the run's, chosen on validation for a corpus; 1 "
+                  "for a task)")
       ->check(in_range(1, 1000));
   cmd->add_option("--length-penalty", o->length_penalty,
-                  "beam search length normalization exponent")
-      ->capture_default_str()
+                  "beam search length normalization exponent (default: the run's, chosen on "
+                  "validation for a corpus; else 0.6)")
       ->check(in_range(0, 10));
   cmd->add_option("--max-length", o->max_length,
                   "longest output in tokens (default: 2 x input + 10)")
@@ -65,6 +67,7 @@ Runner add_translate_command(CLI::App& app) {
   return [o] {
     training::Translator tr = training::Translator::load(o->checkpoint);
     if (o->beam == 0) o->beam = tr.default_beam;
+    if (o->length_penalty < 0) o->length_penalty = tr.default_length_penalty;
     std::vector<std::string> texts = o->texts;
     if (!o->file.empty()) {
       std::ifstream f = open_input("translate", o->file);

@@ -94,6 +94,7 @@ void check_run_json(const nlohmann::json& run, const std::string& where) {
                 {"data", Type::Object},
                 {"options", Type::Object},
                 {"recipe", Type::Object},
+                {"decoding", Type::Object},
                 {"history", Type::Array},
                 {"curve", Type::Array}},
                where);
@@ -108,6 +109,20 @@ void check_run_json(const nlohmann::json& run, const std::string& where) {
                   {"reverse", Type::Bool},
                   {"split", Type::String}},
                  where, "data.");
+  // The decoding a translation run chose on validation (Translator::load reads beam and
+  // length_penalty from it): both are required when the object is there.
+  if (run.contains("decoding")) {
+    check_fields(run["decoding"],
+                 {{"beam", Type::Int, 1, 1000},
+                  {"length_penalty", Type::Number, 0, 10},
+                  {"pairs", Type::Int, 0, 1e9},
+                  {"greedy_bleu", Type::Number, 0, 100},
+                  {"beam_bleu", Type::Number, 0, 100}},
+                 where, "decoding.");
+    for (const char* key : {"beam", "length_penalty"})
+      if (!run["decoding"].contains(key))
+        throw Error(fmt::format("{}: 'decoding.{}' is missing", where, key));
+  }
   // The ranges of `anatomy train`'s options (0 meaning "the preset's", as on the command line).
   if (run.contains("options"))
     check_fields(run["options"],

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 
@@ -241,6 +242,7 @@ int train_translation(const TrainOptions& o) {
             {"options", training_options(used)}};
   }
   meta["epochs"] = epochs;
+  meta.erase("decoding");  // chosen again for the model this run ends with
   // Everything the loop below does, spelled out for `anatomy export` (PyTorch continues it).
   const double noam_factor = peak * std::sqrt(static_cast<double>(config.hidden_size * warmup));
   meta["recipe"] = {{"max_tokens", max_tokens},
@@ -343,12 +345,37 @@ int train_translation(const TrainOptions& o) {
   fmt::print("saved {} (best:{}); loss curve in {} and {}\n", o.out, format_metrics(best),
              run.file("loss.svg"), run.file("loss.csv"));
   if (!d.is_task) {
-    // The held-out score, as `anatomy evaluate --split test` reports it (beam 4 for a corpus).
-    const Translator best_model = Translator::load(o.out);
+    // How the best model decodes by default, chosen on (up to 500 of) the validation pairs: the
+    // later commands read it from run.json.
+    const auto started = std::chrono::steady_clock::now();
+    Translator best_model = Translator::load(o.out);
+    const std::vector<data::Pair> held(
+        splits.valid.begin(), splits.valid.begin() + std::min<size_t>(splits.valid.size(), 500));
+    const DecodingChoice c = choose_decoding(best_model, held);
+    std::string tried;
+    for (const auto& [beam, penalty, bleu] : c.tried)
+      tried += beam == 1 ? fmt::format("greedy {:.2f}; beam {} with length penalty", bleu, 4)
+                         : fmt::format(" {:g}: {:.2f}", penalty, bleu);
+    fmt::print("decoding: {}, chosen on {} validation pairs (BLEU {}; {:.0f} s)\n",
+               c.beam > 1 ? fmt::format("beam {}, length penalty {:g}", c.beam, c.length_penalty)
+                          : std::string("greedy"),
+               held.size(), tried,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    nlohmann::json saved = run.read_run();
+    saved["decoding"] = {{"beam", c.beam},
+                         {"length_penalty", c.length_penalty},
+                         {"pairs", held.size()},
+                         {"greedy_bleu", c.greedy_bleu},
+                         {"beam_bleu", c.beam_bleu}};
+    run.write_run(saved);
+    best_model.default_beam = c.beam;
+    best_model.default_length_penalty = c.length_penalty;
+    // The held-out score, as `anatomy evaluate --split test` reports it.
     std::vector<std::string> sources, refs;
     for (const auto& p : splits.test) sources.push_back(p.source), refs.push_back(p.target);
-    const auto hyps = best_model.translate(sources, best_model.default_beam);
-    fmt::print("test ({} pairs, beam {}): {}\n", hyps.size(), best_model.default_beam,
+    const auto hyps = best_model.translate(sources, c.beam, c.length_penalty);
+    fmt::print("test ({} pairs, {}): {}\n", hyps.size(),
+               c.beam > 1 ? fmt::format("beam {}", c.beam) : std::string("greedy"),
                data::corpus_bleu(hyps, {refs}).format());
   }
   return 0;

@@ -37,6 +37,10 @@ Translator Translator::load(const std::string& dir) {
   checkpoints::load_weights(*t.model, run.weights(), t.config);
   t.model->eval();
   t.default_beam = meta.value("data", nlohmann::json::object()).contains("corpus") ? 4 : 1;
+  if (meta.contains("decoding")) {  // chosen on validation at the end of training
+    t.default_beam = meta["decoding"]["beam"].get<int64_t>();
+    t.default_length_penalty = meta["decoding"]["length_penalty"].get<float>();
+  }
   t.bos = t.target->vocab().id("[BOS]");
   t.eos = t.target->vocab().id("[EOS]");
   return t;
@@ -116,6 +120,36 @@ std::vector<std::vector<int64_t>> Translator::translate_ids(const std::vector<st
     for (size_t k = start; k < end; ++k) out[order[k]] = results[k - start].tokens;
   }
   return out;
+}
+
+DecodingChoice choose_decoding(const Translator& tr, const std::vector<data::Pair>& pairs,
+                               const std::vector<float>& penalties) {
+  std::vector<std::string> sources, refs;
+  for (const auto& p : pairs) sources.push_back(p.source), refs.push_back(p.target);
+  auto bleu = [&](int64_t beam, float penalty) {
+    return data::corpus_bleu(tr.translate(sources, beam, penalty), {refs}).score;
+  };
+  DecodingChoice c;
+  c.greedy_bleu = bleu(1, 0.6f);
+  c.tried.emplace_back(1, 0.6f, c.greedy_bleu);
+  c.beam_bleu = -1;
+  float best_penalty = penalties.empty() ? 0.6f : penalties[0];
+  for (const float penalty : penalties) {
+    const double b = bleu(4, penalty);
+    c.tried.emplace_back(4, penalty, b);
+    if (b > c.beam_bleu) c.beam_bleu = b, best_penalty = penalty;
+  }
+  // Beam search costs about `beam` times greedy's work: it is the default only where it is at
+  // least as good.
+  if (!penalties.empty() && c.beam_bleu >= c.greedy_bleu) {
+    c.beam = 4;
+    c.length_penalty = best_penalty;
+  } else {
+    c.beam = 1;
+    c.length_penalty = best_penalty;  // what --beam N uses when asked for
+    c.beam_bleu = std::max(c.beam_bleu, 0.0);
+  }
+  return c;
 }
 
 Tensor translation_loss(models::Seq2SeqTransformer& model, const data::Batch& b, float smoothing,

@@ -442,8 +442,8 @@ TEST_CASE("command-line options: each numeric bound accepts its limits and refus
   for (const auto& [command, shown] : std::vector<std::pair<std::string, std::string>>{
            {"train", "--label-smoothing FLOAT:in [0, 0.99]=0.1"},
            {"train", "--clip FLOAT:in [0, 1e+06]=1"},
-           {"train", "epochs (default: 6 for copy and reverse, 40 for numbers"},
-           {"translate", "--length-penalty FLOAT:in [0, 10]=0.6"},
+           {"train", "the budget; else 6 for copy and reverse, 40 for numbers"},
+           {"translate", "(default: the run's, chosen on validation for a corpus; else 0.6)"},
            {"evaluate", "--split TEXT=test"},
            {"generate", "--max-new-tokens INT:in [1, 1e+06]=300"},
            {"generate", "--temperature FLOAT:in [0, 100]=0.8"},

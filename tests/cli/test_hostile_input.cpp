@@ -289,6 +289,10 @@ TEST_CASE("run.json is checked field by field before a resume trusts it") {
   refused(R"({"options": {"clip": -1}})",
           "run.json: 'options.clip' is -1 (expected a number in [0, 1e+06])");
   refused(R"({"options": {"lr": "fast"}})", "'options.lr' is \"fast\" (expected a number");
+  refused(R"({"decoding": {"beam": 0, "length_penalty": 0.6}})", "'decoding.beam' is 0");
+  refused(R"({"decoding": {"beam": 4, "length_penalty": -1}})", "'decoding.length_penalty' is -1");
+  refused(R"({"decoding": {"beam": 4}})", "'decoding.length_penalty' is missing");
+  refused(R"({"options": {"time_budget": -5}})", "'options.time_budget' is -5");
   refused(R"({"options": [1, 2]})", "'options' is [1,2] (expected an object)");
   refused(R"({"seed": -4})", "'seed' is -4 (expected an integer in [0, 1.84467e+19])");
   refused(R"({"kind": 3})", "'kind' is 3 (expected a string)");

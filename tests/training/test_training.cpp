@@ -443,7 +443,29 @@ TEST_CASE("evaluate reads and splits a corpus exactly as training did") {
   REQUIRE_MESSAGE(e.code == 0, e.output);
   const auto score = nlohmann::json::parse(e.output);
   CHECK(score["sentences"].get<int64_t>() == test_pairs);
-  CHECK(score["beam"] == 4);  // a corpus: beam search unless asked for greedy
+  // A corpus run chose its decoding on the validation pairs, and evaluate uses it by default.
+  const auto chosen = nlohmann::json::parse(bytes(dir + "/run.json"))["decoding"];
+  REQUIRE_MESSAGE(chosen.is_object(), r.output);
+  CHECK(chosen["pairs"].get<int64_t>() == lines_of(dir + "/split/valid.tsv"));
+  CHECK(score["beam"] == chosen["beam"]);
+  CHECK(score["length_penalty"] == chosen["length_penalty"]);
+  CHECK(r.output.find(" validation pairs (BLEU greedy ") != std::string::npos);
+  // What it measured is what evaluate measures on the same pairs: greedy's BLEU, and the
+  // choice's. Beam 4 is chosen only where it is at least as good as greedy.
+  auto valid_greedy = run("evaluate --checkpoint " + dir + " --split valid --beam 1 --format json");
+  REQUIRE_MESSAGE(valid_greedy.code == 0, valid_greedy.output);
+  CHECK(nlohmann::json::parse(valid_greedy.output)["bleu"].get<double>() ==
+        doctest::Approx(chosen["greedy_bleu"].get<double>()));
+  auto valid_default = run("evaluate --checkpoint " + dir + " --split valid --format json");
+  REQUIRE_MESSAGE(valid_default.code == 0, valid_default.output);
+  const auto by_default = nlohmann::json::parse(valid_default.output);
+  if (chosen["beam"] == 4) {
+    CHECK(chosen["beam_bleu"].get<double>() >= chosen["greedy_bleu"].get<double>());
+    CHECK(by_default["bleu"].get<double>() == doctest::Approx(chosen["beam_bleu"].get<double>()));
+  } else {
+    CHECK(chosen["beam_bleu"].get<double>() < chosen["greedy_bleu"].get<double>());
+    CHECK(by_default["bleu"].get<double>() == doctest::Approx(chosen["greedy_bleu"].get<double>()));
+  }
   auto greedy = run("evaluate --checkpoint " + dir + " --split test --beam 1 --format json");
   REQUIRE_MESSAGE(greedy.code == 0, greedy.output);
   CHECK(nlohmann::json::parse(greedy.output)["beam"] == 1);
