@@ -270,8 +270,12 @@ TEST_CASE("Ctrl-C saves a checkpoint that resumes, and the time budget stops wit
   CHECK(std::filesystem::exists(budget + "/best/model.safetensors"));
   CHECK(meta["options"]["time_budget"].get<double>() == 2);
   CHECK(meta["seconds"].get<double>() > 0);
-  // --resume keeps the budget: with the 2 seconds spent, the resumed run has none left and
-  // trains no further (one that forgot the budget would train the 3 epochs asked for here).
+  // --resume keeps the budget and the seconds spent: with run.json saying that 2.5 of its 2
+  // seconds are spent, the resumed run trains no further. (One that forgot the budget, or the
+  // seconds, would train on towards the 3 epochs asked for here.)
+  auto spent = meta;
+  spent["seconds"] = 2.5;
+  std::ofstream(budget + "/run.json") << spent.dump();
   auto again = run("train --task dates --epochs 3 --resume --out " + budget);
   CHECK_MESSAGE(again.code == 0, again.output);
   CHECK_MESSAGE(again.output.find("time budget of") != std::string::npos, again.output);
