@@ -96,8 +96,9 @@ struct TransformerConfig {
   std::string to_json(Model model = Model::All) const;
 
   // Every architecture choice in one line, as a training log prints it: sizes, the norm and
-  // where it sits, positions, feed-forward, attention, embeddings and dropout. `decoder`: the
-  // model has a decoder (a translator or a language model) whose layer count is shown.
+  // where it sits, positions, feed-forward, attention, embeddings and dropout. `encoder` and
+  // `decoder` say which stacks the model has (a translator both, a language model a decoder, a
+  // classifier an encoder): their layer counts are shown.
   std::string architecture(bool encoder, bool decoder) const;
 
   // One field from text, as `anatomy train --set hidden_size=256` gives it ("name=value").

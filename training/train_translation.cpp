@@ -354,8 +354,9 @@ int train_translation(const TrainOptions& o) {
     const DecodingChoice c = choose_decoding(best_model, held);
     std::string tried;
     for (const auto& [beam, penalty, bleu] : c.tried)
-      tried += beam == 1 ? fmt::format("greedy {:.2f}; beam {} with length penalty", bleu, 4)
-                         : fmt::format(" {:g}: {:.2f}", penalty, bleu);
+      tried += beam == 1 ? fmt::format("greedy {:.2f}; beam 4 with length penalty", bleu)
+               : tried.ends_with("penalty") ? fmt::format(" {:g}: {:.2f}", penalty, bleu)
+                                            : fmt::format(", {:g}: {:.2f}", penalty, bleu);
     fmt::print("decoding: {}, chosen on {} validation pairs (BLEU {}; {:.0f} s)\n",
                c.beam > 1 ? fmt::format("beam {}, length penalty {:g}", c.beam, c.length_penalty)
                           : std::string("greedy"),

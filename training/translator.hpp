@@ -58,7 +58,7 @@ Metrics validate(Translator& tr, const Encoded& valid, int64_t max_tokens);
 struct DecodingChoice {
   int64_t beam = 1;
   float length_penalty = 0.6f;
-  double greedy_bleu = 0, beam_bleu = 0;  // of the choice's beam, at its length penalty
+  double greedy_bleu = 0, beam_bleu = 0;  // beam 4's at its best length penalty
   // Every candidate tried: {beam, length penalty, BLEU}.
   std::vector<std::tuple<int64_t, float, double>> tried;
 };
