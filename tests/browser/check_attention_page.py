@@ -38,8 +38,7 @@ def select(b, sel, value):
 
 def not_blank(png, what):
     width, height, channels, rows = chromium.png_pixels(png)
-    inked = sum(1 for row in rows for x in range(0, width * channels, channels)
-                if min(row[x:x + 3]) < 200)
+    inked = chromium.dark_pixels(channels, rows)
     check(inked > 0.01 * width * height, f"{what}: the screenshot is not blank "
           f"({inked} of {width * height} pixels inked)")
 
@@ -134,7 +133,7 @@ def head_view(b, data, pair, shots, shot=(0, 0)):
         b.mouse("move", 5, 5)
         select(b, "layer", 0)
         b.mouse("click", *b.centre("#all-heads"))
-    not_blank(b.screenshot(), "head view")
+    not_blank(b.screenshot(fast=True), "head view")
     if pair:
         start = section["sentence_b_start"]
         check(start > 0, f"the page knows where sentence B starts ({start})")
@@ -184,7 +183,7 @@ def model_view(b, data, shots):
           "close hides it")
     if shots:
         open(os.path.join(shots, "model_view.png"), "wb").write(b.screenshot())
-    not_blank(b.screenshot(), "model view")
+    not_blank(b.screenshot(fast=True), "model view")
 
 
 def neuron_view(b, data, shots, shot=(0, 0)):
@@ -234,7 +233,7 @@ def neuron_view(b, data, shots, shot=(0, 0)):
         b.mouse("click", *b.centre(f"#heads .square[data-head='{shot[1]}']"))
         b.mouse("move", *b.centre("#neuron div.token[data-index='2']"))
         open(os.path.join(shots, "neuron_view.png"), "wb").write(b.screenshot())
-    not_blank(b.screenshot(), "neuron view")
+    not_blank(b.screenshot(fast=True), "neuron view")
 
 
 def concentration(data):
