@@ -52,7 +52,7 @@ fuzz:
 	cmake --build --preset sanitize --target fuzzers
 	fuzz/run.sh build/sanitize/fuzz $(FUZZ_SECONDS) $(FUZZ_RUNS)
 
-# What CI affords of the sanitizers (about 15 minutes on 2 cores, most of it the build): the unit
+# What CI affords of the sanitizers (about 12 minutes on 2 cores, most of it the build): the unit
 # tests under clang's ASan + UBSan, and each fuzz harness briefly. `make asan` runs everything,
 # end-to-end training included.
 sanitize:
