@@ -2,6 +2,7 @@
 // Transformer's warmup schedule, label smoothing, gradient clipping and dropout; validation
 // loss, BLEU and exact match after every epoch.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -352,11 +353,18 @@ int train_translation(const TrainOptions& o) {
     const std::vector<data::Pair> held(
         splits.valid.begin(), splits.valid.begin() + std::min<size_t>(splits.valid.size(), 500));
     const DecodingChoice c = choose_decoding(best_model, held);
+    // "greedy BLEU; beam 4 with length penalty P: BLEU, P: BLEU, ...", as choose_decoding tried
+    // them.
     std::string tried;
+    std::vector<std::string> beams;
     for (const auto& [beam, penalty, bleu] : c.tried)
-      tried += beam == 1 ? fmt::format("greedy {:.2f}; beam 4 with length penalty", bleu)
-               : tried.ends_with("penalty") ? fmt::format(" {:g}: {:.2f}", penalty, bleu)
-                                            : fmt::format(", {:g}: {:.2f}", penalty, bleu);
+      if (beam == 1)
+        tried = fmt::format("greedy {:.2f}", bleu);
+      else
+        beams.push_back(fmt::format("{:g}: {:.2f}", penalty, bleu));
+    if (!beams.empty())
+      tried += fmt::format("; beam {} with length penalty {}", std::get<0>(c.tried.back()),
+                           fmt::join(beams, ", "));
     fmt::print("decoding: {}, chosen on {} validation pairs (BLEU {}; {:.0f} s)\n",
                c.beam > 1 ? fmt::format("beam {}, length penalty {:g}", c.beam, c.length_penalty)
                           : std::string("greedy"),

@@ -11,7 +11,9 @@ usage: check_attention_page.py PAGE [--pair] [--trained | --untrained]
 import argparse
 import json
 import os
+import struct
 import sys
+import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chromium  # noqa: E402
@@ -41,6 +43,38 @@ def not_blank(png, what):
     inked = chromium.dark_pixels(channels, rows)
     check(inked > 0.01 * width * height, f"{what}: the screenshot is not blank "
           f"({inked} of {width * height} pixels inked)")
+
+
+def png_reader():
+    """The screenshot checks read PNGs with chromium.png_pixels: a small image written here with
+    every row filter (bytes near 255 make each sum wrap) must read back as written, and its dark
+    pixels must be counted as a pixel-by-pixel count has them."""
+    width, height, channels = 7, 10, 3
+    rows = [bytes((x * 37 + y * 91 + (200 if (x + y) % 3 else 0)) % 256
+                  for x in range(width * channels)) for y in range(height)]
+    stream, previous = b"", bytes(width * channels)
+    for y, row in enumerate(rows):
+        kind, line = y % 5, bytearray()
+        for i, v in enumerate(row):
+            a = row[i - channels] if i >= channels else 0
+            b, c = previous[i], previous[i - channels] if i >= channels else 0
+            p = a + b - c
+            paeth = min((abs(p - a), 0, a), (abs(p - b), 1, b), (abs(p - c), 2, c))[2]
+            line.append((v - (0, a, b, (a + b) // 2, paeth)[kind]) % 256)
+        stream += bytes([kind]) + bytes(line)
+        previous = row
+
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)) +
+           chunk(b"IDAT", zlib.compress(stream)) + chunk(b"IEND", b""))
+    check(chromium.png_pixels(png) == (width, height, channels, rows),
+          "the PNG reader reads every row filter back as written")
+    dark = sum(1 for row in rows for x in range(0, width * channels, channels)
+               if min(row[x:x + 3]) < 200)
+    check(chromium.dark_pixels(channels, rows) == dark > 0,
+          f"the PNG reader counts the dark pixels ({dark})")
 
 
 def redrawn_at(b, width):
@@ -270,6 +304,7 @@ def main():
     kind.add_argument("--untrained", action="store_true",
                       help="random weights: the page says why they look uniform")
     a = parser.parse_args()
+    png_reader()
     if chromium.find_chromium() is None:
         print("chromium is not installed: cannot check the page in a browser")
         return 77 if os.environ.get("ANATOMY_REQUIRE_BROWSER") != "1" else 1

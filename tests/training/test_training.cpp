@@ -1,6 +1,7 @@
 // The trainer end to end through the `anatomy` program, on small runs: a model that learns,
 // exact resume, Ctrl-C, the time budget, and bad input.
 #include <algorithm>
+#include <regex>
 #include <sstream>
 
 #include "data/corpus.hpp"
@@ -453,7 +454,13 @@ TEST_CASE("evaluate reads and splits a corpus exactly as training did") {
   CHECK(chosen["pairs"].get<int64_t>() == lines_of(dir + "/split/valid.tsv"));
   CHECK(score["beam"] == chosen["beam"]);
   CHECK(score["length_penalty"] == chosen["length_penalty"]);
-  CHECK(r.output.find(" validation pairs (BLEU greedy ") != std::string::npos);
+  // The log line names each candidate once: greedy, then beam 4 at each length penalty.
+  CHECK_MESSAGE(std::regex_search(
+                    r.output, std::regex("decoding: (greedy|beam 4, length penalty [0-9.]+), "
+                                         "chosen on [0-9]+ validation pairs \\(BLEU greedy "
+                                         "[0-9.]+; beam 4 with length penalty 0.6: [0-9.]+, "
+                                         "1: [0-9.]+, 1.5: [0-9.]+, 2: [0-9.]+; [0-9]+ s\\)\n")),
+                r.output);
   // What it measured is what evaluate measures on the same pairs: greedy's BLEU, and the
   // choice's. Beam 4 is chosen only where it is at least as good as greedy.
   auto valid_greedy = run("evaluate --checkpoint " + dir + " --split valid --beam 1 --format json");
