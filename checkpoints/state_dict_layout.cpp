@@ -101,13 +101,14 @@ void check_finite(const nn::StateDict& state, const std::string& source) {
     if (t.dtype() != Dtype::Float32) continue;
     const Tensor values = t.contiguous();
     const float* p = values.data();
+    const int64_t n = values.numel();  // counted once: every load walks every weight
     int64_t bad = 0;
-    for (int64_t i = 0; i < values.numel(); ++i) bad += std::isfinite(p[i]) ? 0 : 1;
+    for (int64_t i = 0; i < n; ++i) bad += std::isfinite(p[i]) ? 0 : 1;
     if (bad > 0)
       throw Error(fmt::format(
           "{}: the tensor '{}' holds {} NaN or infinite value(s) of {}: such weights compute "
           "garbage (--allow-nonfinite loads them anyway)",
-          source, name, bad, values.numel()));
+          source, name, bad, n));
   }
 }
 

@@ -34,13 +34,15 @@ nn::StateDict average_state_dicts(const std::vector<std::string>& files) {
       const Tensor c = t.contiguous();
       float* acc = it->second.data();
       const float* x = c.data();
-      for (int64_t i = 0; i < c.numel(); ++i) acc[i] += x[i];
+      const int64_t n = c.numel();
+      for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
     }
   }
   const float scale = 1.0f / static_cast<float>(files.size());
   for (auto& [name, t] : sum) {
     float* acc = t.data();
-    for (int64_t i = 0; i < t.numel(); ++i) acc[i] *= scale;
+    const int64_t n = t.numel();
+    for (int64_t i = 0; i < n; ++i) acc[i] *= scale;
   }
   return sum;
 }
