@@ -41,18 +41,24 @@ seconds() {
 }
 echo "| W3: $n sentences | anatomy process s | anatomy decoding s (2 threads) | PyTorch 1 thread s | PyTorch 2 threads s | PyTorch best / anatomy | same translations |"
 echo "|---|---|---|---|---|---|---|"
+# The same search on both sides: a run chooses its own length penalty on validation, which the
+# PyTorch loop would not know, so both are given one.
+penalty=0.6
 for beam in 1 4; do
   out="$work/one$beam.txt"
-  one=$(seconds "$anatomy" translate --checkpoint "$work/run" --beam "$beam" --file "$work/one.txt")
+  one=$(seconds "$anatomy" translate --checkpoint "$work/run" --beam "$beam" \
+    --length-penalty "$penalty" --file "$work/one.txt")
   out="$work/ours$beam.txt"
-  process=$(seconds "$anatomy" translate --checkpoint "$work/run" --beam "$beam" --file "$work/src.txt")
+  process=$(seconds "$anatomy" translate --checkpoint "$work/run" --beam "$beam" \
+    --length-penalty "$penalty" --file "$work/src.txt")
   ours=$(python3 -c "print(f'{$process - $one:.3f}')")
   torch=()
   for threads in 1 2; do
     best=
     for _ in 1 2 3; do
       t=$(/usr/bin/python3 "$here/decode_reference.py" --export "$work/export" --anatomy "$anatomy" \
-        --input "$work/src.txt" --beam "$beam" --threads "$threads" --output "$work/torch$beam.txt" |
+        --input "$work/src.txt" --beam "$beam" --length-penalty "$penalty" --threads "$threads" \
+        --output "$work/torch$beam.txt" |
         sed -n 's/^decode_seconds: //p')
       best=$(python3 -c "print(min($t, ${best:-$t}))")
     done

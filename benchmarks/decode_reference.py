@@ -10,7 +10,8 @@ self-attention keys and values are appended to a cache, cross-attention's are co
 Beam search is Hugging Face's batched form: scores [B, beam, V] flattened, topk of 2·beam per
 sentence, finished hypotheses kept aside, the cache reordered by the surviving beams. The rules
 are anatomy's (generation/generation.cpp): a sentence stops once beam hypotheses have ended, or at
-its length limit (2·source + 10); scores are divided by ((5 + length) / 6)^0.6.
+its length limit (2·source + 10); scores are divided by ((5 + length) / 6)^alpha, alpha being
+--length-penalty (anatomy translate's option of that name).
 
     anatomy export --checkpoint RUN --to EXPORT
     decode_reference.py --export EXPORT --anatomy build/.../anatomy --input src.txt --beam 4 \\
@@ -191,6 +192,8 @@ def main():
     p.add_argument("--anatomy", required=True, help="the anatomy program (for its tokenizer)")
     p.add_argument("--input", required=True, help="one source sentence a line")
     p.add_argument("--beam", type=int, default=1)
+    p.add_argument("--length-penalty", type=float, default=0.6,
+                   help="GNMT's length normalization exponent (default 0.6)")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--output", help="the translations, one a line")
     a = p.parse_args()
@@ -222,7 +225,7 @@ def main():
             limits = [min(2 * len(ids[i]) + 10, config.max_position_embeddings - 1) for i in idx]
             memory, mask = model.encode(src)
             rows = greedy(dec, memory, mask, limits, bos, eos) if a.beam <= 1 else \
-                beam_search(dec, memory, mask, limits, bos, eos, a.beam)
+                beam_search(dec, memory, mask, limits, bos, eos, a.beam, a.length_penalty)
             for i, r in zip(idx, rows):
                 out[i] = detokenize(r, vocab)
     print(f"decode_seconds: {time.perf_counter() - start:.3f}")
