@@ -52,8 +52,7 @@ struct AttentionOptions {
   std::string checkpoint, bert, out, svg, text, text_pair;
   std::vector<std::string> pair;  // --pair A B
   int64_t layer = -1, head = 0;
-  int64_t beam = 0;           // 0: the run's default, as translate decodes
-  float length_penalty = -1;  // below 0: the run's
+  SearchOptions search;  // a translation run's: the translation whose attention is drawn
 };
 
 // The HTML page of every section, and --svg's heatmap of the last one.
@@ -95,13 +94,7 @@ Runner add_attention_command(CLI::App& app) {
   bert->excludes(checkpoint);
   cmd->add_option("--out", o->out, "the HTML file to write")->required();
   cmd->add_option("--svg", o->svg, "also write one layer/head as an SVG heatmap");
-  cmd->add_option("--beam", o->beam,
-                  "a translator's search, as translate's: beam size, 1 greedy (default: the run's)")
-      ->check(in_range(1, 1000));
-  cmd->add_option("--length-penalty", o->length_penalty,
-                  "beam search length normalization exponent (default: the run's, chosen on "
-                  "validation for a corpus; else 0.6)")
-      ->check(in_range(0, 10));
+  o->search.add_to(*cmd);
   cmd->add_option("--layer", o->layer, "layer for --svg (default: the last)")
       ->check(in_range(-1, 1e4));
   cmd->add_option("--head", o->head, "head for --svg")
@@ -158,8 +151,8 @@ Runner add_attention_command(CLI::App& app) {
       const Tensor src_t = from_vector(src, {1, static_cast<int64_t>(src.size())});
       // The translation `translate` gives, with the same search (its default beam, or --beam),
       // is the decoder's input whose attention is drawn.
-      const int64_t beam = o->beam > 0 ? o->beam : tr.default_beam;
-      const float penalty = o->length_penalty >= 0 ? o->length_penalty : tr.default_length_penalty;
+      const int64_t beam = o->search.beam_for(tr);
+      const float penalty = o->search.length_penalty_for(tr);
       const auto out = tr.translate_ids({o->text}, beam, penalty)[0];
       std::vector<int64_t> tgt{tr.bos};
       tgt.insert(tgt.end(), out.begin(), out.end());

@@ -13,8 +13,7 @@ namespace anatomy::cli {
 Runner add_evaluate_command(CLI::App& app) {
   struct Options {
     std::string checkpoint, split = "test", corpus, format = "text";
-    int64_t beam = 0;
-    float length_penalty = -1;  // below 0: the run's
+    SearchOptions search;
   };
   auto o = std::make_shared<Options>();
   auto* cmd =
@@ -26,14 +25,7 @@ Runner add_evaluate_command(CLI::App& app) {
   cmd->add_option("--format", o->format, "text | json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  cmd->add_option("--beam", o->beam,
-                  "beam size; 1: greedy (default: the run's, chosen on validation for a corpus; 1 "
-                  "for a task)")
-      ->check(in_range(1, 1000));
-  cmd->add_option("--length-penalty", o->length_penalty,
-                  "beam search length normalization exponent (default: the run's, chosen on "
-                  "validation for a corpus; else 0.6)")
-      ->check(in_range(0, 10));
+  o->search.add_to(*cmd);
   return [o] {
     training::Translator tr = training::Translator::load(o->checkpoint);
     const training::RunDir run{o->checkpoint};
@@ -54,8 +46,8 @@ Runner add_evaluate_command(CLI::App& app) {
     }
     std::vector<std::string> sources, refs;
     for (const auto& p : pairs) sources.push_back(p.source), refs.push_back(p.target);
-    const int64_t beam = o->beam > 0 ? o->beam : tr.default_beam;
-    const float penalty = o->length_penalty >= 0 ? o->length_penalty : tr.default_length_penalty;
+    const int64_t beam = o->search.beam_for(tr);
+    const float penalty = o->search.length_penalty_for(tr);
     const auto hyps = tr.translate(sources, beam, penalty);
     int64_t exact = 0;
     for (size_t i = 0; i < hyps.size(); ++i)

@@ -40,25 +40,37 @@ void warn_unknown(const training::Translator& tr, const std::string& text) {
 
 }  // namespace
 
+void SearchOptions::add_to(CLI::App& cmd) {
+  cmd.add_option("--beam", beam,
+                 "beam size; 1: greedy (default: the run's, chosen on validation for a corpus; 1 "
+                 "for a task)")
+      ->check(in_range(1, 1000));
+  cmd.add_option("--length-penalty", length_penalty,
+                 "beam search length normalization exponent (default: the run's, chosen on "
+                 "validation for a corpus; else 0.6)")
+      ->check(in_range(0, 10));
+}
+
+int64_t SearchOptions::beam_for(const training::Translator& tr) const {
+  return beam > 0 ? beam : tr.default_beam;
+}
+
+float SearchOptions::length_penalty_for(const training::Translator& tr) const {
+  return length_penalty >= 0 ? length_penalty : tr.default_length_penalty;
+}
+
 Runner add_translate_command(CLI::App& app) {
   struct Options {
     std::string checkpoint, file;
-    int64_t beam = 0, max_length = 0;
-    float length_penalty = -1;  // below 0: the run's
+    int64_t max_length = 0;
+    SearchOptions search;
     std::vector<std::string> texts;
   };
   auto o = std::make_shared<Options>();
   auto* cmd =
       app.add_subcommand("translate", "Translate texts (arguments, --file, or standard input)");
   cmd->add_option("--checkpoint", o->checkpoint, "a run folder from anatomy train")->required();
-  cmd->add_option("--beam", o->beam,
-                  "beam size; 1: greedy (default: the run's, chosen on validation for a corpus; 1 "
-                  "for a task)")
-      ->check(in_range(1, 1000));
-  cmd->add_option("--length-penalty", o->length_penalty,
-                  "beam search length normalization exponent (default: the run's, chosen on "
-                  "validation for a corpus; else 0.6)")
-      ->check(in_range(0, 10));
+  o->search.add_to(*cmd);
   cmd->add_option("--max-length", o->max_length,
                   "longest output in tokens (default: 2 x input + 10)")
       ->check(in_range(1, 1e5));
@@ -66,8 +78,8 @@ Runner add_translate_command(CLI::App& app) {
   cmd->add_option("texts", o->texts, "texts to translate");
   return [o] {
     training::Translator tr = training::Translator::load(o->checkpoint);
-    if (o->beam == 0) o->beam = tr.default_beam;
-    if (o->length_penalty < 0) o->length_penalty = tr.default_length_penalty;
+    const int64_t beam = o->search.beam_for(tr);
+    const float penalty = o->search.length_penalty_for(tr);
     std::vector<std::string> texts = o->texts;
     if (!o->file.empty()) {
       std::ifstream f = open_input("translate", o->file);
@@ -77,14 +89,14 @@ Runner add_translate_command(CLI::App& app) {
       fmt::print(stderr, "Type a sentence and press Enter (Ctrl-D to end).\n> ");
       for (std::string line; std::getline(std::cin, line); fmt::print(stderr, "> ")) {
         warn_unknown(tr, line);
-        fmt::print("{}\n", tr.translate({line}, o->beam, o->length_penalty, o->max_length)[0]);
+        fmt::print("{}\n", tr.translate({line}, beam, penalty, o->max_length)[0]);
       }
       return 0;
     } else if (texts.empty()) {
       texts = read_lines(std::cin);
     }
     for (const auto& t : texts) warn_unknown(tr, t);
-    for (const auto& line : tr.translate(texts, o->beam, o->length_penalty, o->max_length))
+    for (const auto& line : tr.translate(texts, beam, penalty, o->max_length))
       fmt::print("{}\n", line);
     return 0;
   };

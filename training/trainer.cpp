@@ -223,7 +223,6 @@ TrainResult Trainer::fit() {
   const std::string of_epochs = until_budget ? "" : fmt::format("/{}", o_.epochs);
   started_ = Clock::now();
   seconds_before_ = 0;
-  const auto& started = started_;
   const bool saving = !o_.run_dir.empty();
   if (o_.resume) {
     restore();
@@ -254,7 +253,7 @@ TrainResult Trainer::fit() {
   const int64_t first_step = step_;
   auto plan = [&] {
     const int64_t done = step_ - first_step;
-    const double spent = seconds_since(started);
+    const double spent = seconds_since(started_);  // by this process: its pace
     if (!until_budget || !schedule_ || done < 10 || spent <= 0) return;
     const double left = std::max(0.0, o_.time_budget - elapsed() - last_eval_seconds);
     schedule_->plan(step_ + static_cast<int64_t>(left * static_cast<double>(done) / spent));
