@@ -42,6 +42,10 @@ def main():
     a = ap.parse_args()
     if a.pairs < 1:
         sys.exit(f"compare_builds: --pairs must be >= 1 (got {a.pairs})")
+    workloads = a.workloads.split(",")
+    unknown = [w for w in workloads if w not in ("W1", "W2", "W4")]
+    if unknown:
+        sys.exit(f"compare_builds: unknown workload(s) {', '.join(unknown)} (W1, W2, W4)")
     binaries = {}
     for side in ("old", "new"):
         b = os.path.join(getattr(a, side), "benchmarks", "models_benchmark")
@@ -52,7 +56,7 @@ def main():
     print(f"| workload, {a.threads} threads | pairs | old ms (median) | new ms (median) | "
           f"new / old, median of the pairs | lowest, highest pair |")
     print("|---|---|---|---|---|---|")
-    for w in a.workloads.split(","):
+    for w in workloads:
         times = {"old": [], "new": []}
         ratios = []
         for i in range(a.pairs):
