@@ -200,6 +200,29 @@ TEST_CASE("split_by_source: no held-out source is trained on, and every pair is 
               {"2 distinct source", "at least 3 are needed"});
 }
 
+TEST_CASE(
+    "the split by pairs holds out one pair in 20, and needs one more pair than it holds out") {
+  // Under 40 pairs one goes to validation and one to test; four pairs leave two to train on,
+  // three would leave one, which split_corpus_by_pair refuses.
+  const std::vector<Pair> four = {{"a.", "w."}, {"b.", "x."}, {"c.", "y."}, {"d.", "z."}};
+  const Splits sp = split_corpus_by_pair(four, 0, "four.tsv");
+  CHECK(sp.valid.size() == 1);
+  CHECK(sp.test.size() == 1);
+  CHECK(sp.train.size() == 2);
+  check_error(
+      [&] {
+        split_corpus_by_pair({four.begin(), four.end() - 1}, 0, "three.tsv");
+      },
+      {"three.tsv has only 3 pairs", "at least 4 are needed"});
+  // 100 pairs: 5 held out each way.
+  std::vector<Pair> hundred;
+  for (int i = 0; i < 100; ++i) hundred.push_back({fmt::format("s{}.", i), "t."});
+  const Splits h = split_corpus_by_pair(hundred, 0, "hundred.tsv");
+  CHECK(h.valid.size() == 5);
+  CHECK(h.test.size() == 5);
+  CHECK(h.train.size() == 90);
+}
+
 TEST_CASE("Tatoeba eng-deu: the split by source holds out no source the training split has") {
   if (!testing::have_shared_data("tatoeba/eng-deu.tsv")) return;
   const std::string path = testing::shared_data("tatoeba/eng-deu.tsv");
