@@ -105,6 +105,23 @@ TEST_CASE("tokenizer.json: GPT-2's byte-level BPE, merges by rank, offsets trimm
   CHECK(tok->encode_full("hix").ids == std::vector<int64_t>{3});
 }
 
+TEST_CASE("tokenizer.json: a merge that a merge makes possible, and BPEDecoder's suffixes") {
+  // "abc": only b+c is a merge at first; once it is made, a+bc is one too, the pair of the
+  // first symbol with the new one, which must be looked up again.
+  Json j = byte_level_file();
+  j["model"]["vocab"] = Json{{"a", 0},   {"b", 1},  {"c", 2},      {"bc", 3},
+                             {"abc", 4}, {"ab", 5}, {"hi</w>", 6}, {"yo</w>", 7}};
+  j["model"]["merges"] = Json::array({"b c", "a bc"});
+  j["added_tokens"] = Json::array();
+  const auto tok = parse(j);
+  CHECK(tok->encode_full("abc").tokens == std::vector<std::string>{"abc"});
+  // The suffix ends a word: a space after it, nothing after the last token.
+  j["decoder"] = Json{{"type", "BPEDecoder"}, {"suffix", "</w>"}};
+  const auto bpe = parse(j);
+  CHECK(bpe->decode({5, 6, 7}) == "abhi yo");
+  CHECK(bpe->decode({7, 6}) == "yo hi");
+}
+
 TEST_CASE("tokenizer.json: saved in a run and read back by load_tokenizer") {
   testing::TempDir dir;
   const auto tok = parse(wordpiece_file());

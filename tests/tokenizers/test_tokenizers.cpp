@@ -1,5 +1,6 @@
 // Tokenizers: BERT against the reference vectors and Hugging Face's test cases (from
 // ../shared/data, skipped with a reason where absent), and round trips of our own kinds.
+#include <cctype>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -26,6 +27,26 @@ std::optional<BertTokenizer> bert_base() {
 }
 
 }  // namespace
+
+TEST_CASE("ASCII's classes: punctuation, control characters and white space, code by code") {
+  // BERT's rules and the tokenizers library's agree on ASCII. Punctuation: 33-126 without the
+  // alphanumerics, whatever Unicode's category ('$', '^', '`' and '~' are symbols there).
+  // Control: 0-31 and 127, except tab, newline and carriage return, which are white space.
+  // White space: BERT's is space, tab, newline and carriage return; Rust's (is_white_space,
+  // Unicode's White_Space) adds the vertical tab and the form feed, not the 28-31 of Python's.
+  for (char32_t c = 0; c < 128; ++c) {
+    const bool symbol = c > 32 && c < 127 && !std::isalnum(static_cast<int>(c));
+    const bool line = c == '\t' || c == '\n' || c == '\r';
+    const bool control = (c < 32 || c == 127) && !line;
+    CAPTURE(static_cast<int>(c));
+    CHECK(is_punctuation(c) == symbol);
+    CHECK(hf_is_punctuation(c) == symbol);
+    CHECK(is_control(c) == control);
+    CHECK(hf_is_control(c) == control);
+    CHECK(is_whitespace(c) == (c == ' ' || line));
+    CHECK(is_white_space(c) == (c == ' ' || line || c == 11 || c == 12));
+  }
+}
 
 TEST_CASE("BERT tokenizer: the reference vectors with bert-base-uncased's vocab") {
   auto vectors = shared_json("bert-base-uncased/tokenizer_vectors.json");
