@@ -1,5 +1,6 @@
 // HuggingFaceTokenizer on small tokenizer.json files whose encodings can be worked out by hand.
 // tests/python/check_tokenizer_json.py holds it to the tokenizers library on real files.
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -120,6 +121,108 @@ TEST_CASE("tokenizer.json: a merge that a merge makes possible, and BPEDecoder's
   const auto bpe = parse(j);
   CHECK(bpe->decode({5, 6, 7}) == "abhi yo");
   CHECK(bpe->decode({7, 6}) == "yo hi");
+}
+
+TEST_CASE("tokenizer.json: the Punctuation pre-tokenizer's three behaviors") {
+  // WhitespaceSplit, then punctuation: isolated (each mark a piece), contiguous (a run of
+  // marks one piece, which WordPiece cannot spell) or removed.
+  auto with = [](const std::string& behavior) {
+    Json j = wordpiece_file();
+    j["pre_tokenizer"] = Json{
+        {"type", "Sequence"},
+        {"pretokenizers", Json::array({Json{{"type", "WhitespaceSplit"}},
+                                       Json{{"type", "Punctuation"}, {"behavior", behavior}}})}};
+    return parse(j);
+  };
+  using Tokens = std::vector<std::string>;
+  CHECK(with("Isolated")->tokenize("un,,caf") == Tokens{"un", ",", ",", "caf"});
+  CHECK(with("Contiguous")->tokenize("un,,caf") == Tokens{"un", "[UNK]", "caf"});
+  CHECK(with("Removed")->tokenize("un,,caf") == Tokens{"un", "caf"});
+  check_error([&] { with("Merged"); }, {"behavior 'Merged' is not supported", "Isolated"});
+}
+
+TEST_CASE("tokenizer.json: the Digits pre-tokenizer, digit by digit or a run at once") {
+  auto with = [](bool individual) {
+    Json j = wordpiece_file();
+    j["pre_tokenizer"] = Json{{"type", "Digits"}, {"individual_digits", individual}};
+    return parse(j)->encode_full("un12caf");
+  };
+  // WordPiece cannot spell a digit: each piece of digits is one [UNK], seen by its offsets.
+  const Encoding one = with(true), run = with(false);
+  CHECK(one.tokens == std::vector<std::string>{"[CLS]", "un", "[UNK]", "[UNK]", "caf", "[SEP]"});
+  CHECK(one.offsets == Offsets{{0, 0}, {0, 2}, {2, 3}, {3, 4}, {4, 7}, {0, 0}});
+  CHECK(run.tokens == std::vector<std::string>{"[CLS]", "un", "[UNK]", "caf", "[SEP]"});
+  CHECK(run.offsets == Offsets{{0, 0}, {0, 2}, {2, 4}, {4, 7}, {0, 0}});
+}
+
+TEST_CASE("tokenizer.json: a pair without a post-processor is A then B, B of type 1") {
+  Json j = wordpiece_file();
+  j["post_processor"] = nullptr;
+  const auto tok = parse(j);
+  const BertEncoding plus = tok->encode_plus("un", std::string("caf"), 0);
+  CHECK(plus.input_ids == std::vector<int64_t>{3, 6});
+  CHECK(plus.token_type_ids == std::vector<int64_t>{0, 1});
+  CHECK(plus.sentence_b_start == 1);
+  const Encoding full = tok->encode_full("un", "caf");
+  CHECK(full.type_ids == std::vector<int64_t>{0, 1});
+  CHECK(full.sequence_ids == std::vector<int64_t>{0, 1});
+}
+
+TEST_CASE("tokenizer.json: the Whitespace pre-tokenizer's runs stop at white space") {
+  // \w+|[^\w\s]+ : a run of marks ends before the space after it.
+  Json j = wordpiece_file();
+  j["pre_tokenizer"] = Json{{"type", "Whitespace"}};
+  const Encoding e = parse(j)->encode_full("un,, caf");
+  CHECK(e.tokens == std::vector<std::string>{"[CLS]", "un", "[UNK]", "caf", "[SEP]"});
+  CHECK(e.offsets == Offsets{{0, 0}, {0, 2}, {2, 4}, {5, 8}, {0, 0}});
+}
+
+TEST_CASE("tokenizer.json: GPT-2's pieces keep 's with its apostrophe") {
+  // The regex's first alternatives: 's|'t|'re|'ve|'m|'ll|'d, before letters and other marks.
+  Json j = byte_level_file();
+  j["model"]["vocab"]["'"] = 7;
+  j["model"]["vocab"]["s"] = 8;
+  j["model"]["vocab"]["'s"] = 9;
+  j["model"]["merges"].push_back("' s");
+  const auto tok = parse(j);
+  CHECK(tok->encode_full("hi's").tokens == std::vector<std::string>{"hi", "'s"});
+  CHECK(tok->encode_full("hi'is").tokens == std::vector<std::string>{"hi", "'", "i", "s"});
+}
+
+TEST_CASE("tokenizer.json: GPT-2's byte table, byte by byte") {
+  // bytes_to_unicode as GPT-2's encoder.py writes it: the printable bytes ('!'-'~', '¡'-'¬',
+  // '®'-'ÿ') stand for themselves, the others for 256, 257, ... in order.
+  std::vector<int> kept;
+  for (int b = '!'; b <= '~'; ++b) kept.push_back(b);
+  for (int b = 0xA1; b <= 0xAC; ++b) kept.push_back(b);
+  for (int b = 0xAE; b <= 0xFF; ++b) kept.push_back(b);
+  std::vector<char32_t> table(256);
+  char32_t next = 256;
+  for (int b = 0; b < 256; ++b)
+    table[static_cast<size_t>(b)] =
+        std::find(kept.begin(), kept.end(), b) != kept.end() ? static_cast<char32_t>(b) : next++;
+  // A vocabulary of the 256 byte characters, byte b at id b, and no merges: a text encodes to
+  // its bytes.
+  Json j = byte_level_file();
+  j["added_tokens"] = Json::array();
+  j["model"]["merges"] = Json::array();
+  j["model"]["vocab"] = Json::object();
+  for (int b = 0; b < 256; ++b) j["model"]["vocab"][to_utf8({table[static_cast<size_t>(b)]})] = b;
+  const auto tok = parse(j);
+  // Every byte of one, two and three-byte UTF-8: ASCII, then U+0080-U+07FF (leads C2-DF,
+  // continuations 80-BF), then a character of each lead E0-EF.
+  std::vector<char32_t> chars;
+  for (char32_t c = 1; c < 0x800; ++c) chars.push_back(c);
+  for (char32_t k = 0; k < 16; ++k)  // lead E0 + k; U+D841 would be a surrogate, so U+D041
+    chars.push_back(k == 0xD ? char32_t{0xD041} : (k << 12) | 0x841);
+  for (char32_t c : chars) {
+    const std::string text = to_utf8({c});
+    std::vector<int64_t> bytes;
+    for (unsigned char b : text) bytes.push_back(b);
+    CAPTURE(static_cast<int64_t>(c));
+    CHECK(tok->encode_full(text).ids == bytes);
+    CHECK(tok->decode(bytes) == text);
+  }
 }
 
 TEST_CASE("tokenizer.json: saved in a run and read back by load_tokenizer") {

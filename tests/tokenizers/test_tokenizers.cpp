@@ -319,6 +319,19 @@ TEST_CASE("a vocabulary without [UNK]: id 0 encodes, an unknown token is an erro
               {"encode", "'▁mars' is not in the vocabulary", "no [UNK]"});
 }
 
+TEST_CASE("Vocabulary::build: most frequent first, ties in alphabetical order, specials first") {
+  // a 3 times; b, c and d twice, given in the order d, c, b; e once.
+  const Vocabulary v = Vocabulary::build({{"d", "a", "c"}, {"b", "a", "d"}, {"c", "b", "a", "e"}},
+                                         1, 0, {"[PAD]", "[UNK]"});
+  CHECK(v.tokens() == std::vector<std::string>{"[PAD]", "[UNK]", "a", "b", "c", "d", "e"});
+  // min_frequency 2 leaves e out; max_size 4 keeps the specials and the two most frequent.
+  CHECK(Vocabulary::build({{"d", "a", "c"}, {"b", "a", "d"}, {"c", "b", "a", "e"}}, 2, 0, {})
+            .tokens() == std::vector<std::string>{"a", "b", "c", "d"});
+  CHECK(Vocabulary::build({{"d", "a", "c"}, {"b", "a", "d"}, {"c", "b", "a", "e"}}, 1, 4,
+                          {"[PAD]", "[UNK]"})
+            .tokens() == std::vector<std::string>{"[PAD]", "[UNK]", "a", "b"});
+}
+
 TEST_CASE("BERT's punctuation: every ASCII symbol and the Unicode P* categories") {
   BasicTokenizerOptions o;
   o.do_lower_case = false;
