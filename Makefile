@@ -132,18 +132,19 @@ bench: deps
 	bash -o pipefail -c 'benchmarks/bench_shakespeare.sh build/bench | tee build/bench/results/5_shakespeare.md'
 	python3 benchmarks/write_results.py docs/performance.md build/bench/results
 
-# Regenerates the PyTorch reference values of the parity tests (Debian's python3-torch).
+# Regenerates the PyTorch reference values of the parity tests with the test environment's
+# PyTorch 2.13 (cmake/test-venv.sh makes it).
 golden:
-	@cmake/install-deps.sh torch
-	/usr/bin/python3 tests/parity/make_golden.py
-	/usr/bin/python3 tests/parity/make_golden_nn.py
-	/usr/bin/python3 tests/parity/make_golden_models.py
-	/usr/bin/python3 tests/parity/make_golden_run.py
-	/usr/bin/python3 tests/parity/make_golden_bert.py
-	/usr/bin/python3 tests/parity/make_golden_train.py
-	/usr/bin/python3 tests/parity/make_golden_schedules.py
-	/usr/bin/python3 tests/parity/make_golden_attention.py
-	/usr/bin/python3 exercises/make_golden.py
+	@cmake/test-venv.sh
+	build/venv/bin/python tests/parity/make_golden.py
+	build/venv/bin/python tests/parity/make_golden_nn.py
+	build/venv/bin/python tests/parity/make_golden_models.py
+	build/venv/bin/python tests/parity/make_golden_run.py
+	build/venv/bin/python tests/parity/make_golden_bert.py
+	build/venv/bin/python tests/parity/make_golden_train.py
+	build/venv/bin/python tests/parity/make_golden_schedules.py
+	build/venv/bin/python tests/parity/make_golden_attention.py
+	build/venv/bin/python exercises/make_golden.py
 
 format:
 	git ls-files '*.cpp' '*.hpp' | xargs clang-format -i

@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that are missing (apt-get; sudo when not root). Usage:
-#   cmake/install-deps.sh core|bench|torch|fuzz ...
+#   cmake/install-deps.sh core|bench|fuzz|browser ...
 # core: what building and testing need; bench: Google Benchmark, OpenBLAS (the GEMM
-# benchmark's yardstick, never linked into the library) and GNU time (peak memory); torch: the
-# test oracle that regenerates the golden files and runs the PyTorch side of the benchmarks;
-# fuzz: clang with libFuzzer (make fuzz); browser: Chromium, in which the tests open the attention
-# pages (tests/browser/).
+# benchmark's yardstick, never linked into the library) and GNU time (peak memory); fuzz: clang
+# with libFuzzer (make fuzz); browser: Chromium, in which the tests open the attention pages
+# (tests/browser/). PyTorch, the test oracle and the other benchmarks' yardstick, is the test
+# environment's (cmake/test-venv.sh), not a Debian package.
 set -euo pipefail
 declare -A groups=(
   [core]="g++ make cmake libxtensor-dev libxsimd-dev libfmt-dev doctest-dev nlohmann-json3-dev libcli11-dev libicu-dev"
   [bench]="libbenchmark-dev libopenblas-dev time"
-  [torch]="python3-torch python3-numpy"
   [fuzz]="clang libclang-rt-14-dev"
   [browser]="chromium"
 )

@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """PyTorch reference values of the exercises' checkers: exercises/golden.safetensors.
 
-Run with Debian's python3-torch:  make golden
+Run with the test environment's PyTorch 2.13:  make golden
 Each exercise <name> gets <name>.<key> tensors: its fixed inputs, the module weights (book names,
 as tests/parity/book_transformer.py writes them), the outputs and the gradients of
 sum(output * grad_out)."""
@@ -97,7 +97,7 @@ backward("07_decoder_layer", dec(x, memory, causal, memory_mask), {"x": x, "memo
 # 08 RMSNorm (LLaMA's: eps inside the square root); small inputs and eps 0.1 so eps matters
 x = (torch.randn(2, 3, 8) * 0.3).requires_grad_()
 w = (torch.rand(8) + 0.5).requires_grad_()
-norm = bt.RMSNorm(8, 0.1)
+norm = torch.nn.RMSNorm(8, eps=0.1)
 with torch.no_grad():
     norm.weight.copy_(w)
 put("08_rms_norm", x=x, weight=w)

@@ -1,7 +1,7 @@
 // PyTorch parity: every op's forward value and input gradients equal PyTorch's.
 //
-// The reference values come from tests/parity/make_golden.py (Debian's python3-torch), written
-// to the committed golden file tests/parity/golden/autograd.safetensors; `make golden`
+// The reference values come from tests/parity/make_golden.py (the test environment's PyTorch),
+// written to the committed golden file tests/parity/golden/autograd.safetensors; `make golden`
 // regenerates it. Each line below is the twin of the line with the same name in that script.
 #include <numbers>
 

@@ -269,7 +269,7 @@ TEST_CASE("the book's indexing: x[:, 0, :] and slices") {
 
 // torch's .to(torch.int64) truncates toward zero, and back to float is exact for these.
 // torch.arange refuses a range whose direction disagrees with the step's sign, however small
-// (torch 1.13: all of these raise); the same range and step agreeing gives the values.
+// (torch 2.13: all of these raise); the same range and step agreeing gives the values.
 TEST_CASE("arange: a step against the direction of the range is refused, as torch") {
   for (const auto& range : std::vector<std::array<double, 3>>{{0, -1, 2},
                                                               {0, 1, -2},
@@ -600,7 +600,7 @@ TEST_CASE("argmax over long rows on 2 threads: the first largest of each row") {
 
 TEST_CASE("NaN propagates through max, min, their indices, softmax, relu, clamp, as in PyTorch") {
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  // PyTorch 1.13: x.amax(1) = [nan, 7], x.amin(0) = [1, nan, 0, 2], x.max(1) = ([nan, 7], [1, 3]),
+  // PyTorch 2.13: x.amax(1) = [nan, 7], x.amin(0) = [1, nan, 0, 2], x.max(1) = ([nan, 7], [1, 3]),
   // x.argmin(1) = [1, 2], softmax(x, 1)[0] all nan.
   Tensor x = tensor({{1.0f, nan, 3.0f, 2.0f}, {4.0f, 5.0f, 0.0f, 7.0f}});
   auto amax1 = amax(x, {1}).to_vector();

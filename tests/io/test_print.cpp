@@ -1,4 +1,4 @@
-// Printing matches PyTorch character for character (expected strings from torch 1.13's str()).
+// Printing matches PyTorch character for character (expected strings from torch 2.13's str()).
 #include <fstream>
 
 #include "helpers.hpp"
@@ -106,7 +106,7 @@ TEST_CASE("print: a summarized tensor's width comes from every shown value, the 
 }
 
 // Where summarizing starts: a dimension is cut only when it has more than 2 x edgeitems (6)
-// entries, rows and columns alike (torch 1.13; 6 is shown whole, 8 is cut).
+// entries, rows and columns alike (torch 2.13: 6 is shown whole, 8 is cut).
 TEST_CASE("print: summarization cuts a dimension only past 2 x edgeitems, rows and columns alike") {
   CHECK(to_string(arange(1200, kFloat32).reshape({300, 4}) / 7.0f) ==
         "tensor([[0.0000e+00, 1.4286e-01, 2.8571e-01, 4.2857e-01],\n"

@@ -34,29 +34,12 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     return torch.matmul(weights, value), weights
 
 
-class RMSNorm(nn.Module):
-    """LLaMA's LlamaRMSNorm (torch 1.13 has no nn.RMSNorm): eps inside the square root."""
-
-    def __init__(self, hidden_size, eps):
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(hidden_size))
-        self.eps = eps
-
-    def forward(self, x):
-        variance = x.pow(2).mean(-1, keepdim=True)
-        return self.weight * (x * torch.rsqrt(variance + self.eps))
-
-
 def layer_norm(config):
-    """The config's norm: nn.LayerNorm (without its bias when config.bias is off: torch 1.13 has
-    no bias=False), or RMSNorm."""
+    """The config's norm: PyTorch's own nn.LayerNorm (without its bias when config.bias is off), or
+    nn.RMSNorm, whose eps sits inside the square root as in LLaMA's LlamaRMSNorm."""
     if config.norm_type == "rms_norm":
-        return RMSNorm(config.hidden_size, config.layer_norm_eps)
-    norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-    if not config.bias:
-        del norm.bias
-        norm.register_parameter("bias", None)
-    return norm
+        return nn.RMSNorm(config.hidden_size, eps=config.layer_norm_eps)
+    return nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, bias=bool(config.bias))
 
 
 class AttentionHead(nn.Module):

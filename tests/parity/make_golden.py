@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Regenerates the PyTorch reference values for the parity tests (tests/autograd/test_parity.cpp).
 
-Run with Debian's python3-torch:  make golden  (or /usr/bin/python3 tests/parity/make_golden.py)
+Run with the test environment's PyTorch 2.13:  make golden  (or build/venv/bin/python tests/parity/make_golden.py)
 Writes tests/parity/golden/autograd.safetensors. Each case below has a twin, one line, in the
 C++ table of tests/autograd/test_parity.cpp; the names must match.
 """

@@ -1,12 +1,12 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Reference values for scaled_dot_product_attention with an additive float bias, with the
 semantics of PyTorch's F.scaled_dot_product_attention float attn_mask (added to the scaled
-scores; Debian's torch 1.13 predates that function, so its documented formula is written out
-below), alone and together with the book's 0/1 mask (which enters as -inf).
+scores), computed by that function itself, alone and together with the book's 0/1 mask (which
+enters as -inf).
 Output, and the gradients of a weighted sum of it for query, key, value and the bias, in
 golden/attention_bias.safetensors (tests/models/test_models.cpp).
 
-Run with Debian's python3-torch:  make golden
+Run with the test environment's PyTorch 2.13:  make golden
 """
 import pathlib
 import sys
@@ -37,8 +37,7 @@ cases = {
 for name, attn in cases.items():
     for t in (q, k, v, bias):
         t.grad = None
-    # F.scaled_dot_product_attention(q, k, v, attn_mask=attn), as PyTorch documents it
-    y = torch.softmax(q @ k.transpose(-2, -1) / D**0.5 + attn, dim=-1) @ v
+    y = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=attn)
     (y * weights).sum().backward()
     out[f"{name}.out"] = y.detach()
     for t, n in ((q, "q"), (k, "k"), (v, "v"), (bias, "bias")):

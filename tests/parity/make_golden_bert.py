@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Small random BERT checkpoints in Hugging Face's layout, and what the reference BERT
 (bert_reference.py) computes for the book's sentence pair, under tests/parity/golden/:
 - bert/: a BertModel (names without a prefix, with the pooler), config.json, vocab.txt, and
@@ -6,7 +6,7 @@
 - bert-for-masked-lm/: the same encoder as BertForMaskedLM stores it, as bert-base-uncased does
   (`bert.` prefix, plus the cls.predictions head that is not part of the encoder).
 
-Run with Debian's python3-torch:  make golden
+Run with the test environment's PyTorch 2.13:  make golden
 """
 import json
 import pathlib

@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """PyTorch reference values for the chapter's components and models (tests/models/test_models_parity.cpp).
 
-Run with Debian's python3-torch:  make golden
+Run with the test environment's PyTorch 2.13:  make golden
 Writes tests/parity/golden/models.safetensors with, per case: <case>.param.<name> (the book-style
 module's state_dict), <case>.in<i>, <case>.out, <case>.grad_out, <case>.grad<i> for float
 inputs, <case>.pgrad.<name> for every parameter. All modules run in eval mode (no dropout).

@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """PyTorch reference values for the nn layer (tests/nn/test_nn_parity.cpp, tests/nn/test_optim.cpp).
 
-Run with Debian's python3-torch:  make golden
+Run with the test environment's PyTorch 2.13:  make golden
 Writes tests/parity/golden/nn.safetensors:
   module cases  <case>.param.<name> (the module's state_dict, loaded by name into ours),
                 <case>.in0, .out, .grad_out, .grad0, <case>.pgrad.<name>

@@ -1,9 +1,9 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Reference files for `anatomy run` (tests/cli/test_cli.cpp): for each model kind, a Hugging Face
 style config.json, the book-style PyTorch model's weights (state_dict, per-head attention
 layout) and what the model outputs for fixed ids, under tests/parity/golden/run/<kind>/.
 
-Run with Debian's python3-torch:  make golden
+Run with the test environment's PyTorch 2.13:  make golden
 """
 import json
 import pathlib

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """PyTorch reference for the learning-rate schedules (tests/nn/test_optim.cpp): torch's LambdaLR over
 a real optimizer, stepped as a training loop steps it, with
   noam     the Transformer paper's formula, d_model^-0.5 * min(s^-0.5, s * warmup^-1.5) (step 0
@@ -9,7 +9,7 @@ a real optimizer, stepped as a training loop steps it, with
            floor (min_lr 1e-4).
 Every step's learning rate, in tests/parity/golden/schedules.safetensors.
 
-Run with Debian's python3-torch:  make golden
+Run with the test environment's PyTorch 2.13:  make golden
 """
 import math
 import pathlib

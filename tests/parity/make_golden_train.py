@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """PyTorch reference for a whole training loop (tests/training/test_training_parity.cpp): a GPT-layout
 character LM (no LayerNorm after the embeddings, no biases, tied embeddings, final LayerNorm)
 trained for 40 steps the way `anatomy train --task lm` trains: AdamW with betas (0.9, 0.99) and
@@ -6,7 +6,7 @@ weight decay 0.1 on matrices only, linear warmup then cosine decay to lr / 10, g
 to norm 1.0. Records the initial weights, the batches, every step's loss, gradient norm and
 learning rate, and the final weights, in tests/parity/golden/train.safetensors.
 
-Run with Debian's python3-torch:  make golden
+Run with the test environment's PyTorch 2.13:  make golden
 """
 import math
 import pathlib
