@@ -120,11 +120,16 @@ pictures: build
 length-generalization: build
 	./build/$(PRESET)/experiments/length_generalization --task reverse --seconds 90
 
+# The speed against PyTorch 2.13 (the test environment's: eager and torch.compile, at 1 and 2
+# threads), side by side in one run; rewrites the results table of docs/performance.md.
 bench: deps
-	@cmake/install-deps.sh bench torch
+	@cmake/install-deps.sh bench
+	@cmake/test-venv.sh
+	@python3 benchmarks/write_results.py --header
 	cmake --preset bench > /dev/null
 	cmake --build --preset bench
 	@rm -rf build/bench/results && mkdir -p build/bench/results
+	bash -o pipefail -c './build/bench/benchmarks/peak_benchmark | tee build/bench/results/0_peak.md'
 	bash -o pipefail -c './build/bench/benchmarks/gemm_benchmark | tee build/bench/results/1_gemm.md'
 	bash -o pipefail -c 'benchmarks/bench_models.sh build/bench/benchmarks/models_benchmark | tee build/bench/results/2_models.md'
 	bash -o pipefail -c 'benchmarks/busy_machine.sh build/bench | tee build/bench/results/3_busy_machine.md'

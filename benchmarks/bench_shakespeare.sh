@@ -4,12 +4,20 @@
 # timed as a whole process. Ours, then PyTorch's, then ours again, so that our two runs bracket
 # the reference's on a noisy machine; each is compared with it. Prints a Markdown table of the
 # wall times, the ratios (target: at most 50%) and both validation losses (the same recipe:
-# equal to within seed spread, 1.83 against 1.79 here).
+# equal to within seed spread). PyTorch runs the recipe once, in the fastest of its four
+# settings (eager or torch.compile, 1 or 2 threads) for the recipe's training step, W4 of
+# models_benchmark.py, timed in each setting first.
 #
 #     benchmarks/bench_shakespeare.sh [BUILD_DIR]
+# PyTorch is the test environment's (build/venv, cmake/test-venv.sh), or ANATOMY_TORCH_PYTHON's.
 set -euo pipefail
 shopt -s inherit_errexit # a failure inside $(...) fails its assignment, which stops the script
 here="$(cd "$(dirname "$0")" && pwd)"
+py="${ANATOMY_TORCH_PYTHON:-$here/../build/venv/bin/python}"
+if [ ! -x "$py" ]; then
+  echo "bench_shakespeare: no PyTorch at $py: cmake/test-venv.sh makes it (make bench runs it)" >&2
+  exit 1
+fi
 build="${1:-$here/../build/bench}"
 anatomy="$build/cli/anatomy"
 text="$here/../../shared/data/tinyshakespeare/input.txt"
@@ -36,16 +44,24 @@ seconds() {
 }
 ours() { seconds "$work/ours$1.log" "$anatomy" train --task lm --text "$text" --out "$work/run$1" \
   --lr 2e-3; }
+# PyTorch's fastest setting for the recipe's step.
+setting=$(for s in "1" "2" "1 --compile" "2 --compile"; do
+  # shellcheck disable=SC2086  # a setting is its arguments
+  "$py" "$here/models_benchmark.py" $s W4 2> /dev/null | sed -n "s/^W4 .*(ms): \(.*\)/\1 $s/p"
+done | sort -n | head -n 1 | cut -d' ' -f2-)
+threads=${setting%% *}
+compile=$([ "$setting" != "$threads" ] && echo "--compile" || true)
 first=$(ours 1)
-# The reference asks OpenBLAS for this CPU's kernels itself (openblas_core, imported first).
-reference=$(seconds "$work/reference.log" /usr/bin/python3 "$here/shakespeare_reference.py" \
-  "$text" --lr 2e-3)
+# shellcheck disable=SC2086  # $compile is the option or nothing
+reference=$(seconds "$work/reference.log" "$py" "$here/shakespeare_reference.py" "$text" \
+  --lr 2e-3 --threads "$threads" $compile)
 second=$(ours 2)
 
 ours_loss=$(grep -ao 'valid loss [0-9.]*' "$work/ours1.log" | tail -n 1 | awk '{print $3}')
 reference_loss=$(grep -ao 'validation loss [0-9.]*' "$work/reference.log" | tail -n 1 |
   awk '{print $3}')
-echo "| Tiny Shakespeare, 2000 iterations | anatomy s (a run before PyTorch's, one after) | PyTorch s | anatomy / PyTorch (target <= 50%) | validation loss, anatomy and PyTorch |"
+described=$([ -n "$compile" ] && echo "compiled" || echo "eager")
+echo "| Tiny Shakespeare, 2000 iterations | anatomy s (a run before PyTorch's, one after) | PyTorch s ($described, $threads thread(s)) | anatomy / PyTorch (target <= 50%) | validation loss, anatomy and PyTorch (target: within 0.02) |"
 echo "|---|---|---|---|---|"
 python3 - "$first" "$second" "$reference" "$ours_loss" "$reference_loss" << 'EOF'
 import sys

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The PyTorch reference for corpus translation (docs/training.md): torch's own
 nn.Transformer, trained on exactly the data an `anatomy train --corpus` run used, the same way,
 for the same time budget, so that test BLEU can be compared side by side.
@@ -19,9 +19,10 @@ rerun over the prefix at each step, as nn.Transformer is used) and scored by `an
 (sacreBLEU's 13a scores).
 
     anatomy train --corpus ../shared/data/tatoeba/eng-deu.tsv --out runs/ende --time-budget 900
-    /usr/bin/python3 benchmarks/corpus_reference.py --run runs/ende --time-budget 900
+    build/venv/bin/python benchmarks/corpus_reference.py --run runs/ende --time-budget 900
 
-Debian's python3-torch is the test oracle and this reference, never a runtime dependency.
+The test environment's PyTorch 2.13 (cmake/test-venv.sh makes build/venv) is the test oracle and
+this reference, never a runtime dependency.
 """
 import argparse
 import json
@@ -33,7 +34,6 @@ import sys
 import tempfile
 import time
 
-import openblas_core  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU)
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -194,21 +194,9 @@ def main():
                     help="the anatomy program (for tokenize and bleu)")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
-    # One torch thread is PyTorch's fastest here: a training step of the 3M-parameter model took
-    # 0.26 s at 1 thread and 0.54 s at 2 (and W1 of the Speed section agrees). OpenBLAS runs its
-    # products on its own threads.
+    # One torch thread is PyTorch's default here: at these sizes a second thread costs more in
+    # hand-offs than it gains (W1 of docs/performance.md times both).
     torch.set_num_threads(a.threads)
-    # Debian's torch calls whatever libblas.so.3 is installed; the reference BLAS is some 100x
-    # slower than OpenBLAS, which would make this reference meaningless.
-    x = torch.randn(512, 512)
-    t0 = time.time()
-    for _ in range(5):
-        x @ x
-    gflops = 5 * 2 * 512 ** 3 / (time.time() - t0) / 1e9
-    if gflops < 10:
-        sys.exit(f"corpus_reference: torch multiplies at {gflops:.1f} GFLOP/s: libblas.so.3 is "
-                 "the reference BLAS. Install OpenBLAS (cmake/install-deps.sh bench, or apt-get "
-                 "install libopenblas0-pthread) and run again.")
     torch.manual_seed(a.seed)
     rng = random.Random(a.seed)
     run = lambda name: os.path.join(a.run, name)

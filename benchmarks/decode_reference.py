@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """W3's PyTorch side (issue 12): greedy and beam-search translation with the same model as
 `anatomy translate`, written as a PyTorch user would: a decoding loop with a KV cache, every
 sentence of a batch (and every beam of it) one row of each step's batch, 256 rows a batch.
@@ -16,7 +16,13 @@ its length limit (2·source + 10); scores are divided by ((5 + length) / 6)^alph
     anatomy export --checkpoint RUN --to EXPORT
     decode_reference.py --export EXPORT --anatomy build/.../anatomy --input src.txt --beam 4 \\
         --output hyps.txt
-It prints the decoding time (tokenizing and loading excluded) as `decode_seconds: S`.
+It prints the decoding time (tokenizing and loading excluded) as `decode_seconds: S`, or with
+--count-flops the floating-point operations of the decoding, as FlopCounterMode counts them.
+
+--compile runs the encoder and the decoder's step through torch.compile with dynamic shapes (the
+batch and the cache grow), and decodes the first batch once before the timed run, so that the
+compiling is not timed. Where torch.compile fails it prints `compile failed: REASON` and no time.
+Runs with the test environment's PyTorch 2.13 (build/venv/bin/python, made by cmake/test-venv.sh).
 """
 import argparse
 import math
@@ -24,7 +30,6 @@ import os
 import sys
 import time
 
-import openblas_core  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU)
 import torch
 import torch.nn.functional as F
 
@@ -195,6 +200,9 @@ def main():
     p.add_argument("--length-penalty", type=float, default=0.6,
                    help="GNMT's length normalization exponent (default 0.6)")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    p.add_argument("--compile", action="store_true", help="torch.compile the encoder and the step")
+    p.add_argument("--count-flops", action="store_true",
+                   help="print the decoding's flops (FlopCounterMode) as `flops: N`, and no time")
     p.add_argument("--output", help="the translations, one a line")
     a = p.parse_args()
     sys.path.insert(0, a.export)
@@ -212,23 +220,45 @@ def main():
         texts = f.read().splitlines()
     ids = tokenize(a.anatomy, os.path.join(a.export, "source_tokenizer"), texts)
     dec = CachedDecoder(model)
+    encode = model.encode
+    if a.compile:
+        dec.step = torch.compile(dec.step, dynamic=True)
+        encode = torch.compile(model.encode, dynamic=True)
     out = [None] * len(ids)
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     per_batch = max(1, ROWS // max(a.beam, 1))
-    start = time.perf_counter()
+    batches = [order[first:first + per_batch] for first in range(0, len(order), per_batch)]
+
+    def translate(idx):
+        width = max(len(ids[i]) for i in idx)
+        src = torch.tensor([ids[i] + [config.pad_token_id] * (width - len(ids[i])) for i in idx])
+        limits = [min(2 * len(ids[i]) + 10, config.max_position_embeddings - 1) for i in idx]
+        memory, mask = encode(src)
+        rows = greedy(dec, memory, mask, limits, bos, eos) if a.beam <= 1 else \
+            beam_search(dec, memory, mask, limits, bos, eos, a.beam, a.length_penalty)
+        for i, r in zip(idx, rows):
+            out[i] = detokenize(r, vocab)
+
     with torch.no_grad():
-        for first in range(0, len(order), per_batch):
-            idx = order[first:first + per_batch]
-            width = max(len(ids[i]) for i in idx)
-            src = torch.tensor([ids[i] + [config.pad_token_id] * (width - len(ids[i]))
-                                for i in idx])
-            limits = [min(2 * len(ids[i]) + 10, config.max_position_embeddings - 1) for i in idx]
-            memory, mask = model.encode(src)
-            rows = greedy(dec, memory, mask, limits, bos, eos) if a.beam <= 1 else \
-                beam_search(dec, memory, mask, limits, bos, eos, a.beam, a.length_penalty)
-            for i, r in zip(idx, rows):
-                out[i] = detokenize(r, vocab)
-    print(f"decode_seconds: {time.perf_counter() - start:.3f}")
+        if a.compile:
+            try:
+                translate(batches[0])
+            except Exception as e:  # noqa: BLE001  (any failure of the compiler: say which)
+                reason = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
+                print(f"compile failed: {reason}")
+                return
+        if a.count_flops:
+            from torch.utils.flop_counter import FlopCounterMode
+
+            with FlopCounterMode(display=False) as counter:
+                for idx in batches:
+                    translate(idx)
+            print(f"flops: {counter.get_total_flops()}")
+        else:
+            start = time.perf_counter()
+            for idx in batches:
+                translate(idx)
+            print(f"decode_seconds: {time.perf_counter() - start:.3f}")
     if a.output:
         with open(a.output, "w", encoding="utf-8") as f:
             f.write("".join(line + "\n" for line in out))

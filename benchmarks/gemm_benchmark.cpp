@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "autograd/random.hpp"
+#include "benchmarks/fma_peak.hpp"
 #include "kernels/gemm.hpp"
 
 namespace {
@@ -173,16 +174,21 @@ int main(int argc, char** argv) {
   register_all();
   Collect reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
+  // The machine's FMA peak at each thread count, measured after the products so that it sees
+  // the same clock.
+  const double peak[3] = {0.0, anatomy::bench::fma_peak_gflops(1),
+                          anatomy::bench::fma_peak_gflops(2)};
   fmt::print(
-      "\n| product (M x K x N) | threads | anatomy GFLOP/s | OpenBLAS GFLOP/s | ratio |\n"
-      "|---|---|---|---|---|\n");
+      "\n| product (M x K x N) | threads | anatomy GFLOP/s | OpenBLAS GFLOP/s | ratio | anatomy's "
+      "share of the FMA peak |\n"
+      "|---|---|---|---|---|---|\n");
   for (const auto& c : cases())
     for (int t : {1, 2}) {
       const auto it = reporter.gflops.find(fmt::format("{}/{}", c.name, t));
       if (it == reporter.gflops.end()) continue;  // filtered out by --benchmark_filter
       const auto [ours, blas] = it->second;
-      fmt::print("| {} | {} | {:.1f} | {:.1f} | {:.0f}% |\n", c.name, t, ours, blas,
-                 blas > 0 ? 100.0 * ours / blas : 0.0);
+      fmt::print("| {} | {} | {:.1f} | {:.1f} | {:.0f}% | {:.0f}% |\n", c.name, t, ours, blas,
+                 blas > 0 ? 100.0 * ours / blas : 0.0, 100.0 * ours / peak[t]);
     }
   benchmark::Shutdown();
 }

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """nanoGPT's shakespeare_char CPU recipe in PyTorch, as the side-by-side reference for the
 Tiny Shakespeare learning target (docs/training.md).
 
@@ -7,23 +7,23 @@ It trains the same model the same way `anatomy train --task lm` does (4 layers, 
 warmup steps, betas (0.9, 0.99), weight decay 0.1 on matrices, clip 1.0, tied embeddings, GPT-2
 init) and estimates the validation loss on the last 10% of the text the same way: 50 fixed batches
 of random windows every iters / 8 steps on the way (as `anatomy train` reports its progress, so
-that both sides do the same work), and 200 at the end. Run it with Debian's python3-torch (a test
-oracle, never a runtime dependency):
+that both sides do the same work), and 200 at the end. --compile runs the model through
+torch.compile, as nanoGPT's --compile does. Run it with the test environment's PyTorch (a test
+oracle, never a runtime dependency; cmake/test-venv.sh makes it):
 
-    /usr/bin/python3 benchmarks/shakespeare_reference.py ../shared/data/tinyshakespeare/input.txt
+    build/venv/bin/python benchmarks/shakespeare_reference.py ../shared/data/tinyshakespeare/input.txt
 """
 import argparse
 import math
 import time
 
-import openblas_core  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU)
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 
 class LayerNorm(nn.Module):
-    """LayerNorm with an optional bias (torch 1.13's nn.LayerNorm has no bias=False)."""
+    """LayerNorm with an optional bias, written out as nanoGPT's model.py writes it."""
 
     def __init__(self, n, bias):
         super().__init__()
@@ -91,6 +91,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1337)
     ap.add_argument("--bias", type=int, default=0, help="1: biases in Linear and LayerNorm")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model")
     ap.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (min_lr is lr / 10)")
     ap.add_argument("--eval-every", type=int, default=0,
                     help="steps between the 50-batch estimates (default max(iters / 8, 50), "
@@ -106,6 +107,7 @@ def main():
     train, val = ids[:n], ids[n:]
     B, T = 12, 64
     model = GPT(len(chars), 128, 4, 4, T, bool(args.bias))
+    forward = torch.compile(model) if args.compile else model
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
@@ -127,7 +129,7 @@ def main():
         model.eval()
         g = torch.Generator().manual_seed(1234)  # the same windows every time, as ours
         with torch.no_grad():
-            losses = [F.cross_entropy(model(x).view(-1, len(chars)), y.view(-1)).item()
+            losses = [F.cross_entropy(forward(x).view(-1, len(chars)), y.view(-1)).item()
                       for x, y in (batch(val, g) for _ in range(batches))]
         model.train()
         return sum(losses) / len(losses)
@@ -138,7 +140,7 @@ def main():
         for group in opt.param_groups:
             group["lr"] = lr_at(it)
         x, y = batch(train)
-        loss = F.cross_entropy(model(x).view(-1, len(chars)), y.view(-1))
+        loss = F.cross_entropy(forward(x).view(-1, len(chars)), y.view(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -147,7 +149,8 @@ def main():
         if eval_every > 0 and step % eval_every == 0 and step < args.iters:
             print(f"step {step}/{args.iters}  valid loss {estimate(50):.4f}", flush=True)
     loss = estimate(200)
-    print(f"pytorch {torch.__version__} bias={args.bias} seed={args.seed} lr={args.lr}: "
+    print(f"pytorch {torch.__version__} threads={args.threads} compile={args.compile} "
+          f"bias={args.bias} seed={args.seed} lr={args.lr}: "
           f"validation loss {loss:.4f} after {args.iters} iterations, "
           f"{time.time() - start:.0f} s")
 
