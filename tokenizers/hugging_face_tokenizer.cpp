@@ -598,15 +598,15 @@ struct HuggingFaceTokenizer::Pipeline {
         out.push_back(c);
         continue;
       }
-      const std::u32string& s = c.piece.chars;
+      const std::u32string& text = c.piece.chars;
       size_t start = 0;
-      for (size_t i = 0; i < s.size();) {
+      for (size_t i = 0; i < text.size();) {
         // The longest added token that starts here (leftmost-longest, as the library's matcher).
         int64_t best = -1;
         for (size_t a = 0; a < added.size(); ++a) {
           const auto& t = added[a];
           if (t.normalized != normalized || t.chars.empty()) continue;
-          if (s.compare(i, t.chars.size(), t.chars) == 0 &&
+          if (text.compare(i, t.chars.size(), t.chars) == 0 &&
               (best < 0 || t.chars.size() > added[static_cast<size_t>(best)].chars.size()))
             best = static_cast<int64_t>(a);
         }
@@ -616,13 +616,13 @@ struct HuggingFaceTokenizer::Pipeline {
         }
         const auto& t = added[static_cast<size_t>(best)];
         size_t b = i, e = i + t.chars.size();
-        while (t.lstrip && b > start && is_white_space(s[b - 1])) --b;
-        while (t.rstrip && e < s.size() && is_white_space(s[e])) ++e;
+        while (t.lstrip && b > start && is_white_space(text[b - 1])) --b;
+        while (t.rstrip && e < text.size() && is_white_space(text[e])) ++e;
         if (b > start) out.push_back({slice(c.piece, start, b)});
         out.push_back({slice(c.piece, b, e), best});
         start = i = e;
       }
-      if (s.size() > start) out.push_back({slice(c.piece, start, s.size())});
+      if (text.size() > start) out.push_back({slice(c.piece, start, text.size())});
     }
     return out;
   }

@@ -317,3 +317,89 @@ TEST_CASE("tokenizer.json: a BERT folder with it and no vocab.txt loads, tokeniz
   fs::remove(dir / "tokenizer.json");
   check_error([&] { checkpoints::load_bert_folder(dir.str()); }, {"no vocab.txt"});
 }
+
+TEST_CASE(
+    "tokenizer.json: of added tokens starting at one place the longest wins, wherever listed") {
+  // The longer one is listed first: the matcher keeps it over the shorter one found after it.
+  Json j = wordpiece_file();
+  j["normalizer"] = nullptr;
+  for (const auto& [id, content] : {std::pair{9, "<ab>"}, std::pair{10, "<a"}})
+    j["added_tokens"].push_back({{"id", id},
+                                 {"content", content},
+                                 {"special", false},
+                                 {"normalized", false},
+                                 {"lstrip", false},
+                                 {"rstrip", false},
+                                 {"single_word", false}});
+  // The tokenizers library: [CLS] <ab> caf <a [SEP].
+  CHECK(parse(j)->encode_full("<ab>caf<a").tokens ==
+        std::vector<std::string>{"[CLS]", "<ab>", "caf", "<a", "[SEP]"});
+}
+
+TEST_CASE("tokenizer.json: GPT-2's runs of marks stop at letters and digits") {
+  // ' ?[^\s\p{L}\p{N}]+' takes '!' alone from "hi!hi" and "!1". The merges '! h' and '! 1' rank
+  // first, so a run that went on into the letters or digits would show as '!h' or '!1'.
+  Json j = byte_level_file();
+  for (const auto& [token, id] :
+       {std::pair{"!", 7}, std::pair{"!h", 8}, std::pair{"1", 9}, std::pair{"!1", 10}})
+    j["model"]["vocab"][token] = id;
+  j["model"]["merges"].insert(j["model"]["merges"].begin(), {"! h", "! 1"});
+  const auto tok = parse(j);
+  // The tokenizers library gives these four.
+  CHECK(tok->encode_full("hi!hi").tokens == std::vector<std::string>{"hi", "!", "hi"});
+  CHECK(tok->encode_full("!1").tokens == std::vector<std::string>{"!", "1"});
+  CHECK(tok->encode_full("hi!!").tokens == std::vector<std::string>{"hi", "!", "!"});
+  CHECK(tok->encode_full("1hi").tokens == std::vector<std::string>{"1", "hi"});
+}
+
+TEST_CASE("tokenizer.json: GPT-2's space joins the word after it at the text's start too") {
+  // With Ġ+h the first merge, " hi" as one piece is Ġhi; split as " " and "hi" it would be Ġ, hi.
+  Json j = byte_level_file();
+  j["model"]["merges"] = {"\u0120 h", "\u0120h i", "h i"};
+  const auto tok = parse(j);
+  // The tokenizers library gives these three.
+  CHECK(tok->encode_full(" hi").tokens == std::vector<std::string>{"\u0120hi"});
+  CHECK(tok->encode_full("hi hi").tokens == std::vector<std::string>{"hi", "\u0120hi"});
+  CHECK(tok->encode_full(" hi ").tokens == std::vector<std::string>{"\u0120hi", "\u0120"});
+}
+
+TEST_CASE("tokenizer.json: characters whose Unicode category changed keep the library's old one") {
+  // The tokenizers library classifies by older tables than ICU's: marks by Unicode 9, punctuation
+  // by Unicode 8. Each expectation below is the library's own output for the same file.
+  Json j = wordpiece_file();
+  for (const auto& [token, id] : {std::pair{"ab", 9}, std::pair{"a", 10}, std::pair{"b", 11}})
+    j["model"]["vocab"][token] = id;
+  j["normalizer"] = Json{{"type", "StripAccents"}};
+  auto tok = parse(j);
+  using Tokens = std::vector<std::string>;
+  // U+1CF2: a mark in Unicode 9 (a letter since), which StripAccents drops.
+  CHECK(tok->encode_full("a\u1CF2b").tokens == Tokens{"[CLS]", "ab", "[SEP]"});
+  // U+111C9: punctuation in Unicode 8 (a mark since): kept, and split off by BertPreTokenizer.
+  CHECK(tok->encode_full("a\U000111C9b").tokens == Tokens{"[CLS]", "a", "[UNK]", "b", "[SEP]"});
+  // BertNormalizer's strip_accents drops nonspacing marks: U+1734 was one in Unicode 9, U+1885
+  // became one after, and U+1CF2 was a spacing mark.
+  j["normalizer"] = Json{{"type", "BertNormalizer"},
+                         {"clean_text", true},
+                         {"handle_chinese_chars", true},
+                         {"strip_accents", true},
+                         {"lowercase", false}};
+  tok = parse(j);
+  CHECK(tok->encode_full("a\u1734b").tokens == Tokens{"[CLS]", "ab", "[SEP]"});
+  CHECK(tok->encode_full("a\u1885b").tokens == Tokens{"[CLS]", "[UNK]", "[SEP]"});
+  CHECK(tok->encode_full("a\u1CF2b").tokens == Tokens{"[CLS]", "[UNK]", "[SEP]"});
+}
+
+TEST_CASE("a BERT folder with vocab.txt and no tokenizer_config.json lower-cases, as BERT") {
+  namespace fs = std::filesystem;
+  const std::string golden = testing::test_path("parity/golden/bert");
+  testing::TempDir dir;
+  fs::copy_file(golden + "/vocab.txt", dir / "vocab.txt");
+  const auto vocab = Vocabulary::load(golden + "/vocab.txt");
+  const std::string text = "Fruit flies, like a BANANA!";
+  const auto lower = BertTokenizer(vocab, true).encode(text);
+  REQUIRE(lower != BertTokenizer(vocab, false).encode(text));  // the text tells the two apart
+  CHECK(load_folder_tokenizer(dir.str())->encode(text) == lower);
+  // A tokenizer_config.json that says otherwise is followed.
+  std::ofstream(dir / "tokenizer_config.json") << R"({"do_lower_case": false})";
+  CHECK(load_folder_tokenizer(dir.str())->encode(text) == BertTokenizer(vocab, false).encode(text));
+}
