@@ -68,7 +68,7 @@ def main():
     parser.add_argument("only", nargs="?", default="", choices=["", "W1", "W2", "W4"])
     parser.add_argument("--compile", action="store_true")
     parser.add_argument("--flops", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()
     torch.set_num_threads(args.threads)
     for name, workload in (("W1", w1), ("W4", w4), ("W2", w2)):
         if args.only in ("", name):
