@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Tiny Shakespeare (issue 12): nanoGPT's CPU recipe, 2000 iterations, as a student runs it:
 # `anatomy train --task lm` against the same recipe in PyTorch (shakespeare_reference.py), each
-# timed as a whole process. Ours, then PyTorch's, then ours again, so that our two runs bracket
-# the reference's on a noisy machine; each is compared with it. Prints a Markdown table of the
-# wall times, the ratios (target: at most 50%) and both validation losses (the same recipe:
-# equal to within seed spread). PyTorch runs the recipe once, in the fastest of its four
+# timed as a whole process, with seeds 0, 1 and 2 in turns (ours, PyTorch's, ours, ...), so that
+# both see the same stretches of a noisy machine. PyTorch runs in the fastest of its four
 # settings (eager or torch.compile, 1 or 2 threads) for the recipe's training step, W4 of
-# models_benchmark.py, timed in each setting first.
+# models_benchmark.py, timed in each setting first. Prints a Markdown table: each side's times,
+# the median ratio (target: at most 50%), and each side's validation losses with their means
+# (target: within 0.02; one run's loss moves by about that much from seed to seed, so the means
+# are compared).
 #
 #     benchmarks/bench_shakespeare.sh [BUILD_DIR]
 # PyTorch is the test environment's (build/venv, cmake/test-venv.sh), or ANATOMY_TORCH_PYTHON's.
@@ -43,7 +44,7 @@ seconds() {
   python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')"
 }
 ours() { seconds "$work/ours$1.log" "$anatomy" train --task lm --text "$text" --out "$work/run$1" \
-  --lr 2e-3; }
+  --lr 2e-3 --seed "$1"; }
 # PyTorch's fastest setting for the recipe's step.
 setting=$(for s in "1" "2" "1 --compile" "2 --compile"; do
   # shellcheck disable=SC2086  # a setting is its arguments
@@ -51,22 +52,30 @@ setting=$(for s in "1" "2" "1 --compile" "2 --compile"; do
 done | sort -n | head -n 1 | cut -d' ' -f2-)
 threads=${setting%% *}
 compile=$([ "$setting" != "$threads" ] && echo "--compile" || true)
-first=$(ours 1)
-# shellcheck disable=SC2086  # $compile is the option or nothing
-reference=$(seconds "$work/reference.log" "$py" "$here/shakespeare_reference.py" "$text" \
-  --lr 2e-3 --threads "$threads" $compile)
-second=$(ours 2)
-
-ours_loss=$(grep -ao 'valid loss [0-9.]*' "$work/ours1.log" | tail -n 1 | awk '{print $3}')
-reference_loss=$(grep -ao 'validation loss [0-9.]*' "$work/reference.log" | tail -n 1 |
-  awk '{print $3}')
+ours_times=() reference_times=() ours_losses=() reference_losses=()
+for seed in 0 1 2; do
+  # (Plain assignments first: a failure inside $(...) stops the script there.)
+  t=$(ours "$seed")
+  ours_times+=("$t")
+  # shellcheck disable=SC2086  # $compile is the option or nothing
+  t=$(seconds "$work/reference$seed.log" "$py" "$here/shakespeare_reference.py" "$text" \
+    --lr 2e-3 --seed "$seed" --threads "$threads" $compile)
+  reference_times+=("$t")
+  t=$(grep -ao 'valid loss [0-9.]*' "$work/ours$seed.log" | tail -n 1 | awk '{print $3}')
+  ours_losses+=("$t")
+  t=$(grep -ao 'validation loss [0-9.]*' "$work/reference$seed.log" | tail -n 1 | awk '{print $3}')
+  reference_losses+=("$t")
+done
 described=$([ -n "$compile" ] && echo "compiled" || echo "eager")
-echo "| Tiny Shakespeare, 2000 iterations | anatomy s (a run before PyTorch's, one after) | PyTorch s ($described, $threads thread(s)) | anatomy / PyTorch (target <= 50%) | validation loss, anatomy and PyTorch (target: within 0.02) |"
-echo "|---|---|---|---|---|"
-python3 - "$first" "$second" "$reference" "$ours_loss" "$reference_loss" << 'EOF'
+echo "| Tiny Shakespeare, 2000 iterations, seeds 0, 1, 2 | anatomy s | PyTorch s ($described, $threads thread(s)) | anatomy / PyTorch, median (target <= 50%) | validation loss: anatomy's, PyTorch's | mean loss: anatomy, PyTorch (target: within 0.02) |"
+echo "|---|---|---|---|---|---|"
+python3 - "${ours_times[*]}" "${reference_times[*]}" "${ours_losses[*]}" "${reference_losses[*]}" << 'EOF'
+import statistics
 import sys
-first, second, reference = map(float, sys.argv[1:4])
-print(f"| wall time, the whole process | {first:.1f}, {second:.1f} | {reference:.1f} "
-      f"| {100 * first / reference:.1f}%, {100 * second / reference:.1f}% "
-      f"| {sys.argv[4]}, {sys.argv[5]} |")
+ours, reference, ours_loss, reference_loss = ([float(v) for v in a.split()] for a in sys.argv[1:5])
+ratio = statistics.median(o / r for o, r in zip(ours, reference))
+show = lambda values, digits: ", ".join(f"{v:.{digits}f}" for v in values)
+print(f"| wall time, the whole process | {show(ours, 1)} | {show(reference, 1)} | {100 * ratio:.1f}% "
+      f"| {show(ours_loss, 4)}; {show(reference_loss, 4)} "
+      f"| {statistics.mean(ours_loss):.4f}, {statistics.mean(reference_loss):.4f} |")
 EOF
