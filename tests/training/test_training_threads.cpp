@@ -104,9 +104,9 @@ TEST_CASE("language model: trains on a text, generates, and resumes after Ctrl-C
       run("generate --checkpoint " + whole + " --seed 1 --max-new-tokens 100 \"To be\"");
   CHECK(other_seed.output != g.output);  // so that the comparison above can fail
 
-  // Ctrl-C after a second, then --resume (without --lr and --warmup): the same weights as the
-  // uninterrupted run.
-  auto c = run("train --task lm --out " + cut + args, "timeout --preserve-status -s INT 1 ");
+  // Ctrl-C at the first progress line (step 50 of 400), then --resume (without --lr and
+  // --warmup): the same weights as the uninterrupted run.
+  auto c = interrupted_at("train --task lm --out " + cut + args, cut + "_job", " train loss ");
   REQUIRE_MESSAGE(c.code == 130, c.output);
   CHECK(c.output.find("interrupted") != std::string::npos);
   auto r = run("train --task lm --resume --out " + cut + " --threads 1 --text " + text);
@@ -136,7 +136,7 @@ TEST_CASE("language model on two threads: the one-thread result, and an exact re
   const std::string longer = " --iters 1500 --threads 2" + args;
   auto w = run("train --task lm --out " + whole + longer);
   REQUIRE_MESSAGE(w.code == 0, w.output);
-  auto c = run("train --task lm --out " + cut + longer, "timeout --preserve-status -s INT 1 ");
+  auto c = interrupted_at("train --task lm --out " + cut + longer, cut + "_job", " train loss ");
   REQUIRE_MESSAGE(c.code == 130, c.output);
   auto r = run("train --task lm --resume --out " + cut + " --threads 2 --text " + text);
   REQUIRE_MESSAGE(r.code == 0, r.output);
@@ -182,7 +182,7 @@ TEST_CASE("translation on two threads: the one-thread result, and an exact resum
       " --task copy --epochs 6 --no-early-stop --preset tiny --limit 8000 --threads 2";
   auto w = run("train --out " + whole + longer);
   REQUIRE_MESSAGE(w.code == 0, w.output);
-  auto c = run("train --out " + cut + longer, "timeout --preserve-status -s INT 1 ");
+  auto c = interrupted_at("train --out " + cut + longer, cut + "_job", "epoch 1/6");
   REQUIRE_MESSAGE(c.code == 130, c.output);
   auto r = run("train --task copy --epochs 6 --no-early-stop --resume --threads 2 --out " + cut +
                " --preset tiny --limit 8000");

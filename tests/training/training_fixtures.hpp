@@ -61,6 +61,22 @@ struct Background {
   }
 };
 
+// `anatomy args` stopped by Ctrl-C (SIGINT) once its output shows `marker`, a line its training
+// loop prints after the Ctrl-C handler is in place: the signal follows an event, not a fixed time.
+// Its files are `base`.log, .pid and .code, as Background's.
+inline Result interrupted_at(const std::string& args, const std::string& base,
+                             const std::string& marker) {
+  Background job(args, base);
+  REQUIRE(wait_until(
+      [&] {
+        return bytes(base + ".log").find(marker) != std::string::npos ||
+               std::filesystem::exists(base + ".code");
+      },
+      300));
+  kill(job.pid, SIGINT);
+  return job.finish();
+}
+
 inline std::string fresh_dir(const std::string& name) {
   const auto d = anatomy::testing::temp_root() / ("anatomy_run_" + name);
   std::filesystem::remove_all(d);
