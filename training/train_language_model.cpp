@@ -149,8 +149,9 @@ int train_language_model(const TrainOptions& o) {
   // all of it, as the translation schedules and Hugging Face's do, where it used to stop the run.
   const int64_t schedule_steps = std::max(warmup, iters);
   // The floor keeps the preset's ratio to the peak (nanoGPT's min_lr = learning_rate / 10).
+  const double min_lr = lr * p.min_lr / p.lr;
   nn::WarmupDecaySchedule schedule(opt, lr, warmup, schedule_steps,
-                                   nn::WarmupDecaySchedule::Decay::Cosine, lr * p.min_lr / p.lr);
+                                   nn::WarmupDecaySchedule::Decay::Cosine, min_lr);
   if (!o.resume)
     meta = {{"kind", "lm"},
             {"seed", seed},
@@ -180,7 +181,7 @@ int train_language_model(const TrainOptions& o) {
                      {{"name", "cosine"},
                       {"warmup", warmup},
                       {"total_steps", schedule_steps},
-                      {"min_lr", lr * p.min_lr / p.lr}}}};
+                      {"min_lr", min_lr}}}};
   fmt::print(
       "character language model on {} ({} characters, vocabulary {}): {} parameters, block {}, "
       "batch {}\n",

@@ -169,6 +169,12 @@ void Trainer::write_run_json() const {
   RunDir{o_.run_dir}.write_run(meta);
 }
 
+double time_left(double seconds_per_batch, int64_t batches_left, double time_budget,
+                 double elapsed) {
+  const double pace = seconds_per_batch * static_cast<double>(batches_left);
+  return time_budget > 0 ? std::min(pace, std::max(0.0, time_budget - elapsed)) : pace;
+}
+
 std::string format_metrics(const Metrics& m) {
   // The usual ones first, in one order, however the object was read back.
   const std::vector<std::string> first{"valid_loss", "bleu", "exact_match", "accuracy"};
@@ -438,10 +444,9 @@ TrainResult Trainer::fit() {
         window_loss = 0;
       }
       if (!o_.quiet) {
-        const double per_batch =
-            seconds_since(loop_start) / static_cast<double>(batch_ - first_batch);
-        double eta = per_batch * static_cast<double>(n - batch_);
-        if (o_.time_budget > 0) eta = std::min(eta, std::max(0.0, o_.time_budget - elapsed()));
+        const double eta =
+            time_left(seconds_since(loop_start) / static_cast<double>(batch_ - first_batch),
+                      n - batch_, o_.time_budget, elapsed());
         bar.update(batch_,
                    fmt::format("loss {:.3f} lr {:.1e} {} tok/s ETA {}",
                                epoch_loss / static_cast<double>(epoch_tokens), optimizer_.lr(),

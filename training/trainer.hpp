@@ -139,6 +139,11 @@ std::vector<std::string> kept_checkpoints(const RunDir& run);
 // "  valid loss 1.2345  BLEU 23.45  exact 10.2%": metrics as a log line shows them.
 std::string format_metrics(const Metrics& m);
 
+// The progress bar's ETA in seconds: the batches left at the pace so far, and with a time budget
+// (time_budget > 0) no more than the budget has left after `elapsed` seconds, never below 0.
+double time_left(double seconds_per_batch, int64_t batches_left, double time_budget,
+                 double elapsed);
+
 // Set by Ctrl-C (SIGINT) or SIGTERM while a Trainer runs.
 bool interrupted();
 

@@ -54,7 +54,8 @@ TEST_SUITE("end-to-end") {
     const std::string args = fmt::format(
         "train --task classify --model-dir {} --data {} --limit 200 --threads 1 --seed 3", model,
         data);
-    const Result pretrained = run(args + " --epochs 3 --out " + (tmp / "pretrained"));
+    // The pretrained run takes --epochs' default, 3 (Hugging Face's Trainer's num_train_epochs).
+    const Result pretrained = run(args + " --out " + (tmp / "pretrained"));
     REQUIRE_MESSAGE(pretrained.code == 0, pretrained.output);
     const Result scratch = run(args + " --epochs 3 --random-weights --out " + (tmp / "scratch"));
     REQUIRE_MESSAGE(scratch.code == 0, scratch.output);
@@ -65,6 +66,7 @@ TEST_SUITE("end-to-end") {
     const auto run_json = nlohmann::json::parse(bytes(tmp / "pretrained/run.json"));
     CHECK(run_json["labels"] == nlohmann::json({"question", "statement"}));
     CHECK(run_json["pretrained"] == true);
+    CHECK(run_json["epochs"] == 3);
 
     // Fine-tuning changed the body; --freeze-body trains the head and leaves every body tensor
     // as the folder has it.

@@ -2,7 +2,7 @@
 // it evaluates and when it stops.
 #include <chrono>
 #include <fstream>
-
+#include <regex>
 #include <sstream>
 
 #include "training/trainer.hpp"
@@ -175,4 +175,102 @@ TEST_CASE("loss.csv names its columns and merges training and validation by step
         "40,2.000000,0.002,,,\n"
         "60,1.500000,0.003,1.750000,20.0000,10.0000\n"
         "70,,,1.500000,25.0000,\n");
+}
+
+// loss.svg: a loss sits at the height of the tick that names it, a step at the x of its tick, and
+// the y axis's title is centred on the axis, which spans exactly the ticks.
+TEST_CASE("loss.svg puts each point on the axes' scale and centres the y title on its axis") {
+  training::LossCurve curve;
+  curve.train = {{0, 3.0, 0.001}, {50, 2.0, 0.002}, {100, 1.0, 0.003}};
+  curve.eval = {{100, 1.5, {}}};
+  const std::string dir = fresh_dir("loss_svg");
+  std::filesystem::create_directories(dir);
+  curve.write_svg(dir + "/loss.svg", "a title");
+  const std::string svg = bytes(dir + "/loss.svg");
+  auto numbers_after = [&](const std::string& pattern) {
+    std::vector<std::pair<double, double>> found;  // (label or first number, coordinate)
+    const std::regex re(pattern);
+    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator();
+         ++it)
+      found.emplace_back(std::stod((*it)[2]), std::stod((*it)[1]));
+    return found;
+  };
+  // y ticks: <text class="y-tick" x=".." y="Y + 4">LABEL</text>, the label 4 px below its line.
+  std::map<double, double> y_of, x_of;
+  for (const auto& t : numbers_after(R"re(class="y-tick" x="[^"]*" y="([\d.]+)"[^>]*>([\d.]+)<)re"))
+    y_of[t.first] = t.second - 4;
+  for (const auto& t : numbers_after(R"re(class="x-tick" x="([\d.]+)"[^>]*>([\d.]+)<)re"))
+    x_of[t.first] = t.second;
+  REQUIRE(y_of.count(1.0));
+  REQUIRE(y_of.count(3.0));
+  REQUIRE(x_of.count(0.0));
+  REQUIRE(x_of.count(100.0));
+  // The training line: step 0 at loss 3, step 100 at loss 1.
+  const std::smatch line = [&] {
+    std::smatch m;
+    REQUIRE(std::regex_search(
+        svg, m, std::regex(R"re(points="([\d.]+),([\d.]+) [\d.]+,[\d.]+ ([\d.]+),([\d.]+) ")re")));
+    return m;
+  }();
+  CHECK(std::stod(line[1]) == doctest::Approx(x_of[0.0]).epsilon(1e-3));
+  CHECK(std::stod(line[2]) == doctest::Approx(y_of[3.0]).epsilon(1e-3));
+  CHECK(std::stod(line[3]) == doctest::Approx(x_of[100.0]).epsilon(1e-3));
+  CHECK(std::stod(line[4]) == doctest::Approx(y_of[1.0]).epsilon(1e-3));
+  std::smatch title;
+  REQUIRE(
+      std::regex_search(svg, title, std::regex(R"re(translate\(16,([\d.]+)\) rotate\(-90\))re")));
+  const double top = y_of.rbegin()->second, bottom = y_of.begin()->second;
+  CHECK(top < bottom);  // the highest loss is drawn highest
+  CHECK(std::stod(title[1]) == doctest::Approx((top + bottom) / 2).epsilon(1e-3));
+  // The plot's title is centred on the picture.
+  std::smatch size, heading;
+  REQUIRE(std::regex_search(svg, size, std::regex(R"re(<svg [^>]*width="([\d.]+)")re")));
+  REQUIRE(std::regex_search(svg, heading, std::regex(R"re(<text x="([\d.]+)"[^>]*>a title<)re")));
+  CHECK(std::stod(heading[1]) == doctest::Approx(std::stod(size[1]) / 2));
+}
+
+// The progress bar's ETA: the batches left at the pace so far, cut to what the time budget has
+// left, and never below zero once the budget is spent.
+TEST_CASE("the ETA is the pace's estimate, at most what the time budget leaves") {
+  CHECK(training::time_left(0.5, 200, 0.0, 30.0) == doctest::Approx(100.0));  // no budget
+  CHECK(training::time_left(0.5, 200, 60.0, 20.0) == doctest::Approx(40.0));  // the budget's 40 s
+  CHECK(training::time_left(0.5, 20, 60.0, 20.0) == doctest::Approx(10.0));   // the pace's 10 s
+  CHECK(training::time_left(0.5, 200, 60.0, 75.0) == 0.0);                    // spent
+}
+
+// An epoch's training loss is the mean over its tokens: batches of losses 1, 2 and 3 weighted by
+// 1, 2 and 3 tokens give (1 + 4 + 9) / 6, which run.json's history records.
+TEST_CASE("an epoch's training loss is its batches' losses weighted by their tokens") {
+  OneWeight model;
+  nn::SGD opt(model.parameters(), {.lr = 0.0});
+  const std::string dir = fresh_dir("trainer_epoch_loss");
+  training::Trainer trainer(model, opt, nullptr,
+                            {.epochs = 2, .run_dir = dir, .title = "t", .quiet = true});
+  trainer.batches = [](int64_t) { return int64_t{3}; };
+  trainer.loss = [&](int64_t, int64_t batch) {
+    const auto value = static_cast<float>(batch + 1);
+    return training::BatchLoss{sum(model.w * 0.0f) + value, batch + 1};
+  };
+  int evaluations = 0;
+  trainer.evaluate = [&](bool) { return evaluation_of(0.0, evaluations); };
+  trainer.fit();
+  const auto history = nlohmann::json::parse(bytes(dir + "/run.json"))["history"];
+  REQUIRE(history.size() == 2);
+  for (const auto& entry : history)  // each epoch's mean starts from nothing
+    CHECK(entry["train_loss"].get<double>() == doctest::Approx(14.0 / 6.0));
+}
+
+// A loss that becomes NaN stops the run with the step it happened at: here the third, batch 2
+// (counting from 0) of epoch 1.
+TEST_CASE("a NaN loss is refused with the step it came at") {
+  OneWeight model;
+  nn::SGD opt(model.parameters(), {.lr = 0.0});
+  training::Trainer trainer(model, opt, nullptr, {.epochs = 1, .quiet = true});
+  trainer.batches = [](int64_t) { return int64_t{5}; };
+  trainer.loss = [&](int64_t, int64_t batch) {
+    const float value = batch == 2 ? std::numeric_limits<float>::quiet_NaN() : 1.0f;
+    return training::BatchLoss{sum(model.w * 0.0f) + value};
+  };
+  CHECK_THROWS_WITH_AS(trainer.fit(), doctest::Contains("the loss became NaN at step 3 (epoch 1"),
+                       Error);
 }

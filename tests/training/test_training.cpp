@@ -82,6 +82,7 @@ TEST_CASE("a short training run learns, writes its folder, and translates") {
   CHECK(j.contains("bleu"));
   CHECK(j["sentences"].get<int>() == 500);
   CHECK(j["split"] == "valid");  // what was scored, by name
+  CHECK(j["beam"] == 1);         // a task's run decodes greedily unless told otherwise
   auto et = run("evaluate --checkpoint " + dir + " --split valid --beam 1");
   CHECK_MESSAGE(et.output.find("valid split (500 sentences, greedy)") == 0, et.output);
   // beam size 1 is greedy
@@ -190,6 +191,8 @@ TEST_CASE("the majority task trains an encoder with a classification head") {
   const std::string dir = fresh_dir("majority");
   auto r = run("train --task majority --epochs 2 --out " + dir);
   REQUIRE_MESSAGE(r.code == 0, r.output);
+  // Its 12,000 sequences: the first 1,000 held out, every other one trained on.
+  CHECK_MESSAGE(r.output.find("(11000 train, 1000 valid)") != std::string::npos, r.output);
   std::ifstream meta_file(dir + "/run.json");
   const auto meta = nlohmann::json::parse(meta_file);
   REQUIRE(meta["history"].size() == 2);
@@ -588,13 +591,15 @@ TEST_CASE(
     for (int i = 0; i < 100; ++i) f << "Whether 'tis nobler in the mind to suffer\n";
   }
   const std::string dir = fresh_dir("lm_short_run");
-  auto r =
-      run("train --task lm --preset tiny --iters 5 --threads 1 --text " + text + " --out " + dir);
+  auto r = run("train --task lm --preset tiny --iters 5 --threads 1 --lr 1e-3 --text " + text +
+               " --out " + dir);
   REQUIRE_MESSAGE(r.code == 0, r.output);
   std::ifstream meta_file(dir + "/run.json");
   const auto schedule = nlohmann::json::parse(meta_file)["recipe"]["schedule"];
   CHECK(schedule["warmup"] == 50);
   CHECK(schedule["total_steps"] == 50);  // what `anatomy export` hands on to PyTorch
+  // The cosine's floor keeps the preset's tenth of the peak given (nanoGPT's min_lr = lr / 10).
+  CHECK(schedule["min_lr"].get<double>() == doctest::Approx(1e-4).epsilon(1e-12));
 }
 
 TEST_SUITE_END();
@@ -740,4 +745,22 @@ TEST_CASE("the language model validates on text it does not train on" *
   CHECK(valid_loss > 1.0);
   // The sample starts from a letter of the text (it has no line break), not from [UNK].
   CHECK_MESSAGE(r.output.find("sample:\na") != std::string::npos, r.output);
+}
+
+// The progress bar draws on a terminal only: under `script` (a pseudo-terminal) the epoch's bar
+// ends full with its ETA at 0:00; in a log (the plain run of every other test) it is absent.
+TEST_CASE("training draws a progress bar on a terminal, and none in a log" *
+          doctest::test_suite("end-to-end")) {
+  const std::string dir = fresh_dir("progress_bar");
+  const std::string train =
+      fmt::format("{} train --task copy --epochs 1 --out {} {}", ANATOMY_CLI, dir, kQuick);
+  const Result tty = testing::run_command(fmt::format("script -qec '{}' /dev/null", train));
+  REQUIRE_MESSAGE(tty.code == 0, tty.output);
+  CHECK_MESSAGE(tty.output.find("[============================] 100% loss ") != std::string::npos,
+                tty.output);
+  CHECK_MESSAGE(tty.output.find("ETA 0:00") != std::string::npos, tty.output);
+  const Result log = run("train --task copy --epochs 1 --out " + dir + "_log " + kQuick);
+  REQUIRE_MESSAGE(log.code == 0, log.output);
+  CHECK(log.output.find("ETA") == std::string::npos);
+  CHECK(log.output.find('\r') == std::string::npos);
 }
