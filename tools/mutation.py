@@ -177,6 +177,14 @@ class Workspace:
         real = os.path.abspath(os.path.join(ROOT, "..", "shared"))
         if not os.path.exists(shared) and os.path.exists(real):
             os.symlink(real, shared)
+        # The tests against PyTorch and transformers find the test environment at build/venv of
+        # the sources they were built from; without it they skip, and a mutant only they catch
+        # would survive.
+        venv = os.path.join(self.src, "build", "venv")
+        real_venv = os.path.join(ROOT, "build", "venv")
+        if not os.path.lexists(venv) and os.path.exists(real_venv):
+            os.makedirs(os.path.dirname(venv), exist_ok=True)
+            os.symlink(os.path.realpath(real_venv), venv)
 
     def configure(self):
         # -O1: mutants compile several times faster than at -O3, and behave the same.
@@ -340,8 +348,10 @@ def try_mutant(ws, a, baseline, folder, f, number, line, mutated_line, name):
             out.write(original)
     caught = ""
     if status == "killed":
-        m = re.search(r"TEST CASE:\s+(.*)", log)
-        caught = m.group(1).strip() if m else ""
+        # The failing case: the TEST CASE header before the first ERROR (a skipped test's
+        # MESSAGE prints a header of its own first).
+        failure = re.search(r"TEST CASE:\s+([^\n]*)\n(?:(?!TEST CASE:).)*?ERROR", log, re.S)
+        caught = failure.group(1).strip() if failure else ""
     return {"folder": folder, "file": f, "line": number, "operator": name,
             "original": line.strip(), "mutated": mutated_line.strip(), "status": status,
             "caught_by": caught}

@@ -205,6 +205,20 @@ TEST_CASE("loss.svg puts each point on the axes' scale and centres the y title o
   REQUIRE(y_of.count(3.0));
   REQUIRE(x_of.count(0.0));
   REQUIRE(x_of.count(100.0));
+  // The axes span exactly the ticks: the first x tick at the grid's left end, the last at its
+  // right end, the lowest y tick on the x axis. (These anchor the ticks to the frame, so that a
+  // scale that put every tick in one place could not pass the checks below.)
+  std::smatch grid, axis;
+  REQUIRE(std::regex_search(
+      svg, grid,
+      std::regex(
+          R"re(<line x1="([\d.]+)" x2="([\d.]+)" y1="[\d.]+" y2="[\d.]+" stroke="#ddd")re")));
+  REQUIRE(std::regex_search(
+      svg, axis,
+      std::regex(R"re(<line x1="[\d.]+" x2="[\d.]+" y1="([\d.]+)" y2="[\d.]+" stroke="black")re")));
+  CHECK(x_of.begin()->second == doctest::Approx(std::stod(grid[1])));
+  CHECK(x_of.rbegin()->second == doctest::Approx(std::stod(grid[2])));
+  CHECK(y_of.begin()->second == doctest::Approx(std::stod(axis[1])));
   // The training line: step 0 at loss 3, step 100 at loss 1.
   const std::smatch line = [&] {
     std::smatch m;
