@@ -1,7 +1,7 @@
 // The machine's float32 peak: every thread running independent fused multiply-adds on the widest
-// vectors this build targets (xsimd::batch<float>, as the kernels use). No real workload reaches
-// it; the benchmarks print each one's GFLOP/s as a share of it, to show how far a workload is from
-// the hardware as well as from PyTorch.
+// vectors this build targets (xsimd::batch<float>, as the kernels use). A large product comes
+// close to it, a whole workload less so; the benchmarks print each one's GFLOP/s as a share of it,
+// to show how far a workload is from the hardware as well as from PyTorch.
 #pragma once
 
 #include "kernels/xsimd.hpp"
