@@ -1,9 +1,12 @@
 #include "tokenizers/unicode.hpp"
 
+#include <map>
+
 #include <unicode/locid.h>
 #include <unicode/normalizer2.h>
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
+#include <unicode/uscript.h>
 #include <unicode/utf8.h>
 
 namespace anatomy::text {
@@ -88,6 +91,27 @@ bool is_cjk(char32_t c) {
 bool is_white_space(char32_t c) { return u_isUWhiteSpace(static_cast<UChar32>(c)); }
 
 bool is_letter(char32_t c) { return (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_L_MASK) != 0; }
+
+std::string script_name(char32_t c) {
+  UErrorCode status = U_ZERO_ERROR;
+  const UScriptCode code = uscript_getScript(static_cast<UChar32>(c), &status);
+  const char* name = U_SUCCESS(status) ? uscript_getName(code) : nullptr;
+  return name ? name : "Unknown";
+}
+
+std::string main_script(const std::vector<std::string>& texts) {
+  std::map<UScriptCode, int64_t> letters;
+  for (const auto& t : texts)
+    for (char32_t c : code_points(t)) {
+      UErrorCode status = U_ZERO_ERROR;
+      if (is_letter(c)) ++letters[uscript_getScript(static_cast<UChar32>(c), &status)];
+    }
+  UScriptCode best = USCRIPT_COMMON;
+  int64_t most = 0;
+  for (const auto& [code, n] : letters)
+    if (n > most) best = code, most = n;
+  return uscript_getName(best);
+}
 
 bool is_number(char32_t c) { return (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_N_MASK) != 0; }
 

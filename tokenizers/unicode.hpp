@@ -27,6 +27,13 @@ bool is_letter(char32_t cp);       // category L* (\p{L})
 bool is_number(char32_t cp);       // category N* (\p{N}, char::is_numeric)
 bool is_word_char(char32_t cp);    // regex \w: Alphabetic, marks, Nd, Pc, joiners
 
+// The script a character is written in, by its Unicode name: "Latin", "Cyrillic", "Han";
+// "Common" for digits, punctuation and symbols that many scripts use.
+std::string script_name(char32_t cp);
+// The script of most of the letters of these texts ("Common" when they hold no letter): two
+// languages that share it can share one subword vocabulary.
+std::string main_script(const std::vector<std::string>& texts);
+
 // The `tokenizers` library's own classes, from the tables of the Rust crate it uses, which
 // predate Unicode 10: characters assigned since are none of these.
 bool hf_is_control(char32_t cp);          // Cc, Cf or Co, except \t \n \r (Unicode 8)

@@ -188,6 +188,23 @@ TEST_CASE("code_points keeps NUL and replaces invalid bytes with U+FFFD") {
   CHECK(code_points("\xc3\xa9") == std::vector<char32_t>{0xE9});  // é
 }
 
+TEST_CASE("script_name and main_script: the script most letters are written in") {
+  CHECK(script_name(U'a') == "Latin");
+  CHECK(script_name(U'\u00fc') == "Latin");  // ü
+  CHECK(script_name(U'\u0436') == "Cyrillic");
+  CHECK(script_name(U'\u4e2d') == "Han");
+  CHECK(script_name(U'7') == "Common");
+  CHECK(script_name(U'!') == "Common");
+  CHECK(main_script({"Grüß Gott!", "Hallo"}) == "Latin");
+  CHECK(main_script({"Привет, мир", "да"}) == "Cyrillic");
+  // Counted by letters, not by texts or bytes: one long Russian line outweighs two short Latin
+  // ones; digits and punctuation count for none.
+  CHECK(main_script({"ok", "hi", "Москва большая"}) == "Cyrillic");
+  CHECK(main_script({"12345 !!! ...", "x"}) == "Latin");
+  CHECK(main_script({"123", "?"}) == "Common");
+  CHECK(main_script({}) == "Common");
+}
+
 TEST_CASE("char, word and BPE tokenizers: training, round trips, save and load") {
   const std::vector<std::string> corpus = {"Hallo, Welt!", "Wie geht es dir?", "Es geht mir gut.",
                                            "Hallo Tom.", "Gut, danke."};
