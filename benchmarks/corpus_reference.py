@@ -8,9 +8,11 @@ From the anatomy run folder it takes:
   source_tokenizer, target_tokenizer
                                  the same subwords: text is tokenized by `anatomy tokenize`
   config.json                    the model's size: hidden, heads, layers, feed-forward, dropout,
-                                 positions (learned), pre-LN with a final LayerNorm, tied output
+                                 positions (learned), pre-LN with a final LayerNorm, tied output,
+                                 one token table for both sides when the run shares them
   run.json "recipe"              tokens per batch, label smoothing, clipping, AdamW and the
-                                 paper's warmup schedule (noam) with the run's warmup and peak
+                                 run's schedule (noam, or a linear or cosine decay planned for
+                                 the budget) with its warmup and peak
 The loop is a plain PyTorch one: batches of similar length up to max_tokens, cross-entropy with
 label smoothing, AdamW, clipping; after each epoch the validation loss and greedy BLEU, keeping
 the best state by validation BLEU; it stops when the next epoch would not fit the budget (the
@@ -111,7 +113,9 @@ class Translator(nn.Module):
         d = c["hidden_size"]
         self.d = d
         self.src_emb = nn.Embedding(c["vocab_size"], d)
-        self.tgt_emb = nn.Embedding(c["target_vocab_size"], d)
+        # One table for source, target and output when the run shares its vocabulary.
+        shared = c.get("share_embeddings", False)
+        self.tgt_emb = self.src_emb if shared else nn.Embedding(c["target_vocab_size"], d)
         self.src_pos = nn.Embedding(c["max_position_embeddings"], d)
         self.tgt_pos = nn.Embedding(c["max_position_embeddings"], d)
         self.src_ln, self.tgt_ln = nn.LayerNorm(d), nn.LayerNorm(d)
@@ -219,10 +223,28 @@ def main():
     opt_cfg, sched = recipe["optimizer"], recipe["schedule"]
     opt = torch.optim.AdamW(model.parameters(), lr=1.0, betas=(opt_cfg["beta1"], opt_cfg["beta2"]),
                             eps=opt_cfg["eps"], weight_decay=opt_cfg["weight_decay"])
-    d_model, warmup, factor = sched["d_model"], sched["warmup"], sched["factor"]
-    assert sched["name"] == "noam", "the reference follows the paper's schedule (noam)"
-    noam = lambda s: factor * d_model ** -0.5 * min(max(s, 1) ** -0.5, max(s, 1) * warmup ** -1.5)
-    schedule = torch.optim.lr_scheduler.LambdaLR(opt, noam)
+    d_model, warmup = sched["d_model"], sched["warmup"]
+    # The run's schedule: the paper's (noam), or a warmup then a linear or cosine decay to zero at
+    # the planned end, which a budget-long run re-plans from its pace after every epoch, as
+    # anatomy's Trainer does.
+    plan = {"total": max(sched["total_steps"], warmup)}
+    if sched["name"] == "noam":
+        factor = sched["factor"]
+        lr_at = lambda s: factor * d_model ** -0.5 * min(max(s, 1) ** -0.5,
+                                                         max(s, 1) * warmup ** -1.5)
+    elif sched["name"] in ("linear", "cosine"):
+        peak = opt_cfg["lr"]
+
+        def lr_at(s):
+            if s < warmup:
+                return peak * s / warmup
+            left = max(0.0, 1 - (s - warmup) / max(1, plan["total"] - warmup))
+            return peak * (left if sched["name"] == "linear"
+                           else 0.5 * (1 + math.cos(math.pi * (1 - left))))
+    else:
+        sys.exit(f"corpus_reference: unknown schedule {sched['name']!r}")
+    schedule = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
+    until_budget = json.load(open(run("run.json"))).get("epochs", 0) == 0
     print(f"model: {sum(p.numel() for p in model.parameters())} parameters", flush=True)
 
     def validate():
@@ -264,6 +286,10 @@ def main():
             if recipe["clip"] > 0:
                 nn.utils.clip_grad_norm_(model.parameters(), recipe["clip"])
             opt.step()
+            if until_budget and step >= 10:  # the steps the rest of the budget buys at this pace
+                spent = time.time() - started
+                left = max(0.0, a.time_budget - spent - last_eval)
+                plan["total"] = max(warmup, step + int(left * step / spent))
             schedule.step()
             step, steps = step + 1, steps + 1
             n = (t_out != PAD).sum().item()

@@ -33,8 +33,7 @@ Runner add_train_command(CLI::App& app) {
       ->check(CLI::IsMember({"bleu", "loss", "exact_match"}));
   cmd->add_option("--average", o->average,
                   "average the last N evaluated models at the end; kept if it validates better "
-                  "(0: none)")
-      ->capture_default_str()
+                  "(0: none; default: 5 for a corpus, none for a task)")
       ->check(in_range(0, 100));
   cmd->add_option("--text", o->text, "a UTF-8 text file (--task lm)");
   cmd->add_option("--model-dir", o->model_dir,
@@ -86,7 +85,8 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option(
          "--schedule", o->schedule,
          "learning rate: noam (the paper's warmup), linear or cosine (warmup, then decay to 0 "
-         "at the last epoch; default: linear for copy and reverse, noam otherwise)")
+         "at the last epoch, or at the end of the time budget; default: linear for a corpus, "
+         "copy and reverse, noam for the other tasks)")
       ->check(CLI::IsMember({"noam", "linear", "cosine"}));
   cmd->add_option("--label-smoothing", o->label_smoothing, "label smoothing")
       ->capture_default_str()
@@ -99,8 +99,14 @@ Runner add_train_command(CLI::App& app) {
       ->capture_default_str()
       ->check(in_range(0, 1e6));
   cmd->add_option("--vocab-size", o->vocab_size,
-                  "BPE vocabulary size per side (default: 200 for a task, 8000 for a corpus)")
+                  "BPE vocabulary size per side, or of the one shared vocabulary (default: 200 "
+                  "for a task, 8000 for a corpus)")
       ->check(in_range(16, 1e6));
+  cmd->add_option("--shared-vocab", o->shared_vocab,
+                  "one BPE vocabulary and one token table for source, target and output: yes | "
+                  "no | auto (a corpus whose two sides are written in one script)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "yes", "no"}));
   cmd->add_option("--limit", o->limit, "use only the first N training pairs (default: all)")
       ->check(in_range(1, 1e9));
   cmd->add_option(

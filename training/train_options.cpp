@@ -19,7 +19,7 @@ nlohmann::json training_options(const TrainOptions& o) {
           {"limit", o.limit},
           {"early_stop", o.early_stop},
           {"select", o.select},
-          {"average", o.average},
+          {"average", std::max<int64_t>(o.average, 0)},  // -1, "the default", is none here
           {"time_budget", o.time_budget}};
 }
 

@@ -17,8 +17,9 @@ struct TrainOptions {
   std::string valid, test;  // held-out TSV files of the user's own (instead of a cut of --corpus)
   bool reverse = false;     // translate the corpus's second column into its first
   std::string select;       // the best checkpoint by: bleu | loss | exact_match; empty: the data's
-  int64_t average = 0;      // average the last N evaluated models at the end (0, 1: no)
-  std::string config_file;  // a config.json for the model (instead of --preset)
+  // Average the last N evaluated models at the end (0, 1: no; -1: the run's default).
+  int64_t average = -1;
+  std::string config_file;       // a config.json for the model (instead of --preset)
   std::vector<std::string> set;  // config overrides, "hidden_size=256", applied last
   int64_t epochs = 0;      // 0: until the time budget if there is one, else the task's default
   int64_t iters = 0;       // language model: optimizer steps (0: the preset's)
@@ -31,9 +32,12 @@ struct TrainOptions {
   std::string schedule;    // noam | linear | cosine; empty: the task's default
   double label_smoothing = 0.1;
   double clip = 1.0;
-  int64_t vocab_size = 0;  // BPE vocabulary per side; 0: the task's default
+  int64_t vocab_size = 0;  // BPE vocabulary per side (or shared); 0: the task's default
   int64_t limit = 0;       // use only the first N training pairs (quick runs, tests)
   int64_t max_chars = 0;   // drop corpus pairs longer than this
+  // One BPE vocabulary and token table for both sides: yes | no | auto (a corpus whose two sides
+  // are written in one script).
+  std::string shared_vocab = "auto";
   bool skip_malformed = false;
   bool early_stop = true;  // stop once validation exact match is 100%
   int threads = 0;

@@ -8,10 +8,13 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
 #include "data/data.hpp"
 #include "kernels/parallel.hpp"
+#include "tokenizers/unicode.hpp"
 #include "training/checkpoint_average.hpp"
+#include "training/corpus_recipe.hpp"
 #include "training/run_dir.hpp"
 #include "training/train_options.hpp"
 #include "training/trainer.hpp"
@@ -44,6 +47,25 @@ std::unique_ptr<text::Tokenizer> train_tokenizer(const std::string& kind,
   if (kind == "bpe")
     return std::make_unique<text::BpeTokenizer>(text::BpeTokenizer::train(texts, vocab_size));
   throw Error(fmt::format("unknown tokenizer kind '{}'", kind));
+}
+
+// Whether the two sides share one BPE vocabulary: --shared-vocab yes or no, or auto: yes for a
+// corpus whose two sides are written mostly in one script (English and German, not English and
+// Russian), where many subwords are the same on both sides.
+bool share_vocabulary(const std::string& choice, const TranslationData& d,
+                      const std::vector<std::string>& sources,
+                      const std::vector<std::string>& targets) {
+  const bool bpe = d.source_tokenizer == "bpe" && d.target_tokenizer == "bpe";
+  if (choice == "yes" && !bpe)
+    throw Error(fmt::format(
+        "train: --shared-vocab yes needs BPE on both sides; this task's tokenizers are {} and {}",
+        d.source_tokenizer, d.target_tokenizer));
+  if (choice == "yes") return true;
+  if (choice == "no" || d.is_task || !bpe) return false;
+  if (choice != "auto")
+    throw Error(fmt::format("train: --shared-vocab is yes, no or auto, not '{}'", choice));
+  const std::string script = text::main_script(sources);
+  return script != "Common" && script == text::main_script(targets);
 }
 
 // The pairs as a TSV file, one per line: what a run held out, for the user and for other tools
@@ -104,32 +126,55 @@ int train_translation(const TrainOptions& o) {
   // whose outputs are often a word or two (BLEU 0 whatever their quality).
   const std::string select = !o.select.empty() ? o.select : d.is_task ? "exact_match" : "bleu";
   const auto better = better_by(select);
-  // Averaging is asked for (--average N): the mean of the last epochs of a model still improving
-  // every epoch validates below its best epoch, so it is not the default.
-  const int64_t average = std::max<int64_t>(o.average, 0);
+  // A corpus run averages its last 5 evaluated models at the end and keeps the mean when it
+  // validates better than the best of them (docs/training.md has the runs); a task does not.
+  const int64_t average = o.average >= 0 ? o.average : d.is_task ? 0 : 5;
 
   // --- tokenizers and config ---
   // The symbol tasks learn fastest with a tiny model, small batches and a decay to zero (the
   // small preset takes longer to reach the same exact match).
   const bool symbols = o.task == "copy" || o.task == "reverse";
-  const std::string preset_name = o.resume            ? meta.value("preset", "small")
-                                  : !o.preset.empty() ? o.preset
-                                  : symbols           ? "tiny"
-                                                      : "small";
-  const Recipe p = recipe(preset_name);
-  const int64_t max_tokens = o.max_tokens > 0 ? o.max_tokens : symbols ? 512 : p.max_tokens;
   std::unique_ptr<text::Tokenizer> src_tok, tgt_tok;
+  bool shared = false;  // one vocabulary and token table for both sides
   if (o.resume) {
     src_tok = text::load_tokenizer(run.file("source_tokenizer"));
     tgt_tok = text::load_tokenizer(run.file("target_tokenizer"));
   } else {
     std::vector<std::string> s, t;
     for (const auto& pr : splits.train) s.push_back(pr.source), t.push_back(pr.target);
-    src_tok = train_tokenizer(d.source_tokenizer, s, vocab_size);
-    tgt_tok = train_tokenizer(d.target_tokenizer, t, vocab_size);
+    shared = share_vocabulary(o.shared_vocab, d, s, t);
+    if (shared) {
+      // One vocabulary learned from both sides: a word spelled alike in both (a name, a number,
+      // "Computer") is one token with one embedding.
+      std::vector<std::string> both = s;
+      both.insert(both.end(), t.begin(), t.end());
+      const auto bpe = text::BpeTokenizer::train(both, vocab_size);
+      src_tok = std::make_unique<text::BpeTokenizer>(bpe);
+      tgt_tok = std::make_unique<text::BpeTokenizer>(bpe);
+    } else {
+      src_tok = train_tokenizer(d.source_tokenizer, s, vocab_size);
+      tgt_tok = train_tokenizer(d.target_tokenizer, t, vocab_size);
+    }
   }
   Encoded train = encode(splits.train, *src_tok, *tgt_tok),
           valid = encode(splits.valid, *src_tok, *tgt_tok);
+  // A corpus without --preset or --config gets the size its time budget buys (corpus_recipe.hpp);
+  // a task, its preset.
+  const bool sized = !o.resume && !d.is_task && o.preset.empty() && o.config_file.empty();
+  std::optional<CorpusChoice> size;
+  if (sized) {
+    int64_t target_tokens = 0;  // per epoch, [EOS] included: what the loss is the mean over
+    for (const auto& v : train.tgt) target_tokens += static_cast<int64_t>(v.size()) + 1;
+    size = choose_corpus_size(target_tokens, o.time_budget, get_num_threads());
+  }
+  const std::string preset_name = o.resume            ? meta.value("preset", "small")
+                                  : !o.preset.empty() ? o.preset
+                                  : symbols           ? "tiny"
+                                  : size              ? size->size.name
+                                                      : "small";
+  const Recipe p =
+      size ? Recipe{size->size.max_tokens, size->size.warmup, size->size.lr} : recipe(preset_name);
+  const int64_t max_tokens = o.max_tokens > 0 ? o.max_tokens : symbols ? 512 : p.max_tokens;
   models::TransformerConfig config;
   if (o.resume) {
     config = run.read_config();
@@ -139,7 +184,13 @@ int train_translation(const TrainOptions& o) {
       for (const auto& v : e->src) longest = std::max(longest, v.size());
       for (const auto& v : e->tgt) longest = std::max(longest, v.size() + 1);
     }
-    config = build_config(o, preset_name, [&](models::TransformerConfig& c) {
+    config = build_config(o, size ? "small" : preset_name, [&](models::TransformerConfig& c) {
+      if (size) {
+        c.hidden_size = size->size.hidden;
+        c.num_attention_heads = size->size.heads;
+        c.num_hidden_layers = size->size.layers;
+        c.intermediate_size = size->size.intermediate;
+      }
       // Room for inputs a bit longer than any seen in training.
       c.max_position_embeddings =
           std::clamp<int64_t>((static_cast<int64_t>(longest) * 3 / 2 + 31) / 32 * 32, 64, 512);
@@ -153,7 +204,8 @@ int train_translation(const TrainOptions& o) {
       if (!d.is_task) c.initializer_range = 0.06;
     });
     config.vocab_size = src_tok->vocab().size();  // the tokenizers decide these
-    config.target_vocab_size = tgt_tok->vocab().size();
+    config.target_vocab_size = shared ? 0 : tgt_tok->vocab().size();
+    config.share_embeddings = shared;
     config.pad_token_id = 0;
     config.validate();
     // Training memory, from the config and the batch, before the run folder is made.
@@ -212,10 +264,10 @@ int train_translation(const TrainOptions& o) {
       std::max(warmup, steps_per_epoch * (epochs > 0 ? epochs : default_epochs));
   // The paper's warmup schedule (noam), scaled so that its peak (at step `warmup`) is `peak`; or
   // warmup then linear/cosine decay to zero at the end of the planned epochs.
-  const std::string schedule_name = o.resume              ? meta.value("schedule", "noam")
-                                    : !o.schedule.empty() ? o.schedule
-                                    : symbols             ? "linear"
-                                                          : "noam";
+  const std::string schedule_name = o.resume                ? meta.value("schedule", "noam")
+                                    : !o.schedule.empty()   ? o.schedule
+                                    : symbols || !d.is_task ? "linear"
+                                                            : "noam";
   std::unique_ptr<nn::LRScheduler> schedule;
   if (schedule_name == "noam")
     schedule = std::make_unique<nn::NoamSchedule>(
@@ -234,6 +286,7 @@ int train_translation(const TrainOptions& o) {
     used.lr = peak;
     used.warmup = warmup;
     used.max_tokens = max_tokens;
+    used.average = average;
     meta = {{"kind", "translation"},
             {"seed", seed},
             {"preset", preset_name},
@@ -242,6 +295,7 @@ int train_translation(const TrainOptions& o) {
             {"description", description},
             {"options", training_options(used)}};
   }
+  if (size) meta["size"] = {{"name", size->size.name}, {"why", size->why}};
   meta["epochs"] = epochs;
   meta.erase("decoding");  // chosen again for the model this run ends with
   // Everything the loop below does, spelled out for `anatomy export` (PyTorch continues it).
@@ -265,6 +319,7 @@ int train_translation(const TrainOptions& o) {
                       {"min_lr", 0.0},
                       {"d_model", config.hidden_size},
                       {"factor", noam_factor}}}};
+  if (size) fmt::print("size: {}, as {}\n", size->size.name, size->why);
   fmt::print("model: {} parameters; vocab {} -> {}\n  {}\n", model.num_parameters(),
              config.vocab_size, config.target_vocab(), config.architecture(true, true));
 
@@ -329,6 +384,14 @@ int train_translation(const TrainOptions& o) {
                  ? fmt::format("; the last {} evaluated models averaged at the end", average)
                  : "");
   const TrainResult r = trainer.fit();
+  // A budget-long run planned its decay as it went: run.json's recipe keeps where it ends (what
+  // `anatomy export` hands on to PyTorch), not the first guess.
+  if (const auto* decay = dynamic_cast<const nn::WarmupDecaySchedule*>(schedule.get());
+      decay && epochs == 0) {
+    nlohmann::json saved = run.read_run();
+    saved["recipe"]["schedule"]["total_steps"] = decay->total_steps;
+    run.write_run(saved);
+  }
   if (r.interrupted) {
     fmt::print("saved {}; resume with: anatomy train {} --out {} --resume{}\n", o.out,
                o.task.empty() ? "--corpus " + o.corpus : "--task " + o.task, o.out,

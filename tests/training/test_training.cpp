@@ -580,6 +580,84 @@ TEST_CASE("corpus runs: --valid/--test files, --reverse, --select, and checkpoin
   expect(run("average --checkpoint " + plain), "train with --average N");
 }
 
+TEST_CASE("corpus runs share one vocabulary when both sides are written in one script") {
+  auto config_of = [](const std::string& dir) {
+    std::ifstream f(dir + "/config.json");
+    return nlohmann::json::parse(f);
+  };
+  // Latin on both sides (w0 x1 -> v0 y1 z): one BPE vocabulary learned from both, and one token
+  // table for the encoder, the decoder and the output layer.
+  const std::string latin = fresh_dir("shared_vocab_latin");
+  const std::string tsv = write_corpus(latin + "_pairs.tsv", 120);
+  auto r =
+      run("train --corpus " + tsv + " --epochs 1 --vocab-size 60 --out " + latin + " " + kQuick);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(r.output.find("shared source-target embeddings") != std::string::npos);
+  CHECK(config_of(latin)["share_embeddings"] == true);
+  CHECK(bytes(latin + "/source_tokenizer.vocab.txt") ==
+        bytes(latin + "/target_tokenizer.vocab.txt"));
+  // A target-only word is a source token too.
+  auto tok = run("tokenize --tokenizer " + latin + "/source_tokenizer --format json z");
+  REQUIRE_MESSAGE(tok.code == 0, tok.output);
+  const auto shared_ids = nlohmann::json::parse(tok.output)["ids"];
+  CHECK(shared_ids.size() == 1);  // "▁z", a whole word of the target side
+  CHECK(shared_ids[0] != 1);
+  // The same corpus with --shared-vocab no: two vocabularies, and "z" is not a source token.
+  const std::string apart = fresh_dir("shared_vocab_no");
+  REQUIRE(run("train --corpus " + tsv + " --shared-vocab no --epochs 1 --vocab-size 60 --out " +
+              apart + " " + kQuick)
+              .code == 0);
+  CHECK(config_of(apart)["share_embeddings"] == false);
+  auto unknown = run("tokenize --tokenizer " + apart + "/source_tokenizer --format json z");
+  REQUIRE_MESSAGE(unknown.code == 0, unknown.output);
+  // A trained vocabulary begins [PAD] [UNK] [BOS] [EOS]: id 1 is the unknown token.
+  const auto unknown_ids = nlohmann::json::parse(unknown.output)["ids"];
+  CHECK(std::find(unknown_ids.begin(), unknown_ids.end(), 1) != unknown_ids.end());
+
+  // Latin into Cyrillic: separate vocabularies by default, shared when asked for.
+  const std::string cyrillic = fresh_dir("shared_vocab_cyrillic");
+  {
+    std::ofstream f(cyrillic + "_pairs.tsv");
+    for (int i = 0; i < 120; ++i)
+      f << "w" << i % 7 << " x" << i % 5 << "\t\u0436" << i % 7 << " \u0434" << i % 5 << "\n";
+  }
+  REQUIRE(run("train --corpus " + cyrillic + "_pairs.tsv --epochs 1 --vocab-size 60 --out " +
+              cyrillic + " " + kQuick)
+              .code == 0);
+  CHECK(config_of(cyrillic)["share_embeddings"] == false);
+  const std::string asked = fresh_dir("shared_vocab_yes");
+  REQUIRE(run("train --corpus " + cyrillic + "_pairs.tsv --shared-vocab yes --epochs 1 " +
+              "--vocab-size 60 --out " + asked + " " + kQuick)
+              .code == 0);
+  CHECK(config_of(asked)["share_embeddings"] == true);
+
+  // With no --preset, a corpus run's defaults: the size it chose and why, a linear decay, and
+  // the last 5 evaluated models kept for averaging.
+  const std::string plain = fresh_dir("corpus_defaults");
+  auto p = run("train --corpus " + tsv + " --epochs 2 --threads 1 --vocab-size 60 --out " + plain);
+  REQUIRE_MESSAGE(p.code == 0, p.output);
+  CHECK(p.output.find("size: small, as there is no time budget to size it for") !=
+        std::string::npos);
+  CHECK(p.output.find("the last 5 evaluated models averaged at the end") != std::string::npos);
+  std::ifstream plain_meta(plain + "/run.json");
+  const auto meta = nlohmann::json::parse(plain_meta);
+  CHECK(meta["size"]["name"] == "small");
+  CHECK(meta["schedule"] == "linear");
+  CHECK(meta["recipe"]["schedule"]["name"] == "linear");
+  CHECK(meta["options"]["average"] == 5);
+  CHECK(config_of(plain)["hidden_size"] == 128);
+  int64_t kept = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(plain + "/checkpoints"))
+    ++kept;
+  CHECK(kept == 2);
+
+  // A task whose tokenizers are not BPE cannot share one.
+  auto bad = run("train --task copy --shared-vocab yes --out " + fresh_dir("shared_vocab_task"));
+  CHECK(bad.code != 0);
+  CHECK_MESSAGE(bad.output.find("--shared-vocab yes needs BPE on both sides") != std::string::npos,
+                bad.output);
+}
+
 // A run shorter than its warmup (the tiny preset warms up for 50 steps) warms up through all of
 // it, as the translation schedules and Hugging Face's do, instead of stopping with an error after
 // its folder was made.

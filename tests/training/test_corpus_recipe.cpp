@@ -1,0 +1,41 @@
+// The size a corpus run chooses for its data and its time budget.
+#include "helpers.hpp"
+#include "training/corpus_recipe.hpp"
+
+using namespace anatomy;
+using training::choose_corpus_size;
+
+TEST_CASE("corpus size: the largest the budget buys 20 epochs of, on a corpus large enough") {
+  const auto& sizes = training::corpus_sizes();
+  REQUIRE(sizes.size() == 2);
+  CHECK(sizes[0].name == "small");
+  CHECK(sizes[1].name == "medium");
+  // Tatoeba eng-deu's 323,208 target tokens: 15 minutes on one core buy the small model about 36
+  // epochs and the medium one 15, so small; two cores buy medium 30.
+  const int64_t tatoeba = 323208;
+  const auto one = choose_corpus_size(tatoeba, 900, 1);
+  CHECK(one.size.name == "small");
+  CHECK_MESSAGE(one.why.find("about 36 epochs") != std::string::npos, one.why);
+  const auto two = choose_corpus_size(tatoeba, 900, 2);
+  CHECK(two.size.name == "medium");
+  CHECK_MESSAGE(two.why.find("about 30 epochs") != std::string::npos, two.why);
+  CHECK(two.size.hidden == 256);
+  CHECK(two.size.intermediate == 1024);
+  // The boundary: medium at exactly 20 epochs, not just below.
+  const double seconds_for_20 = 20.0 * tatoeba / sizes[1].tokens_per_second;
+  CHECK(choose_corpus_size(tatoeba, seconds_for_20 * 1.001, 1).size.name == "medium");
+  CHECK(choose_corpus_size(tatoeba, seconds_for_20 * 0.999, 1).size.name == "small");
+  // A corpus ten times larger gets the small model from the same 15 minutes on two cores, and
+  // says that even it gets fewer than 20 epochs.
+  const auto big = choose_corpus_size(10 * tatoeba, 900, 2);
+  CHECK(big.size.name == "small");
+  CHECK_MESSAGE(big.why.find("(the smallest size)") != std::string::npos, big.why);
+  // A corpus under medium's minimum stays small whatever the budget.
+  const auto tiny = choose_corpus_size(sizes[1].min_corpus_tokens - 1, 1e6, 2);
+  CHECK(tiny.size.name == "small");
+  CHECK(choose_corpus_size(sizes[1].min_corpus_tokens, 1e6, 2).size.name == "medium");
+  // Without a budget there is nothing to size for: the smallest.
+  const auto none = choose_corpus_size(tatoeba, 0, 2);
+  CHECK(none.size.name == "small");
+  CHECK(none.why == "there is no time budget to size it for");
+}
