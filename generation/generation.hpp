@@ -37,6 +37,11 @@ struct BeamSearchOptions {
   // Scores are divided by ((5 + length) / 6)^length_penalty (GNMT's length normalization; 0
   // disables it).
   float length_penalty = 0.6f;
+  // true: a sentence stops once beam_size hypotheses have ended (Hugging Face's
+  // early_stopping=True). false: it goes on while its best open beam, scored at its present
+  // length, still beats the worst of the beam_size best ended ones, which replace worse ones
+  // (Hugging Face's default).
+  bool early_stopping = false;
   bool use_cache = true;
 };
 

@@ -356,14 +356,16 @@ TEST_CASE("beam search scores each beam's extensions with that beam's own log-pr
 // difference. (One row never gives more than beam + 1 of those walked, its beam best tokens and
 // its one [EOS], so a per-row cap of 2·beam - 1 would change nothing for beam >= 2, and for
 // beam 1 an [EOS] ends the search: no test can tell it from 2·beam.)
+// By hand, with either rule for when a sentence is done: once `beam` hypotheses have ended
+// (early stopping), or once no open beam scores above the worst of the `beam` best ended ones.
 TEST_CASE("beam search keeps 2 x beam candidates, so ended hypotheses do not starve the beams") {
   auto c = small();
   c.target_vocab_size = 6;
   const Tensor src = tensor({{5, 6, 7}});
   const int64_t bos = 1, eos = 2, beam = 2, max_length = 4;
   using Hyp = std::pair<double, std::vector<int64_t>>;
-  int fewer_kept = 0;
-  for (uint64_t seed = 60; seed < 160 && fewer_kept < 3; ++seed) {
+  int fewer_kept = 0, stopped_early_worse = 0;
+  for (uint64_t seed = 60; seed < 400 && (fewer_kept < 3 || stopped_early_worse < 2); ++seed) {
     manual_seed(seed);
     Seq2SeqTransformer s2s(c);
     s2s.eval();
@@ -382,7 +384,8 @@ TEST_CASE("beam search keeps 2 x beam candidates, so ended hypotheses do not sta
               std::make_pair(std::get<1>(x), std::get<2>(x)) <
                   std::make_pair(std::get<1>(y), std::get<2>(y)));
     };
-    auto by_hand = [&](size_t keep) {  // `keep` per beam, then `keep` per sentence
+    // `keep` per beam, then `keep` per sentence.
+    auto by_hand = [&](size_t keep, bool early_stopping) {
       std::vector<Hyp> open{{0.0, {}}}, finished;
       for (int64_t step = 0; step < max_length; ++step) {
         std::vector<Candidate> cand;
@@ -399,14 +402,22 @@ TEST_CASE("beam search keeps 2 x beam candidates, so ended hypotheses do not sta
         for (const auto& [score, v, b] : cand) {
           if (next.size() == beam) break;
           if (v == eos) {
-            if (finished.size() < beam) finished.push_back({score, open[b].second});
+            auto worst = std::min_element(finished.begin(), finished.end());
+            if (finished.size() < beam)
+              finished.push_back({score, open[b].second});
+            else if (!early_stopping && score > worst->first)
+              *worst = {score, open[b].second};
             continue;
           }
           next.push_back({score, open[b].second});
           next.back().second.push_back(v);
         }
         open = std::move(next);
-        if (finished.size() >= beam) open.clear();
+        bool done = finished.size() >= beam;
+        if (done && !early_stopping && !open.empty())
+          done = std::max_element(open.begin(), open.end())->first <=
+                 std::min_element(finished.begin(), finished.end())->first;
+        if (done) open.clear();
         if (open.empty()) break;
       }
       for (auto& h : open) finished.push_back(h);  // cut short at the length limit
@@ -415,14 +426,27 @@ TEST_CASE("beam search keeps 2 x beam candidates, so ended hypotheses do not sta
         if (h.first > best.first) best = h;
       return best;
     };
-    const Hyp right = by_hand(2 * beam);
     CAPTURE(seed);
-    const auto got = beam_search(s2s, src, bos, eos, max_length, beam, 0.0f);
+    const Hyp right = by_hand(2 * beam, false);
+    const auto got = beam_search(s2s, src, bos, eos, {max_length},
+                                 {.beam_size = beam, .length_penalty = 0.0f})[0];
     CHECK(got.tokens == right.second);
     CHECK(got.score == doctest::Approx(right.first).epsilon(1e-4));
-    if (by_hand(beam).second != right.second) ++fewer_kept;
+    const Hyp early = by_hand(2 * beam, true);
+    const auto got_early =
+        beam_search(s2s, src, bos, eos, {max_length},
+                    {.beam_size = beam, .length_penalty = 0.0f, .early_stopping = true})[0];
+    CHECK(got_early.tokens == early.second);
+    CHECK(got_early.score == doctest::Approx(early.first).epsilon(1e-4));
+    // Searching on never finds worse; where it finds better, early stopping missed it.
+    CHECK(right.first >= early.first);
+    if (right.first > early.first + 1e-6) ++stopped_early_worse;
+    // Keeping only `beam` candidates would make a difference: with early stopping, ended
+    // hypotheses would take the places of open beams.
+    if (by_hand(beam, true).second != early.second) ++fewer_kept;
   }
-  CHECK(fewer_kept == 3);
+  CHECK(fewer_kept >= 3);
+  CHECK(stopped_early_worse >= 2);
 }
 
 TEST_CASE("greedy decoding of a padded batch finds what each sentence finds alone") {
