@@ -48,7 +48,8 @@ Runner add_train_command(CLI::App& app) {
       ->required();
   auto* preset =
       cmd->add_option("--preset", o->preset,
-                      fmt::format("model size: {} (lm: nanogpt, tiny, small)",
+                      fmt::format("model size: {} (lm: nanogpt, tiny, small; default: a "
+                                  "corpus gets the size its time budget buys)",
                                   fmt::join(models::TransformerConfig::preset_names(), " | ")))
           ->check(CLI::IsMember(models::TransformerConfig::preset_names()));  // before any data
   cmd->add_option("--config", o->config_file,
