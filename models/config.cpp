@@ -349,7 +349,7 @@ std::vector<std::string> TransformerConfig::describe() {
 }
 
 std::vector<std::string> TransformerConfig::preset_names() {
-  return {"tiny", "small", "base", "bert-base", "nanogpt", "gpt-small"};
+  return {"tiny", "small", "medium", "base", "bert-base", "nanogpt", "gpt-small"};
 }
 
 TransformerConfig TransformerConfig::preset(const std::string& name) {
@@ -375,6 +375,8 @@ TransformerConfig TransformerConfig::preset(const std::string& name) {
     sizes(64, 4, 2, 256);
   else if (name == "small")
     sizes(128, 4, 2, 512);
+  else if (name == "medium")
+    sizes(256, 4, 2, 1024);
   else if (name == "base")
     sizes(256, 8, 3, 1024);
   else if (name == "bert-base")

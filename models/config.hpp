@@ -111,7 +111,7 @@ struct TransformerConfig {
   static double memory_limit();
   static void set_memory_limit(double bytes);
 
-  // Named presets: tiny, small, base (translation sizes), bert-base (the book's), nanogpt
+  // Named presets: tiny, small, medium, base (translation sizes), bert-base (the book's), nanogpt
   // (nanoGPT's Shakespeare model: GPT layout, no biases, tied embeddings), gpt-small.
   static TransformerConfig preset(const std::string& name);
   static std::vector<std::string> preset_names();

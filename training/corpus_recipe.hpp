@@ -11,8 +11,7 @@ namespace anatomy::training {
 
 // One size a corpus run may get, and the training recipe measured with it.
 struct CorpusSize {
-  std::string name;                             // "small" (the preset) or "medium"
-  int64_t hidden, heads, layers, intermediate;  // layers: each of the encoder and the decoder
+  std::string name;  // the TransformerConfig preset
   // Target tokens one core trains on per second (measured with the recipe below on a 2-core
   // AVX-512 machine): what the time budget buys.
   double tokens_per_second;

@@ -34,7 +34,7 @@ struct Recipe {
 Recipe recipe(const std::string& preset) {
   if (preset == "tiny") return {1024, 400, 2e-3};
   if (preset == "base") return {3072, 1000, 7e-4};
-  return {1536, 400, 1e-3};  // small, and any other preset or --config
+  return {1536, 400, 1e-3};  // small, medium, and any other preset or --config
 }
 
 std::unique_ptr<text::Tokenizer> train_tokenizer(const std::string& kind,
@@ -184,13 +184,7 @@ int train_translation(const TrainOptions& o) {
       for (const auto& v : e->src) longest = std::max(longest, v.size());
       for (const auto& v : e->tgt) longest = std::max(longest, v.size() + 1);
     }
-    config = build_config(o, size ? "small" : preset_name, [&](models::TransformerConfig& c) {
-      if (size) {
-        c.hidden_size = size->size.hidden;
-        c.num_attention_heads = size->size.heads;
-        c.num_hidden_layers = size->size.layers;
-        c.intermediate_size = size->size.intermediate;
-      }
+    config = build_config(o, preset_name, [&](models::TransformerConfig& c) {
       // Room for inputs a bit longer than any seen in training.
       c.max_position_embeddings =
           std::clamp<int64_t>((static_cast<int64_t>(longest) * 3 / 2 + 31) / 32 * 32, 64, 512);

@@ -153,6 +153,7 @@ TEST_CASE("config: one declaration per field drives json, set() and checks") {
   for (const auto& preset :
        std::map<std::string, std::vector<int64_t>>{{"tiny", {64, 4, 2, 256}},
                                                    {"small", {128, 4, 2, 512}},
+                                                   {"medium", {256, 4, 2, 1024}},
                                                    {"base", {256, 8, 3, 1024}},
                                                    {"nanogpt", {128, 4, 4, 512}},
                                                    {"gpt-small", {192, 6, 6, 768}},

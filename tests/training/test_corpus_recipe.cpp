@@ -1,5 +1,6 @@
 // The size a corpus run chooses for its data and its time budget.
 #include "helpers.hpp"
+#include "models/config.hpp"
 #include "training/corpus_recipe.hpp"
 
 using namespace anatomy;
@@ -19,8 +20,7 @@ TEST_CASE("corpus size: the largest the budget buys 20 epochs of, on a corpus la
   const auto two = choose_corpus_size(tatoeba, 900, 2);
   CHECK(two.size.name == "medium");
   CHECK_MESSAGE(two.why.find("about 30 epochs") != std::string::npos, two.why);
-  CHECK(two.size.hidden == 256);
-  CHECK(two.size.intermediate == 1024);
+  CHECK(models::TransformerConfig::preset(two.size.name).hidden_size == 256);
   // The boundary: medium at exactly 20 epochs, not just below.
   const double seconds_for_20 = 20.0 * tatoeba / sizes[1].tokens_per_second;
   CHECK(choose_corpus_size(tatoeba, seconds_for_20 * 1.001, 1).size.name == "medium");
