@@ -205,7 +205,8 @@ def main():
     rng = random.Random(a.seed)
     run = lambda name: os.path.join(a.run, name)
     config = json.load(open(run("config.json")))
-    recipe = json.load(open(run("run.json")))["recipe"]
+    run_json = json.load(open(run("run.json")))
+    recipe = run_json["recipe"]
     split = {s: read_tsv(run(f"split/{s}.tsv")) for s in ("train", "valid", "test")}
     ids = {}
     for s, pairs in split.items():
@@ -244,7 +245,7 @@ def main():
     else:
         sys.exit(f"corpus_reference: unknown schedule {sched['name']!r}")
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
-    until_budget = json.load(open(run("run.json"))).get("epochs", 0) == 0
+    until_budget = run_json.get("epochs", 0) == 0
     print(f"model: {sum(p.numel() for p in model.parameters())} parameters", flush=True)
 
     def validate():

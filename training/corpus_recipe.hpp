@@ -1,6 +1,5 @@
-// The defaults of a corpus run, chosen for its data and its time budget: the model's size, and
-// the batch, learning rate and warmup that go with it. docs/training.md gives the runs each
-// choice comes from.
+// The default size of a corpus run's model, chosen for its data and its time budget.
+// docs/training.md gives the runs the rule comes from.
 #pragma once
 
 #include <cstdint>
@@ -9,15 +8,13 @@
 
 namespace anatomy::training {
 
-// One size a corpus run may get, and the training recipe measured with it.
+// One size a corpus run may get. It trains with its preset's recipe (train_translation.cpp).
 struct CorpusSize {
   std::string name;  // the TransformerConfig preset
-  // Target tokens one core trains on per second (measured with the recipe below on a 2-core
-  // AVX-512 machine): what the time budget buys.
+  // Target tokens one core trains on per second (measured with that recipe on a 2-core AVX-512
+  // machine): what the time budget buys.
   double tokens_per_second;
   int64_t min_corpus_tokens;  // a smaller corpus gets a smaller model
-  int64_t max_tokens, warmup;
-  double lr;
 };
 
 // The sizes, smallest first.

@@ -172,8 +172,7 @@ int train_translation(const TrainOptions& o) {
                                   : symbols           ? "tiny"
                                   : size              ? size->size.name
                                                       : "small";
-  const Recipe p =
-      size ? Recipe{size->size.max_tokens, size->size.warmup, size->size.lr} : recipe(preset_name);
+  const Recipe p = recipe(preset_name);
   const int64_t max_tokens = o.max_tokens > 0 ? o.max_tokens : symbols ? 512 : p.max_tokens;
   models::TransformerConfig config;
   if (o.resume) {
