@@ -118,6 +118,9 @@ TEST_CASE("anatomy run: bad input gives a clear message, a non-zero exit and no 
   expect_failure(base + "--model seq2seq --input-ids 1,2", "needs --decoder-input-ids");
   expect_failure(base + "--model seq2seq --input-ids 1,x --decoder-input-ids 1",
                  "'x' is not an integer");
+  // A trailing comma leaves an empty id, refused as not an integer rather than dropped.
+  expect_failure(base + "--model seq2seq --input-ids 1,2, --decoder-input-ids 1",
+                 "'' is not an integer");
   expect_failure(base + "--model seq2seq --input-ids 1,50 --decoder-input-ids 1",
                  "token id 50 is out of range");
   expect_failure(base + "--model gpt --input-ids 1", "unknown --model 'gpt'");
@@ -523,6 +526,37 @@ TEST_CASE("tokenize reads CRLF lines as the same lines as LF") {
   CHECK(crlf.output == lf.output);
   CHECK(lf.output.find("[UNK]") == std::string::npos);
   std::filesystem::remove_all(dir);
+}
+
+// --tokenizer takes a Hugging Face tokenizer.json by its name, and a run's tokenizer by the
+// prefix its files were saved under, even a prefix that itself ends in .json (its file is then
+// PREFIX.json.json): each is read the way it was written.
+TEST_CASE("tokenize --tokenizer tells a tokenizer.json from a run's prefix ending in .json") {
+  testing::TempDir dir;
+  std::ofstream(dir / "hf.json") << R"({
+    "added_tokens": [
+      {"id": 0, "content": "[UNK]", "special": true, "normalized": false, "lstrip": false,
+       "rstrip": false, "single_word": false},
+      {"id": 1, "content": "[CLS]", "special": true, "normalized": false, "lstrip": false,
+       "rstrip": false, "single_word": false},
+      {"id": 2, "content": "[SEP]", "special": true, "normalized": false, "lstrip": false,
+       "rstrip": false, "single_word": false}],
+    "normalizer": {"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true,
+                   "strip_accents": null, "lowercase": true},
+    "pre_tokenizer": {"type": "BertPreTokenizer"},
+    "post_processor": {"type": "BertProcessing", "sep": ["[SEP]", 2], "cls": ["[CLS]", 1]},
+    "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+              "max_input_chars_per_word": 100,
+              "vocab": {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "un": 3, "##aff": 4, "##able": 5}}})";
+  const auto hf = run("tokenize --tokenizer " + dir / "hf.json" + " UnAffable");
+  CHECK_MESSAGE(hf.code == 0, hf.output);
+  CHECK(hf.output == "[CLS] un ##aff ##able [SEP]\t1 3 4 5 2\t0 0 0 0 0\n");
+  text::CharTokenizer::train({"abc"}).save(dir / "run.json");
+  REQUIRE(std::filesystem::exists(dir / "run.json.json"));
+  const auto own = run("tokenize --tokenizer " + dir / "run.json" + " cab");
+  CHECK_MESSAGE(own.code == 0, own.output);
+  const auto want = text::CharTokenizer::train({"abc"}).encode("cab");
+  CHECK(own.output == fmt::format("c a b\t{}\n", fmt::join(want, " ")));
 }
 
 TEST_CASE("anatomy run refuses weights that hold NaN, and --allow-nonfinite loads them") {
