@@ -73,7 +73,9 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "random seed (data splits, initialization, dropout)")
       ->capture_default_str();
   cmd->add_flag("--resume", o->resume, "continue the run in --out exactly where it stopped");
-  cmd->add_option("--lr", o->lr, "peak learning rate (default: the preset's)")
+  cmd->add_option("--lr", o->lr,
+                  "peak learning rate (default: 2e-3 for a corpus without --preset or --config, "
+                  "else the preset's)")
       ->check(in_range(1e-12, 1e30));
   cmd->add_option("--warmup", o->warmup,
                   "warmup steps (default: the preset's; translation: half an epoch, 20 to the "

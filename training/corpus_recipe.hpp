@@ -8,13 +8,15 @@
 
 namespace anatomy::training {
 
-// One size a corpus run may get. It trains with its preset's recipe (train_translation.cpp).
+// One size a corpus run may get. It trains with its preset's recipe (train_translation.cpp) at
+// its own peak learning rate.
 struct CorpusSize {
   std::string name;  // the TransformerConfig preset
   // Target tokens one core trains on per second (measured with that recipe on a 2-core AVX-512
   // machine): what the time budget buys.
   double tokens_per_second;
   int64_t min_corpus_tokens;  // a smaller corpus gets a smaller model
+  double lr;                  // the peak learning rate, in place of the preset's
 };
 
 // The sizes, smallest first.

@@ -235,7 +235,7 @@ int train_translation(const TrainOptions& o) {
   // Plain N(0, 0.02): GPT-2's scaled residual init (which the language model uses) makes the
   // copy task learn an epoch later.
   models::init_weights(model, config.initializer_range);
-  const double peak = o.lr > 0 ? o.lr : p.lr;
+  const double peak = o.lr > 0 ? o.lr : size ? size->size.lr : p.lr;
   // Warm up over the preset's steps, but never longer than half the first epoch: a short run on
   // a small dataset must reach its peak learning rate.
   const int64_t steps_per_epoch = static_cast<int64_t>(

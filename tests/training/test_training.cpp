@@ -645,6 +645,7 @@ TEST_CASE("corpus runs share one vocabulary when both sides are written in one s
   CHECK(meta["schedule"] == "linear");
   CHECK(meta["recipe"]["schedule"]["name"] == "linear");
   CHECK(meta["options"]["average"] == 5);
+  CHECK(meta["options"]["lr"] == doctest::Approx(2e-3));  // the size's, not the preset's 1e-3
   CHECK(config_of(plain)["hidden_size"] == 128);
   int64_t kept = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(plain + "/checkpoints"))
