@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "checkpoints/checkpoints.hpp"
 #include "helpers.hpp"
@@ -187,6 +188,75 @@ TEST_CASE("tokenizer.json: GPT-2's pieces keep 's with its apostrophe") {
   const auto tok = parse(j);
   CHECK(tok->encode_full("hi's").tokens == std::vector<std::string>{"hi", "'s"});
   CHECK(tok->encode_full("hi'is").tokens == std::vector<std::string>{"hi", "'", "i", "s"});
+}
+
+TEST_CASE("tokenizer.json: GPT-2's pieces keep each contraction with its apostrophe") {
+  // The regex's first alternatives, 's|'t|'re|'ve|'m|'ll|'d, each followed by more text: " hi"
+  // is a piece of its own (Ġ and hi, as h+i ranks before Ġ+h).
+  Json j = byte_level_file();
+  int64_t id = 7;
+  const std::vector<std::string> endings = {"'s", "'t", "'re", "'ve", "'m", "'ll", "'d"};
+  for (const char* piece : {"'", "s", "t", "r", "e", "v", "m", "l", "d", "'r", "'v", "'l"})
+    j["model"]["vocab"][piece] = id++;
+  for (const char* merge :
+       {"' s", "' t", "' r", "'r e", "' v", "'v e", "' m", "' l", "'l l", "' d"})
+    j["model"]["merges"].push_back(merge);
+  for (const auto& e : endings) j["model"]["vocab"][e] = id++;
+  const auto tok = parse(j);
+  for (const auto& ending : endings) {
+    CAPTURE(ending);
+    CHECK(tok->encode_full("hi" + ending + " hi").tokens ==
+          std::vector<std::string>{"hi", ending, "\u0120", "hi"});
+  }
+  // Without the apostrophe the letters are a word: "re" is no piece of its own.
+  CHECK(tok->encode_full("hi re").tokens == std::vector<std::string>{"hi", "\u0120", "r", "e"});
+}
+
+TEST_CASE("tokenizer.json: the four Unicode normal forms as normalizers") {
+  // One word of each spelling: U+00E9 composed, e + U+0301 decomposed, and the ligature U+FB01
+  // (a compatibility character: only the K forms turn it into f + i).
+  Json j = Json::parse(R"({
+    "normalizer": null, "pre_tokenizer": {"type": "WhitespaceSplit"}, "post_processor": null,
+    "decoder": null,
+    "model": {"type": "WordLevel", "unk_token": "[UNK]",
+              "vocab": {"[UNK]": 0, "\u00e9": 1, "e\u0301": 2, "fi": 3, "\ufb01": 4,
+                        "fi\u0323\u0301": 5, "x": 6}}})");
+  const std::string composed = "\u00e9", decomposed = "e\u0301", ligature = "\ufb01";
+  const std::string text = composed + " " + decomposed + " " + ligature;
+  for (const auto& [form, want] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+           {"NFC", {1, 1, 4}}, {"NFD", {2, 2, 4}}, {"NFKC", {1, 1, 3}}, {"NFKD", {2, 2, 3}}}) {
+    const std::string name = form;  // (CAPTURE cannot name a structured binding in clang 14)
+    CAPTURE(name);
+    j["normalizer"] = {{"type", form}};
+    CHECK(parse(j)->encode_full(text).ids == want);
+  }
+  // NFKD makes the ligature two letters and puts the dot below before the acute: the word is
+  // longer than it was, and every piece of it maps back inside the word (0-3, as the tokenizers
+  // library gives), not onto the space after it.
+  j["normalizer"] = {{"type", "NFKD"}};
+  const Encoding e = parse(j)->encode_full("\ufb01\u0301\u0323 x");
+  CHECK(e.ids == std::vector<int64_t>{5, 6});
+  CHECK(e.offsets == Offsets{{0, 3}, {4, 5}});
+}
+
+TEST_CASE("tokenizer.json: the Strip normalizer strips each side it is asked to") {
+  // No pre-tokenizer: the whole text is one word, spaces included. Ids and offsets as the
+  // tokenizers library gives them.
+  Json j = Json::parse(R"({
+    "normalizer": null, "pre_tokenizer": null, "post_processor": null, "decoder": null,
+    "model": {"type": "WordLevel", "unk_token": "[UNK]",
+              "vocab": {"[UNK]": 0, "x": 1, "x  ": 2, "  x": 3}}})");
+  for (const auto& [left, right, id, span] :
+       std::vector<std::tuple<bool, bool, int64_t, std::pair<int64_t, int64_t>>>{
+           {true, true, 1, {2, 3}}, {true, false, 2, {2, 5}}, {false, true, 3, {0, 3}}}) {
+    const bool l = left, r = right;  // (CAPTURE cannot name a structured binding in clang 14)
+    CAPTURE(l);
+    CAPTURE(r);
+    j["normalizer"] = {{"type", "Strip"}, {"strip_left", l}, {"strip_right", r}};
+    const Encoding e = parse(j)->encode_full("  x  ");
+    CHECK(e.ids == std::vector<int64_t>{id});
+    CHECK(e.offsets == Offsets{span});
+  }
 }
 
 TEST_CASE("tokenizer.json: GPT-2's byte table, byte by byte") {
