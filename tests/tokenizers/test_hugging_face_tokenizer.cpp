@@ -259,6 +259,36 @@ TEST_CASE("tokenizer.json: the Strip normalizer strips each side it is asked to"
   }
 }
 
+TEST_CASE("tokenizer.json: a normalized added token is matched in its normalized spelling") {
+  // "HeLLo" is added with normalized: true under a Lowercase normalizer, so it matches "HELLO"
+  // once that is lower-cased. Tokens, ids and offsets as the tokenizers library gives them.
+  const auto tok = parse(Json::parse(R"({
+    "added_tokens": [{"id": 3, "content": "HeLLo", "special": false, "normalized": true,
+                      "lstrip": false, "rstrip": false, "single_word": false}],
+    "normalizer": {"type": "Lowercase"}, "pre_tokenizer": {"type": "WhitespaceSplit"},
+    "post_processor": null, "decoder": null,
+    "model": {"type": "WordLevel", "unk_token": "[UNK]",
+              "vocab": {"[UNK]": 0, "say": 1, "x": 2}}})"));
+  const Encoding e = tok->encode_full("say HELLO x");
+  CHECK(e.tokens == std::vector<std::string>{"say", "hello", "x"});
+  CHECK(e.ids == std::vector<int64_t>{1, 3, 2});
+  CHECK(e.offsets == Offsets{{0, 3}, {4, 9}, {10, 11}});
+}
+
+TEST_CASE("tokenizer.json: BPE's continuing_subword_prefix marks every piece but a word's first") {
+  // As the tokenizers library encodes "ab ba" with this model.
+  const auto tok = parse(Json::parse(R"({
+    "normalizer": null, "pre_tokenizer": {"type": "WhitespaceSplit"}, "post_processor": null,
+    "decoder": null,
+    "model": {"type": "BPE", "dropout": null, "unk_token": "[UNK]",
+              "continuing_subword_prefix": "##", "end_of_word_suffix": null, "fuse_unk": false,
+              "byte_fallback": false, "vocab": {"a": 0, "b": 1, "##a": 2, "##b": 3, "[UNK]": 4},
+              "merges": []}})"));
+  const Encoding e = tok->encode_full("ab ba");
+  CHECK(e.tokens == std::vector<std::string>{"a", "##b", "b", "##a"});
+  CHECK(e.ids == std::vector<int64_t>{0, 3, 1, 2});
+}
+
 TEST_CASE("tokenizer.json: GPT-2's byte table, byte by byte") {
   // bytes_to_unicode as GPT-2's encoder.py writes it: the printable bytes ('!'-'~', '¡'-'¬',
   // '®'-'ÿ') stand for themselves, the others for 256, 257, ... in order.
@@ -360,6 +390,12 @@ TEST_CASE("tokenizer.json: what it cannot read is refused by name") {
       {"special token '[SEP]' has the id 999, outside the vocabulary of 9"});
   check_error([&] { HuggingFaceTokenizer::parse("{\"version\": \"1.0\"}", "x.json"); },
               {"x.json", "expected an object with a 'model'"});
+  // JSON nested past the parser's limit is refused before it is built, naming the file.
+  check_error(
+      [&] {
+        HuggingFaceTokenizer::parse(std::string(100, '[') + std::string(100, ']'), "deep.json");
+      },
+      {"tokenizer.json deep.json: JSON nested deeper than 64 levels"});
 }
 
 TEST_CASE("tokenizer.json: a BERT folder with it and no vocab.txt loads, tokenizing as vocab.txt") {

@@ -279,6 +279,8 @@ TEST_CASE("tokenizer files: clear errors") {
   check_error([&] { load_tokenizer(dir + "/k"); }, {"unknown kind 'sentencepiece'"});
   Vocabulary v({"[PAD]", "x"});
   check_error([&] { v.token(5); }, {"id 5 is out of range"});
+  check_error([&] { v.token(2); }, {"id 2 is out of range for a vocabulary of 2"});  // one past
+  CHECK(v.token(1) == "x");
   check_error([&] { Vocabulary({"a\nb"}).save(dir + "/plain.txt", false); },
               {"line break", "plain.txt"});
   std::ofstream(dir + "/e.json") << R"({"kind": "char", "vocab_escaped": true})";
