@@ -289,6 +289,29 @@ TEST_CASE("tokenizer.json: BPE's continuing_subword_prefix marks every piece but
   CHECK(e.ids == std::vector<int64_t>{0, 3, 1, 2});
 }
 
+TEST_CASE("tokenizer.json: ByteLevel's prefix space in offsets, and merges written as pairs") {
+  // Offsets as the tokenizers library gives them for "hi hi" (Ġ then hi, as h+i ranks first).
+  Json j = byte_level_file();
+  j["pre_tokenizer"]["add_prefix_space"] = true;
+  j["post_processor"] = nullptr;  // untrimmed: the added space spans the first character
+  CHECK(parse(j)->encode_full("hi hi").offsets == Offsets{{0, 1}, {0, 2}, {2, 3}, {3, 5}});
+  // Trimmed: the added space shrinks to the start, or past the first character when the
+  // post-processor does not know of it. Without the key it is taken as there (the library's
+  // default).
+  j["post_processor"] = {{"type", "ByteLevel"}, {"trim_offsets", true}};
+  CHECK(parse(j)->encode_full("hi hi").offsets == Offsets{{0, 0}, {0, 2}, {3, 3}, {3, 5}});
+  j["post_processor"]["add_prefix_space"] = false;
+  CHECK(parse(j)->encode_full("hi hi").offsets == Offsets{{1, 1}, {0, 2}, {3, 3}, {3, 5}});
+  // Newer files write each merge as a pair of strings; the encoding is the same.
+  Json pairs = byte_level_file();
+  pairs["model"]["merges"] = Json::array(
+      {Json::array({"h", "i"}), Json::array({"\u0120", "h"}), Json::array({"\u0120h", "i"})});
+  CHECK(parse(pairs)->encode_full("hi hi").ids ==
+        parse(byte_level_file())->encode_full("hi hi").ids);
+  CHECK(parse(pairs)->encode_full("hi hi").tokens ==
+        std::vector<std::string>{"hi", "\u0120", "hi"});
+}
+
 TEST_CASE("tokenizer.json: GPT-2's byte table, byte by byte") {
   // bytes_to_unicode as GPT-2's encoder.py writes it: the printable bytes ('!'-'~', '¡'-'¬',
   // '®'-'ÿ') stand for themselves, the others for 256, 257, ... in order.
