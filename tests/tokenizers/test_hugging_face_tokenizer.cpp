@@ -164,6 +164,10 @@ TEST_CASE("tokenizer.json: a pair without a post-processor is A then B, B of typ
   CHECK(plus.input_ids == std::vector<int64_t>{3, 6});
   CHECK(plus.token_type_ids == std::vector<int64_t>{0, 1});
   CHECK(plus.sentence_b_start == 1);
+  // An empty A: B starts at the first token and stays there for B's second piece.
+  const BertEncoding empty_a = tok->encode_plus("", std::string("cafe"), 0);
+  CHECK(empty_a.input_ids == std::vector<int64_t>{6, 7});
+  CHECK(empty_a.sentence_b_start == 0);
   const Encoding full = tok->encode_full("un", "caf");
   CHECK(full.type_ids == std::vector<int64_t>{0, 1});
   CHECK(full.sequence_ids == std::vector<int64_t>{0, 1});
@@ -310,6 +314,16 @@ TEST_CASE("tokenizer.json: ByteLevel's prefix space in offsets, and merges writt
         parse(byte_level_file())->encode_full("hi hi").ids);
   CHECK(parse(pairs)->encode_full("hi hi").tokens ==
         std::vector<std::string>{"hi", "\u0120", "hi"});
+}
+
+TEST_CASE("tokenizer.json: GPT-2's run of spaces leaves its last space to the word after it") {
+  // \s+(?!\S): "hi   hi" is hi, two spaces, then " hi" (Ġ and hi, as h+i ranks first), with
+  // the tokenizers library's offsets.
+  Json j = byte_level_file();
+  j["post_processor"] = nullptr;  // offsets untrimmed
+  const Encoding e = parse(j)->encode_full("hi   hi");
+  CHECK(e.tokens == std::vector<std::string>{"hi", "\u0120", "\u0120", "\u0120", "hi"});
+  CHECK(e.offsets == Offsets{{0, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 7}});
 }
 
 TEST_CASE("tokenizer.json: GPT-2's byte table, byte by byte") {
@@ -531,4 +545,7 @@ TEST_CASE("a BERT folder with vocab.txt and no tokenizer_config.json lower-cases
   // A tokenizer_config.json that says otherwise is followed.
   std::ofstream(dir / "tokenizer_config.json") << R"({"do_lower_case": false})";
   CHECK(load_folder_tokenizer(dir.str())->encode(text) == BertTokenizer(vocab, false).encode(text));
+  // One that is not JSON holds no setting: the folder loads, lower-casing as BERT does.
+  std::ofstream(dir / "tokenizer_config.json") << R"({"do_lower_case": fal)";
+  CHECK(load_folder_tokenizer(dir.str())->encode(text) == lower);
 }

@@ -265,6 +265,17 @@ TEST_CASE("char, word and BPE tokenizers: training, round trips, save and load")
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("Vocabulary::build caps at max_size; BertTokenizer::decode joins every contraction") {
+  // max_size caps the vocabulary, even at one token: the most frequent.
+  const Vocabulary capped = Vocabulary::build({{"b", "a", "a"}}, 1, 1, {});
+  CHECK(capped.size() == 1);
+  CHECK(capped.token(0) == "a");
+  // decode's clean-up joins every contraction to the word before it, not only the first.
+  const BertTokenizer bert(
+      Vocabulary({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "'ve"}));
+  CHECK(bert.decode({5, 7, 6, 7}) == "a've b've");
+}
+
 TEST_CASE("tokenizer files: clear errors") {
   const std::string dir = (anatomy::testing::temp_root() / "anatomy_tok_bad").string();
   std::filesystem::create_directories(dir);
