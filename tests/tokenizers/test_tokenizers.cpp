@@ -265,7 +265,7 @@ TEST_CASE("char, word and BPE tokenizers: training, round trips, save and load")
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("Vocabulary::build caps at max_size; BertTokenizer::decode joins every contraction") {
+TEST_CASE("Vocabulary::build caps at max_size, and BertTokenizer::decode joins every contraction") {
   // max_size caps the vocabulary, even at one token: the most frequent.
   const Vocabulary capped = Vocabulary::build({{"b", "a", "a"}}, 1, 1, {});
   CHECK(capped.size() == 1);
