@@ -349,6 +349,13 @@ TEST_CASE("kill -9 at any moment leaves a folder that translate and --resume acc
     std::system(
         fmt::format("timeout -s KILL {} {}{} > /dev/null 2>&1", delay, train, flag).c_str());
     if (!std::filesystem::exists(dir + "/run.json")) continue;  // killed before it began
+    // A killed run's lock can still be held for a moment after `timeout` returns: the test waits
+    // for the lock itself, not for a fixed time (one never released hangs here until ctest's
+    // timeout fails the test).
+    if (const int fd = ::open((dir + "/.lock").c_str(), O_RDWR | O_CLOEXEC); fd >= 0) {
+      ::flock(fd, LOCK_EX);
+      ::close(fd);
+    }
     auto t = run("translate --checkpoint " + dir + " \"a b c\"");
     CHECK_MESSAGE(t.code == 0, t.output);
     auto r = run("train --task copy --epochs 1 --resume --threads 1 --out " + dir);
