@@ -38,6 +38,15 @@ FOLDERS = ["autograd", "kernels", "io", "nn", "models", "tokenizers", "data", "t
 # caught by a model's parity test), and for the folders that only the `anatomy` program reaches,
 # the end-to-end cases too.
 END_TO_END = {"training", "cli"}
+# ctest's checks outside the unit tests that read a folder's code against an independent
+# implementation: the tokenizer.json reader against the tokenizers library on every English
+# Tatoeba sentence. They run after the unit tests, when those pass.
+CHECKS = {"tokenizers": ["tokenizer_json_matches_tokenizers"]}
+
+
+def kind(folder):
+    """What a folder's test run is made of; the unmutated run of each kind is timed once."""
+    return " + ".join(["end_to_end" if folder in END_TO_END else "unit"] + CHECKS.get(folder, []))
 
 # (name, pattern, replacement). Patterns see code only (strings and comments blanked out);
 # clang-format spaces binary operators, which is how `a - b` is told from `-b` and `a<b>` from
@@ -212,20 +221,37 @@ class Workspace:
         code, log = self.run_tests(folder, timeout, f"--source-file={own}")
         if code != 0:
             return code, log
-        return self.run_tests(folder, timeout, f"--source-file-exclude={own}")
+        code, log = self.run_tests(folder, timeout, f"--source-file-exclude={own}")
+        for check in CHECKS.get(folder, []):
+            if code != 0:
+                break
+            code, log = self.run_check(check, timeout)
+        return code, log
+
+    def run_check(self, name, timeout):
+        """One of ctest's tests, by name. A check that skips (no test environment) fails here:
+        a mutant it did not look at must not count as caught or as surviving it."""
+        code, log = run(["ctest", "--test-dir", self.build, "-R", f"^{name}$",
+                         "--output-on-failure", "--no-tests=error"], self.build, timeout,
+                        self.env())
+        if code == 0 and re.search(r"\bSkipped\b|Not Run", log):
+            sys.exit(f"mutation: {name} skipped (does build/venv exist? make test makes it)\n"
+                     + log[-2000:])
+        return code, log
 
     def run_tests(self, folder, timeout, which):
         binary = os.path.join(self.build, "tests", "anatomy_tests")
         cmd = [binary, "--abort-after=1", "--no-intro", "--minimal", which]
         if folder not in END_TO_END:
             cmd.append("--test-suite-exclude=end-to-end")
-        # A temporary folder of its own: the end-to-end tests write fixed names under it
-        # (/tmp/anatomy_run_reverse, ...), which a test run of the developer's beside this one
-        # would otherwise share, failing tests for a reason that is not the mutant.
+        # A temporary folder of its own: what a test killed by a mutant leaves behind stays in
+        # the mutation run's folder, not in the system's.
+        return run(cmd, self.build, timeout, self.env())
+
+    def env(self):
         tmp = os.path.join(self.out, "tmp")
         os.makedirs(tmp, exist_ok=True)
-        env = dict(os.environ, OMP_NUM_THREADS="2", TMPDIR=tmp)
-        return run(cmd, self.build, timeout, env)
+        return dict(os.environ, OMP_NUM_THREADS="2", TMPDIR=tmp)
 
 
 def main():
@@ -314,15 +340,16 @@ def prepare(a, folders):
         sys.exit("mutation: the unmutated copy does not build\n" + log[-3000:])
     baseline = {}
     for folder in sorted(folders):
-        kind = "end_to_end" if folder in END_TO_END else "unit"
-        if kind in baseline:
+        if kind(folder) in baseline:
             continue
         t0 = time.time()
         code, log = ws.test(folder, None)
-        baseline[kind] = time.time() - t0
+        baseline[kind(folder)] = time.time() - t0
         if code != 0:
-            sys.exit(f"mutation: the unmutated tests fail ({kind}); fix them first\n" + log[-3000:])
-        print(f"unmutated {kind} tests pass in {baseline[kind]:.0f} s", flush=True)
+            sys.exit(f"mutation: the unmutated tests fail ({kind(folder)}); fix them first\n"
+                     + log[-3000:])
+        print(f"unmutated {kind(folder)} tests pass in {baseline[kind(folder)]:.0f} s",
+              flush=True)
     return ws, baseline
 
 
@@ -334,8 +361,7 @@ def try_mutant(ws, a, baseline, folder, f, number, line, mutated_line, name):
     lines[number - 1] = mutated_line
     with open(path, "w", encoding="utf-8") as out:
         out.write("\n".join(lines))
-    kind = "end_to_end" if folder in END_TO_END else "unit"
-    timeout = a.timeout or max(60.0, 3 * baseline[kind])
+    timeout = a.timeout or max(60.0, 3 * baseline[kind(folder)])
     try:
         code, log = ws.compile(900)
         if code != 0:
@@ -351,6 +377,8 @@ def try_mutant(ws, a, baseline, folder, f, number, line, mutated_line, name):
         # The failing case: the TEST CASE header before the first ERROR (a skipped test's
         # MESSAGE prints a header of its own first).
         failure = re.search(r"TEST CASE:\s+([^\n]*)\n(?:(?!TEST CASE:).)*?ERROR", log, re.S)
+        # Or the ctest check that failed.
+        failure = failure or re.search(r"Test +#\d+: (\S+)", log)
         caught = failure.group(1).strip() if failure else ""
     return {"folder": folder, "file": f, "line": number, "operator": name,
             "original": line.strip(), "mutated": mutated_line.strip(), "status": status,
