@@ -185,4 +185,28 @@ inline CommandResult run_command(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), output};
 }
 
+// A tokenizer.json of BERT's pipeline (BertNormalizer, BertPreTokenizer, WordPiece, BertProcessing
+// and its decoder) over a few entries: [UNK] 0, [CLS] 1, [SEP] 2, un 3, ##aff 4, ##able 5, caf 6,
+// ##e 7 and "," 8.
+inline const char* wordpiece_tokenizer_json() {
+  return R"({
+    "version": "1.0",
+    "added_tokens": [
+      {"id": 0, "content": "[UNK]", "special": true, "normalized": false, "lstrip": false,
+       "rstrip": false, "single_word": false},
+      {"id": 1, "content": "[CLS]", "special": true, "normalized": false, "lstrip": false,
+       "rstrip": false, "single_word": false},
+      {"id": 2, "content": "[SEP]", "special": true, "normalized": false, "lstrip": false,
+       "rstrip": false, "single_word": false}],
+    "normalizer": {"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true,
+                   "strip_accents": null, "lowercase": true},
+    "pre_tokenizer": {"type": "BertPreTokenizer"},
+    "post_processor": {"type": "BertProcessing", "sep": ["[SEP]", 2], "cls": ["[CLS]", 1]},
+    "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": true},
+    "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+              "max_input_chars_per_word": 100,
+              "vocab": {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "un": 3, "##aff": 4, "##able": 5,
+                        "caf": 6, "##e": 7, ",": 8}}})";
+}
+
 }  // namespace anatomy::testing

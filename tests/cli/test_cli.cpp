@@ -533,21 +533,7 @@ TEST_CASE("tokenize reads CRLF lines as the same lines as LF") {
 // PREFIX.json.json): each is read the way it was written.
 TEST_CASE("tokenize --tokenizer tells a tokenizer.json from a run's prefix ending in .json") {
   testing::TempDir dir;
-  std::ofstream(dir / "hf.json") << R"({
-    "added_tokens": [
-      {"id": 0, "content": "[UNK]", "special": true, "normalized": false, "lstrip": false,
-       "rstrip": false, "single_word": false},
-      {"id": 1, "content": "[CLS]", "special": true, "normalized": false, "lstrip": false,
-       "rstrip": false, "single_word": false},
-      {"id": 2, "content": "[SEP]", "special": true, "normalized": false, "lstrip": false,
-       "rstrip": false, "single_word": false}],
-    "normalizer": {"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true,
-                   "strip_accents": null, "lowercase": true},
-    "pre_tokenizer": {"type": "BertPreTokenizer"},
-    "post_processor": {"type": "BertProcessing", "sep": ["[SEP]", 2], "cls": ["[CLS]", 1]},
-    "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
-              "max_input_chars_per_word": 100,
-              "vocab": {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "un": 3, "##aff": 4, "##able": 5}}})";
+  std::ofstream(dir / "hf.json") << testing::wordpiece_tokenizer_json();
   const auto hf = run("tokenize --tokenizer " + dir / "hf.json" + " UnAffable");
   CHECK_MESSAGE(hf.code == 0, hf.output);
   CHECK(hf.output == "[CLS] un ##aff ##able [SEP]\t1 3 4 5 2\t0 0 0 0 0\n");

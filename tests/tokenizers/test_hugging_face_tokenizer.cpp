@@ -17,26 +17,7 @@ using Json = nlohmann::json;
 namespace {
 
 // BERT's pipeline over a few WordPiece entries.
-Json wordpiece_file() {
-  return Json::parse(R"({
-    "version": "1.0",
-    "added_tokens": [
-      {"id": 0, "content": "[UNK]", "special": true, "normalized": false, "lstrip": false,
-       "rstrip": false, "single_word": false},
-      {"id": 1, "content": "[CLS]", "special": true, "normalized": false, "lstrip": false,
-       "rstrip": false, "single_word": false},
-      {"id": 2, "content": "[SEP]", "special": true, "normalized": false, "lstrip": false,
-       "rstrip": false, "single_word": false}],
-    "normalizer": {"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true,
-                   "strip_accents": null, "lowercase": true},
-    "pre_tokenizer": {"type": "BertPreTokenizer"},
-    "post_processor": {"type": "BertProcessing", "sep": ["[SEP]", 2], "cls": ["[CLS]", 1]},
-    "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": true},
-    "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
-              "max_input_chars_per_word": 100,
-              "vocab": {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "un": 3, "##aff": 4, "##able": 5,
-                        "caf": 6, "##e": 7, ",": 8}}})");
-}
+Json wordpiece_file() { return Json::parse(testing::wordpiece_tokenizer_json()); }
 
 // GPT-2's pipeline over the bytes of "hi hi": the merge h+i ranks before Ġ+h.
 Json byte_level_file() {
