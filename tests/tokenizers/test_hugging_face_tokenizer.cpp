@@ -73,6 +73,21 @@ TEST_CASE("tokenizer.json: BERT's pipeline, with ids, offsets and token types") 
   CHECK(tok->decode({1, 3, 4, 5, 8, 6, 7, 2}) == "unaffable, cafe");
 }
 
+// BertNormalizer puts spaces around each CJK ideograph, so each is a word of its own, in the
+// library's blocks: U+2B81F ends Extension D, and its Extension E begins at U+2B920, not at
+// Unicode's U+2B820 (expected values from the tokenizers library).
+TEST_CASE("tokenizer.json: BertNormalizer's CJK ideographs are words, in the library's blocks") {
+  const auto tok = parse(wordpiece_file());
+  const Encoding e = tok->encode_full("un\u65E5aff");
+  CHECK(e.ids == std::vector<int64_t>{1, 3, 0, 0, 2});
+  CHECK(e.offsets == Offsets{{0, 0}, {0, 2}, {2, 3}, {3, 6}, {0, 0}});
+  CHECK(tok->encode_full("a\U0002B81Fb").offsets ==
+        Offsets{{0, 0}, {0, 1}, {1, 2}, {2, 3}, {0, 0}});
+  CHECK(tok->encode_full("a\U0002B820b").offsets == Offsets{{0, 0}, {0, 3}, {0, 0}});
+  CHECK(tok->encode_full("a\U0002B920b").offsets ==
+        Offsets{{0, 0}, {0, 1}, {1, 2}, {2, 3}, {0, 0}});
+}
+
 TEST_CASE("tokenizer.json: GPT-2's byte-level BPE, merges by rank, offsets trimmed") {
   const auto tok = parse(byte_level_file());
   // "hi" then " hi" (the space joins the word after it). In " hi" the pair h+i (rank 0) merges

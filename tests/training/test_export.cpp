@@ -69,6 +69,13 @@ void write_logits_script(const std::string& pkg, const std::string& kind, const 
       << ")\nio.save(sys.argv[1] + '/torch_out.safetensors', {'logits': logits})\n";
 }
 
+// The optimizer export.json tells train.py to continue with: a recipe that said otherwise than
+// the trainer did would have PyTorch train another way than anatomy, silently.
+nlohmann::json exported_optimizer(const std::string& pkg) {
+  std::ifstream f(pkg + "/export.json");
+  return nlohmann::json::parse(f).at("optimizer");
+}
+
 }  // namespace
 
 // These train through the `anatomy` command: label end-to-end (the sanitizer run skips them).
@@ -88,6 +95,9 @@ TEST_CASE("export: PyTorch gets the same model, continues it with DDP, and it co
                         "optimizer.safetensors", "data.safetensors", "export.json", "config.json",
                         "run.json", "source_tokenizer.json", "README.md"})
     CHECK_MESSAGE(std::filesystem::exists(pkg + "/" + f), f);
+  // The translation trainer's AdamW decays every parameter, vectors too.
+  CHECK(exported_optimizer(pkg)["weight_decay"] == 0.01);
+  CHECK(exported_optimizer(pkg)["decay_vectors"] == true);
   CHECK(sh(A + " export --checkpoint " + run + " --to " + pkg).output.find("not empty") !=
         std::string::npos);
   // AdamW's moments come along under the model's own names, one pair per parameter, in its
@@ -199,6 +209,9 @@ TEST_CASE(
   REQUIRE_MESSAGE(t.code == 0, t.output);
   auto e = sh(A + " export --checkpoint " + run + " --to " + pkg);
   REQUIRE_MESSAGE(e.code == 0, e.output);
+  // The language model's follows nanoGPT: no decay for biases and norm gains.
+  CHECK(exported_optimizer(pkg)["weight_decay"] == 0.1);
+  CHECK(exported_optimizer(pkg)["decay_vectors"] == false);
   auto r = sh(A + " run --config " + pkg + "/config.json --weights " + pkg +
               "/model.safetensors --model causal-lm --input-ids 5,9,7,12,3 --output " + pkg +
               "/anatomy_out.safetensors");

@@ -1,5 +1,6 @@
 // The Trainer's loop on a model of one weight, where what is checked is the loop itself: when
 // it evaluates and when it stops.
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <regex>
@@ -241,6 +242,27 @@ TEST_CASE("loss.svg puts each point on the axes' scale and centres the y title o
   REQUIRE(std::regex_search(svg, size, std::regex(R"re(<svg [^>]*width="([\d.]+)")re")));
   REQUIRE(std::regex_search(svg, heading, std::regex(R"re(<text x="([\d.]+)"[^>]*>a title<)re")));
   CHECK(std::stod(heading[1]) == doctest::Approx(std::stod(size[1]) / 2));
+}
+
+// The y axis starts at the lowest loss's tick, not at 0: losses between 5.2 and 6 (a language
+// model's first steps) drawn from 0 would be a flat line at the top of the picture.
+TEST_CASE("loss.svg's y axis spans the losses, not 0 to the highest") {
+  training::LossCurve curve;
+  curve.train = {{0, 6.0, 0.001}, {50, 5.6, 0.002}, {100, 5.2, 0.003}};
+  const std::string dir = fresh_dir("loss_svg_range");
+  std::filesystem::create_directories(dir);
+  curve.write_svg(dir + "/loss.svg", "a title");
+  const std::string svg = bytes(dir + "/loss.svg");
+  std::vector<double> labels;
+  const std::regex re(R"re(class="y-tick"[^>]*>([\d.]+)<)re");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator();
+       ++it)
+    labels.push_back(std::stod((*it)[1]));
+  REQUIRE(labels.size() >= 2);
+  const double lowest = *std::min_element(labels.begin(), labels.end());
+  CHECK(lowest >= 5.0);
+  CHECK(lowest <= 5.2);
+  CHECK(*std::max_element(labels.begin(), labels.end()) >= 6.0);
 }
 
 // The progress bar's ETA: the batches left at the pace so far, cut to what the time budget has

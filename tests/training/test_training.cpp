@@ -26,6 +26,21 @@ TEST_CASE("a short training run learns, writes its folder, and translates") {
   CHECK_MESSAGE(r.output.find("epoch 1/3, batch 8/") != std::string::npos, r.output);
   CHECK_MESSAGE(r.output.find("epoch 3/3, batch ") != std::string::npos, r.output);
   CHECK(r.output.find("(nll ") != std::string::npos);
+  // Each line's throughput is tokens over the seconds since the line before: a rate a CPU
+  // reaches, never tokens over a vanishing time (a step of 1e-9 s gives 1e11 and more).
+  const std::regex rate_re(R"(\((\d+(?:\.\d+)?)([kM]?) tok/s)");
+  int rates = 0;
+  for (std::sregex_iterator it(r.output.begin(), r.output.end(), rate_re), end; it != end; ++it) {
+    const std::string unit = (*it)[2];
+    const double rate = std::stod((*it)[1]) * (unit == "M" ? 1e6 : unit == "k" ? 1e3 : 1.0);
+    CHECK_MESSAGE(rate > 0, it->str());
+    CHECK_MESSAGE(rate < 1e9, it->str());
+    ++rates;
+  }
+  CHECK(rates >= 3);
+  // A run that was neither stopped nor out of time says neither.
+  CHECK_MESSAGE(r.output.find("interrupted") == std::string::npos, r.output);
+  CHECK_MESSAGE(r.output.find("time budget of") == std::string::npos, r.output);
   for (const char* f :
        {"config.json", "run.json", "source_tokenizer.json", "target_tokenizer.vocab.txt",
         "best/model.safetensors", "last/model.safetensors", "last/training.safetensors", "loss.csv",
@@ -652,11 +667,16 @@ TEST_CASE("corpus runs share one vocabulary when both sides are written in one s
     ++kept;
   CHECK(kept == 2);
 
-  // A task whose tokenizers are not BPE cannot share one.
-  auto bad = run("train --task copy --shared-vocab yes --out " + fresh_dir("shared_vocab_task"));
-  CHECK(bad.code != 0);
-  CHECK_MESSAGE(bad.output.find("--shared-vocab yes needs BPE on both sides") != std::string::npos,
-                bad.output);
+  // A task whose tokenizers are not BPE cannot share one, nor one with BPE on one side only
+  // (numbers: words in, BPE out).
+  for (const char* task : {"copy", "numbers"}) {
+    auto bad = run(fmt::format("train --task {} --shared-vocab yes --out {}", task,
+                               fresh_dir(std::string("shared_vocab_") + task)));
+    CHECK(bad.code != 0);
+    CHECK_MESSAGE(
+        bad.output.find("--shared-vocab yes needs BPE on both sides") != std::string::npos,
+        bad.output);
+  }
 }
 
 // A run shorter than its warmup (the tiny preset warms up for 50 steps) warms up through all of
