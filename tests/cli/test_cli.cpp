@@ -462,6 +462,10 @@ TEST_CASE("command-line options: each numeric bound accepts its limits and refus
   CHECK(none.code != 0);
   CHECK_MESSAGE(none.output.find("Subcommands:") != std::string::npos, none.output);
   CHECK_MESSAGE(none.output.find("translate") != std::string::npos, none.output);
+  // Nor after "--", which ends the options and names no command: refused, not a silent success.
+  const auto dashes = run("--");
+  CHECK(dashes.code != 0);
+  CHECK_MESSAGE(dashes.output.find("subcommand is required") != std::string::npos, dashes.output);
 }
 
 TEST_CASE("a mistyped command or option is named, with the closest names") {
