@@ -40,7 +40,7 @@ struct TrainOptions {
   std::string shared_vocab = "auto";
   bool skip_malformed = false;
   bool early_stop = true;  // stop once validation exact match is 100%
-  int threads = 0;
+  int threads = 0;  // 0: the thread count the program has (set_num_threads, else the default)
   bool detect_anomaly = false;  // name the op (and parameter) that first makes NaN or Inf
   int64_t log_every = 0;        // a log line every N steps within an epoch (0: none)
   // --task classify: a pretrained BERT folder fine-tuned on labelled lines "text<TAB>label".

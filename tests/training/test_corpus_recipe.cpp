@@ -21,6 +21,10 @@ TEST_CASE("corpus size: the largest the budget buys 20 epochs of, on a corpus la
   CHECK(two.size.name == "medium");
   CHECK_MESSAGE(two.why.find("about 30 epochs") != std::string::npos, two.why);
   CHECK(models::TransformerConfig::preset(two.size.name).hidden_size == 256);
+  // A thread count of 0 (none known) counts as one core, not as none: 36 epochs, not 0.
+  CHECK_MESSAGE(
+      choose_corpus_size(tatoeba, 900, 0).why.find("about 36 epochs") != std::string::npos,
+      choose_corpus_size(tatoeba, 900, 0).why);
   // The boundary: medium at exactly 20 epochs, not just below.
   const double seconds_for_20 = 20.0 * tatoeba / sizes[1].tokens_per_second;
   CHECK(choose_corpus_size(tatoeba, seconds_for_20 * 1.001, 1).size.name == "medium");

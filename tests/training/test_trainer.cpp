@@ -6,6 +6,7 @@
 #include <regex>
 #include <sstream>
 
+#include "training/train_options.hpp"
 #include "training/trainer.hpp"
 #include "training_fixtures.hpp"
 
@@ -309,4 +310,44 @@ TEST_CASE("a NaN loss is refused with the step it came at") {
   };
   CHECK_THROWS_WITH_AS(trainer.fit(), doctest::Contains("the loss became NaN at step 3 (epoch 1"),
                        Error);
+}
+
+// threads 0 (--threads unset) keeps the thread count the program has set (set_num_threads), as a
+// program of one's own calling training::train expects; threads N sets N. Every kind of run is
+// tried, from a count no default here takes (the cores, or OMP_NUM_THREADS). They train, so they
+// are end-to-end (the sanitizer run skips them).
+TEST_CASE("training::train with threads 0 keeps the program's thread count, with N sets N" *
+          doctest::test_suite("end-to-end")) {
+  struct Restore {
+    int threads = get_num_threads();
+    ~Restore() { set_num_threads(threads); }
+  } restore;
+  const std::string dir = fresh_dir("threads_kept");
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream text(dir + "/text.txt"), labelled(dir + "/labelled.tsv");
+    for (int i = 0; i < 100; ++i) text << "to be or not to be\n";
+    for (int i = 0; i < 10; ++i)
+      labelled << "is it " << i << "?\tquestion\nit is " << i << ".\tstatement\n";
+  }
+  std::vector<training::TrainOptions> runs(4);
+  runs[0].task = "lm", runs[0].text = dir + "/text.txt", runs[0].iters = 2;
+  runs[1].task = "copy", runs[1].epochs = 1, runs[1].limit = 64;
+  runs[2].task = "majority", runs[2].epochs = 1, runs[2].limit = 64;
+  const std::string bert = test_venv_bert();
+  runs[3].task = "classify", runs[3].model_dir = bert, runs[3].data = dir + "/labelled.tsv";
+  runs[3].epochs = 1;
+  for (size_t k = 0; k < runs.size(); ++k) {
+    if (runs[k].task == "classify" && bert.empty()) continue;
+    CAPTURE(runs[k].task);
+    if (runs[k].task != "classify") runs[k].preset = "tiny";
+    set_num_threads(3);
+    runs[k].out = fmt::format("{}/run{}", dir, k);
+    REQUIRE(training::train(runs[k]) == 0);
+    CHECK(get_num_threads() == 3);
+    runs[k].threads = 1;
+    runs[k].out += "_one";
+    REQUIRE(training::train(runs[k]) == 0);
+    CHECK(get_num_threads() == 1);
+  }
 }
