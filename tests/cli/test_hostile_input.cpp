@@ -152,12 +152,15 @@ TEST_CASE("a run folder's stale temporary files (a save killed halfway) are remo
   REQUIRE_MESSAGE(r.code == 0, r.output);
   std::ofstream(dir + "/last/model.safetensors.tmp4242") << "half a file";
   std::ofstream(dir + "/run.json.tmp17") << "{";
+  // Not a save's leftover (those end in .tmp and the saving process's id): the user's.
   std::ofstream(dir + "/notes.tmp.txt") << "not ours";
+  std::ofstream(dir + "/notes.tmp") << "not ours";
   r = anatomy_cli("train --task copy --epochs 2 --resume --out " + dir);
   REQUIRE_MESSAGE(r.code == 0, r.output);
   CHECK_FALSE(std::filesystem::exists(dir + "/last/model.safetensors.tmp4242"));
   CHECK_FALSE(std::filesystem::exists(dir + "/run.json.tmp17"));
   CHECK(std::filesystem::exists(dir + "/notes.tmp.txt"));
+  CHECK(std::filesystem::exists(dir + "/notes.tmp"));
 }
 
 TEST_CASE("a safetensors shape whose size overflows int64 is refused by name") {
