@@ -71,6 +71,24 @@ TEST_CASE("the time budget counts the last evaluation's length: the run ends wit
   CHECK_MESSAGE(took < budget, took);
 }
 
+// The evaluation a run ends with is told it is the last (a language model then estimates its
+// loss on 200 batches instead of 50); those on the way, every eval_every steps and at the end of
+// each epoch but the last, are not. 2 epochs of 4 steps, eval_every 3: steps 3, 4, 6 and 8.
+TEST_CASE("evaluate's final flag is true for the run's last evaluation only") {
+  OneWeight model;
+  nn::SGD opt(model.parameters(), {.lr = 0.01});
+  training::Trainer trainer(model, opt, nullptr, {.epochs = 2, .eval_every = 3, .quiet = true});
+  trainer.batches = [](int64_t) { return int64_t{4}; };
+  trainer.loss = [&](int64_t, int64_t) { return training::BatchLoss{sum(model.w * model.w)}; };
+  std::vector<bool> finals;
+  trainer.evaluate = [&](bool final) {
+    finals.push_back(final);
+    return training::Metrics{{"valid_loss", 1.0}};
+  };
+  CHECK(trainer.fit().step == 8);
+  CHECK(finals == std::vector<bool>{false, false, false, true});
+}
+
 // Without a number of epochs, a time budget is the run's length: the loop goes on epoch after
 // epoch until the budget (epochs of 0.25 s, a budget of 1.2 s: 4 of them, or fewer when the
 // machine adds time between them; the fifth would end past it). A loop that took epochs 0 as
