@@ -89,6 +89,23 @@ TEST_CASE("evaluate's final flag is true for the run's last evaluation only") {
   CHECK(finals == std::vector<bool>{false, false, false, true});
 }
 
+// fit() needs the number of batches and a loss (loss, or batch and batch_loss): each missing
+// piece is refused by name before any step.
+TEST_CASE("fit() without batches or without a loss is refused") {
+  OneWeight model;
+  nn::SGD opt(model.parameters(), {.lr = 0.01});
+  auto loss = [&](int64_t, int64_t) { return training::BatchLoss{sum(model.w * model.w)}; };
+  training::Trainer no_batches(model, opt, nullptr, {.epochs = 1, .quiet = true});
+  no_batches.loss = loss;
+  CHECK_THROWS_WITH_AS(no_batches.fit(), doctest::Contains("set batches, and loss"), Error);
+  training::Trainer no_loss(model, opt, nullptr, {.epochs = 1, .quiet = true});
+  no_loss.batches = [](int64_t) { return int64_t{2}; };
+  CHECK_THROWS_WITH_AS(no_loss.fit(), doctest::Contains("set batches, and loss"), Error);
+  no_loss.loss = loss;
+  CHECK(no_loss.fit().step == 2);
+  CHECK(model.w.item() != 1.0f);  // it trained
+}
+
 // Without a number of epochs, a time budget is the run's length: the loop goes on epoch after
 // epoch until the budget (epochs of 0.25 s, a budget of 1.2 s: 4 of them, or fewer when the
 // machine adds time between them; the fifth would end past it). A loop that took epochs 0 as
