@@ -679,6 +679,28 @@ TEST_CASE("corpus runs share one vocabulary when both sides are written in one s
   }
 }
 
+// A run as long as its time budget plans its linear decay as it goes, to end where the budget
+// does; run.json's recipe (what `anatomy export` hands on to PyTorch) then holds where the decay
+// ended, about the run's last step, not the first guess (6 epochs of reverse).
+TEST_CASE("a budget-long run's recipe keeps where its decay really ended") {
+  const std::string dir = fresh_dir("budget_decay");
+  auto r = run("train --task reverse --time-budget 3 --schedule linear --threads 1 --out " + dir +
+               " " + kQuick);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const auto meta = nlohmann::json::parse(bytes(dir + "/run.json"));
+  const auto steps = meta["step"].get<int64_t>();
+  const auto total = meta["recipe"]["schedule"]["total_steps"].get<int64_t>();
+  CAPTURE(steps);
+  CAPTURE(total);
+  // The pace is known after 10 steps; a machine too slow for 20 in 3 s has nothing to check.
+  if (steps < 20) {
+    MESSAGE("fewer than 20 steps in the budget: the decay was never re-planned");
+    return;
+  }
+  CHECK(total >= steps - 1);
+  CHECK(total <= steps + steps / 5 + 5);
+}
+
 // A run shorter than its warmup (the tiny preset warms up for 50 steps) warms up through all of
 // it, as the translation schedules and Hugging Face's do, instead of stopping with an error after
 // its folder was made.
