@@ -250,6 +250,18 @@ TEST_CASE("Tatoeba eng-deu: the split by source holds out no source the training
   CHECK(sp.test.size() < 1010);
 }
 
+// pad_batch pads each row to the longest with pad_id; a batch whose rows are all empty (an
+// empty text to translate) still gets one padding position per row, [B, 1], not a [B, 0]
+// tensor that no layer takes.
+TEST_CASE("pad_batch pads to the longest row, and to one position when every row is empty") {
+  const Tensor t = pad_batch({{4, 5}, {}, {7}}, 9);
+  CHECK(t.shape() == Shape{3, 2});
+  CHECK(t.to_int_vector() == std::vector<int64_t>{4, 5, 9, 9, 7, 9});
+  const Tensor empty = pad_batch({{}, {}}, 9);
+  CHECK(empty.shape() == Shape{2, 1});
+  CHECK(empty.to_int_vector() == std::vector<int64_t>{9, 9});
+}
+
 TEST_CASE("batching: padding, BOS/EOS, the token budget, every row once") {
   std::vector<std::vector<int64_t>> src, tgt;
   for (int i = 0; i < 100; ++i) {
