@@ -229,8 +229,8 @@ class Workspace:
         return code, log
 
     def run_check(self, name, timeout):
-        """One of ctest's tests, by name. A check that skips (no test environment) fails here:
-        a mutant it did not look at must not count as caught or as surviving it."""
+        """One of ctest's tests, by name. A check that skips (no test environment) stops the
+        mutation run: a mutant it did not look at must count neither as caught nor as surviving."""
         code, log = run(["ctest", "--test-dir", self.build, "-R", f"^{name}$",
                          "--output-on-failure", "--no-tests=error"], self.build, timeout,
                         self.env())
