@@ -295,9 +295,17 @@ TEST_CASE("batching: padding, BOS/EOS, the token budget, every row once") {
   auto padded = [&](int64_t r) { return std::max(src[r].size(), tgt[r].size() + 1); };
   batches = make_batches(src, tgt, {.max_tokens = 64, .shuffle = false});
   std::vector<size_t> lengths;
+  std::vector<int64_t> order;
   for (const auto& b : batches)
-    for (int64_t r : b.rows) lengths.push_back(padded(r));
+    for (int64_t r : b.rows) {
+      lengths.push_back(padded(r));
+      order.push_back(r);
+    }
   CHECK(std::is_sorted(lengths.begin(), lengths.end()));
+  // The sort is stable and its key is the same for both rows it compares: rows of one padded
+  // length keep their input order, whether the source or the target sets that length.
+  for (size_t i = 0; i + 1 < order.size(); ++i)
+    if (lengths[i] == lengths[i + 1]) CHECK(order[i] < order[i + 1]);
   for (size_t i = 0; i + 1 < batches.size(); ++i) {
     size_t longest = padded(batches[i + 1].rows[0]);
     for (int64_t r : batches[i].rows) longest = std::max(longest, padded(r));
