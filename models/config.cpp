@@ -127,13 +127,13 @@ bool set_field(TransformerConfig& c, const std::string& key, const nlohmann::jso
 }  // namespace
 
 namespace {
-double limit_bytes = 0;
+double limit_bytes = 0;  // 0: the machine's physical memory
 std::string human_bytes(double b) {
   const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
   int u = 0;
   while (b >= 1024 && u < 5) b /= 1024, ++u;
   return fmt::format("{:.1f} {}", b, units[u]);
-}  // 0: the machine's physical memory
+}
 }  // namespace
 
 double TransformerConfig::memory_limit() {

@@ -163,6 +163,26 @@ TEST_CASE("a run folder's stale temporary files (a save killed halfway) are remo
   CHECK(std::filesystem::exists(dir + "/notes.tmp"));
 }
 
+// A run stopped before its first checkpoint has a folder and nothing to resume from: --resume
+// starts it again from the seed's weights, and says so instead of claiming to resume.
+TEST_CASE("--resume on a run with no checkpoint yet starts from the beginning, and says so" *
+          doctest::test_suite("end-to-end")) {
+  const std::string dir = scratch("no_checkpoint") + "/run";
+  auto r = anatomy_cli("train --task copy --epochs 1 --preset tiny --limit 300 --out " + dir);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  r = anatomy_cli("train --task copy --epochs 2 --resume --out " + dir);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK_MESSAGE(r.output.find("resuming " + dir + " at epoch 2, batch 0") != std::string::npos,
+                r.output);
+  std::filesystem::remove(dir + "/last/training.safetensors");
+  r = anatomy_cli("train --task copy --epochs 1 --resume --out " + dir);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK_MESSAGE(r.output.find(dir + " has no checkpoint yet: starting from the beginning") !=
+                    std::string::npos,
+                r.output);
+  CHECK(r.output.find("resuming") == std::string::npos);
+}
+
 TEST_CASE("a safetensors shape whose size overflows int64 is refused by name") {
   const std::string dir = scratch("overflow");
   const std::string header =

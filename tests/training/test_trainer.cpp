@@ -301,6 +301,37 @@ TEST_CASE("loss.svg's y axis spans the losses, not 0 to the highest") {
   CHECK(*std::max_element(labels.begin(), labels.end()) >= 6.0);
 }
 
+// The x axis reaches the last point of either kind: the final evaluation comes after the last
+// logged training loss (losses are logged every few steps), and its dot must not fall off the
+// plot.
+TEST_CASE("loss.svg's x axis reaches an evaluation after the last training point") {
+  training::LossCurve curve;
+  curve.train = {{0, 6.0, 0.001}, {50, 5.6, 0.002}, {100, 5.2, 0.003}};
+  curve.eval = {{40, 5.8, {}}, {130, 5.1, {}}};
+  const std::string dir = fresh_dir("loss_svg_x_range");
+  std::filesystem::create_directories(dir);
+  curve.write_svg(dir + "/loss.svg", "a title");
+  const std::string svg = bytes(dir + "/loss.svg");
+  std::vector<double> labels;
+  const std::regex tick(R"re(class="x-tick"[^>]*>([\d.]+)<)re");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), tick); it != std::sregex_iterator();
+       ++it)
+    labels.push_back(std::stod((*it)[1]));
+  REQUIRE(labels.size() >= 2);
+  CHECK(*std::max_element(labels.begin(), labels.end()) >= 130.0);
+  std::smatch size;
+  REQUIRE(std::regex_search(svg, size, std::regex(R"re(<svg [^>]*width="([\d.]+)")re")));
+  const double width = std::stod(size[1]);
+  const std::regex dot(R"re(<circle cx="([\d.]+)" cy="[\d.]+" r="4" fill="#d62728"/>\n)re");
+  std::vector<double> dots;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), dot); it != std::sregex_iterator();
+       ++it)
+    dots.push_back(std::stod((*it)[1]));
+  REQUIRE(dots.size() == 2);
+  CHECK(dots[0] < dots[1]);
+  CHECK(dots[1] < width);
+}
+
 // The progress bar's ETA: the batches left at the pace so far, cut to what the time budget has
 // left, and never below zero once the budget is spent.
 TEST_CASE("the ETA is the pace's estimate, at most what the time budget leaves") {

@@ -806,6 +806,30 @@ TEST_CASE("the validation loss is the NLL per target token, as computed pair by 
         doctest::Approx(nll / static_cast<double>(tokens)).epsilon(1e-5));
 }
 
+// Decoding is refused when its estimate (the weights, and the cached keys and values of every
+// hypothesis at once) is more than the memory limit; a limit of exactly the estimate is enough,
+// as for training's check.
+TEST_CASE("translate decodes within a memory limit of exactly its estimate, not one byte less" *
+          doctest::test_suite("end-to-end")) {
+  const std::string dir = fresh_dir("translate_memory");
+  REQUIRE(run("train --task copy --epochs 1 --out " + dir + " " + kQuick).code == 0);
+  const training::Translator tr = training::Translator::load(dir);
+  const std::string text = "a b c";
+  const int64_t beam = 3, max_length = 9;
+  const double estimate =
+      4 * tr.config.parameter_count() +
+      tr.config.decoding_bytes(beam, static_cast<int64_t>(tr.encode_source(text).size()),
+                               max_length);
+  struct RestoreLimit {
+    ~RestoreLimit() { models::TransformerConfig::set_memory_limit(0); }
+  } restore;
+  models::TransformerConfig::set_memory_limit(estimate);
+  CHECK(tr.translate({text}, beam, 0.6f, max_length).size() == 1);
+  models::TransformerConfig::set_memory_limit(estimate - 1);
+  check_error([&] { tr.translate({text}, beam, 0.6f, max_length); },
+              {"translate: about", "to decode 3 hypotheses at once (beam 3)"});
+}
+
 // The validation BLEU a run reports and keeps in run.json is `anatomy bleu` on the model's
 // translations of the validation sources against their references. A model halfway trained, so
 // that the score is neither 0 nor 100 and a wrong reference, order or tokenization shows.
