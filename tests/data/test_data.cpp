@@ -196,6 +196,16 @@ TEST_CASE("split_by_source: no held-out source is trained on, and every pair is 
   CHECK(valid_only.test.empty());
   CHECK(r2.repeated_pairs == 2);  // "b." twice; "a." once is not repeated
   CHECK(split_by_source(two, 0, 1, 0, "two.tsv").test.size() >= 1);
+  // Sizes beyond the corpus take whole sources until one is left, and that one trains.
+  const Splits greedy = split_by_source(two, 0, 10, 0, "two.tsv");
+  CHECK(greedy.test.size() + greedy.train.size() == 3);
+  CHECK(greedy.test.size() >= 1);
+  CHECK(greedy.train.size() >= 1);
+  const Splits most = split_by_source(pairs, 1000, 1000, 7, "test.tsv");
+  std::set<std::string> left;
+  for (const auto& p : most.train) left.insert(source_key(p.source));
+  CHECK(left.size() == 1);
+  CHECK(most.valid.size() + most.test.size() + most.train.size() == 400);
   check_error([&] { split_by_source(two, 1, 1, 0, "two.tsv"); },
               {"2 distinct source", "at least 3 are needed"});
 }
