@@ -152,7 +152,10 @@ def is_equivalent(known, f, original, mutated, operator):
 
 def run(cmd, cwd, timeout=None, env=None):
     try:
-        p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+        # A mutant can make a test print bytes that are not UTF-8 (a tokenizer cutting a character
+        # in two): they are shown replaced, not allowed to stop the run.
+        p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, errors="replace",
+                           timeout=timeout, env=env)
         return p.returncode, p.stdout + p.stderr
     except subprocess.TimeoutExpired as e:
         return None, (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) \
