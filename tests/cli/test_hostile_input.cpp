@@ -330,6 +330,8 @@ TEST_CASE("run.json is checked field by field before a resume trusts it") {
   refused(R"({"best": {"bleu": false}})", "'best.bleu' is false (expected a number");
   refused(R"({"curve": [[1, 2.0]]})", "'curve[0]' is [1,2.0] (expected [step, loss, lr])");
   refused(R"({"curve": [[1e300, 2.0, 0.1]]})", "'curve[0][0]' is 1e+300 (expected an integer");
+  refused(R"({"curve": [[1, "low", 0.1]]})", "'curve[0][1]' is \"low\" (expected a number");
+  refused(R"({"curve": [[1, 2.0, [0.1]]]})", "'curve[0][2]' is [0.1] (expected a number");
   // What passes comes back whole, including the null train_loss of a history line written
   // with no batch trained since the line before (an interrupt right after an evaluation).
   std::ofstream(dir + "/run.json")
@@ -502,4 +504,12 @@ TEST_CASE("training that cannot fit is refused from the config and the batch, be
   CHECK_MESSAGE(lm.output.find("windows of max_position_embeddings 200000") != std::string::npos,
                 lm.output);
   CHECK_FALSE(fs::exists(dir + "/lm"));
+  // The majority classifier's batch is 32 texts of up to its 32 positions: 1024 tokens.
+  auto majority = anatomy_cli("train --task majority --max-memory 0.001 --out " + dir + "/major");
+  CHECK(majority.code == 1);
+  CHECK_MESSAGE(majority.output.find("of activations for 1024 tokens a batch (the batch: 32 texts "
+                                     "of up to max_position_embeddings tokens) in sequences of "
+                                     "up to 32") != std::string::npos,
+                majority.output);
+  CHECK_FALSE(fs::exists(dir + "/major"));
 }

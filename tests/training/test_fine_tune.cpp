@@ -9,6 +9,7 @@
 
 #include "checkpoints/checkpoints.hpp"
 #include "io/io.hpp"
+#include "tokenizers/tokenizers.hpp"
 #include "training/training_fixtures.hpp"
 
 using namespace anatomy;
@@ -130,5 +131,31 @@ TEST_SUITE("end-to-end") {
     const Result stray = run("train --task majority --data " + bad + " --out " + (tmp / "run"));
     CHECK(stray.code != 0);
     CHECK_MESSAGE(stray.output.find("go with --task classify") != std::string::npos, stray.output);
+  }
+
+  // The memory check reads the batch at its longest text as the model reads it: the text's
+  // tokens, and [CLS] and [SEP] around them. A limit below what that takes is refused with the
+  // length, before the run folder exists.
+  TEST_CASE("anatomy train --task classify: the memory check counts [CLS] and [SEP]") {
+    const TempDir tmp;
+    const std::string folder = test_path("parity/golden/bert");
+    const std::string longest = "the cat sat on the mat with a hat";
+    const std::string data = tmp / "labels.tsv";
+    {
+      std::ofstream f(data);
+      for (int i = 0; i < 10; ++i) f << (i ? "a dog" : longest) << '\t' << "xy"[i % 2] << '\n';
+    }
+    const auto tokens =
+        static_cast<int64_t>(text::load_folder_tokenizer(folder)->encode(longest).size());
+    REQUIRE(tokens > 2);
+    const Result r = run("train --task classify --max-memory 0.001 --model-dir " + folder +
+                         " --data " + data + " --out " + (tmp / "run"));
+    CHECK(r.code != 0);
+    const int64_t read = tokens + 2;
+    CHECK_MESSAGE(r.output.find(fmt::format("for {} tokens a batch (the batch: 16 texts, the "
+                                            "longest of {} tokens) in sequences of up to {}",
+                                            16 * read, read, read)) != std::string::npos,
+                  r.output);
+    CHECK_FALSE(std::filesystem::exists(tmp / "run"));
   }
 }

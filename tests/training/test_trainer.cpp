@@ -89,6 +89,27 @@ TEST_CASE("evaluate's final flag is true for the run's last evaluation only") {
   CHECK(finals == std::vector<bool>{false, false, false, true});
 }
 
+// An evaluation inside an epoch (every eval_every steps) is recorded as partial: run.json's
+// history says complete false, so a resume from its checkpoint goes on with the rest of that
+// epoch. 1 epoch of 4 steps, eval_every 3: steps 3 (partial) and 4 (the epoch's end).
+TEST_CASE("an evaluation inside an epoch is recorded as partial, the epoch's last as complete") {
+  OneWeight model;
+  nn::SGD opt(model.parameters(), {.lr = 0.01});
+  const std::string dir = fresh_dir("trainer_partial");
+  training::Trainer trainer(model, opt, nullptr,
+                            {.epochs = 1, .eval_every = 3, .run_dir = dir, .quiet = true});
+  trainer.batches = [](int64_t) { return int64_t{4}; };
+  trainer.loss = [&](int64_t, int64_t) { return training::BatchLoss{sum(model.w * model.w)}; };
+  trainer.evaluate = [&](bool) { return training::Metrics{{"valid_loss", 1.0}}; };
+  CHECK(trainer.fit().step == 4);
+  const auto history = nlohmann::json::parse(bytes(dir + "/run.json"))["history"];
+  REQUIRE(history.size() == 2);
+  CHECK(history[0]["step"] == 3);
+  CHECK(history[0]["complete"] == false);
+  CHECK(history[1]["step"] == 4);
+  CHECK(history[1]["complete"] == true);
+}
+
 // fit() needs the number of batches and a loss (loss, or batch and batch_loss): each missing
 // piece is refused by name before any step.
 TEST_CASE("fit() without batches or without a loss is refused") {

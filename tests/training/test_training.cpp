@@ -827,7 +827,8 @@ TEST_CASE("translate decodes within a memory limit of exactly its estimate, not 
   CHECK(tr.translate({text}, beam, 0.6f, max_length).size() == 1);
   models::TransformerConfig::set_memory_limit(estimate - 1);
   check_error([&] { tr.translate({text}, beam, 0.6f, max_length); },
-              {"translate: about", "to decode 3 hypotheses at once (beam 3)"});
+              {"translate: about 0.0 GB to decode 3 hypotheses at once (beam 3) of up to 9 tokens",
+               "more than the 0.0 GB this process may use"});
 }
 
 // The validation BLEU a run reports and keeps in run.json is `anatomy bleu` on the model's
