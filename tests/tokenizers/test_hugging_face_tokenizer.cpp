@@ -528,6 +528,24 @@ TEST_CASE("tokenizer.json: characters whose Unicode category changed keep the li
   CHECK(tok->encode_full("a\u1CF2b").tokens == Tokens{"[CLS]", "[UNK]", "[SEP]"});
 }
 
+// The library's own files name every flag of a BertNormalizer; one written by hand may not. A
+// missing flag takes the default of tokenizers.normalizers.BertNormalizer(): clean the text,
+// split CJK, lower-case, and strip accents as it lower-cases. BertNormalizer().normalize_str
+// gives "ab" for "a\x01B" and "ae" for "a\x01\u00C9"; with clean_text=False, "a\x01b".
+TEST_CASE("tokenizer.json: a BertNormalizer without its flags takes BertNormalizer()'s defaults") {
+  Json j = wordpiece_file();
+  for (const auto& [token, id] : {std::pair{"ab", 9}, std::pair{"ae", 10}})
+    j["model"]["vocab"][token] = id;
+  j["normalizer"] = Json{{"type", "BertNormalizer"}};
+  const auto tok = parse(j);
+  using Tokens = std::vector<std::string>;
+  CHECK(tok->encode_full("a\x01"
+                         "B")
+            .tokens == Tokens{"[CLS]", "ab", "[SEP]"});
+  CHECK(tok->encode_full("a\x01\u00C9").tokens == Tokens{"[CLS]", "ae", "[SEP]"});
+  CHECK(tok->encode_full("x\u65E5").tokens == Tokens{"[CLS]", "[UNK]", "[UNK]", "[SEP]"});
+}
+
 TEST_CASE("a BERT folder with vocab.txt and no tokenizer_config.json lower-cases, as BERT") {
   namespace fs = std::filesystem;
   const std::string golden = testing::test_path("parity/golden/bert");
