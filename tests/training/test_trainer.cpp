@@ -38,6 +38,24 @@ training::Metrics evaluation_of(double seconds, int& evaluations) {
   return training::Metrics{{"valid_loss", 1.0 / evaluations}};
 }
 
+// The text of curve's loss.svg, written in a fresh folder named after `name`.
+std::string loss_svg(const training::LossCurve& curve, const std::string& name) {
+  const std::string dir = fresh_dir(name);
+  std::filesystem::create_directories(dir);
+  curve.write_svg(dir + "/loss.svg", "a title");
+  return bytes(dir + "/loss.svg");
+}
+
+// The number each match of `pattern` captures first, in the order they come.
+std::vector<double> captured_numbers(const std::string& text, const std::string& pattern) {
+  std::vector<double> out;
+  const std::regex re(pattern);
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator();
+       ++it)
+    out.push_back(std::stod((*it)[1]));
+  return out;
+}
+
 }  // namespace
 
 // The budget keeps room for the evaluation that ends the run: the loop stops once the time
@@ -241,10 +259,7 @@ TEST_CASE("loss.svg puts each point on the axes' scale and centres the y title o
   training::LossCurve curve;
   curve.train = {{0, 3.0, 0.001}, {50, 2.0, 0.002}, {100, 1.0, 0.003}};
   curve.eval = {{100, 1.5, {}}};
-  const std::string dir = fresh_dir("loss_svg");
-  std::filesystem::create_directories(dir);
-  curve.write_svg(dir + "/loss.svg", "a title");
-  const std::string svg = bytes(dir + "/loss.svg");
+  const std::string svg = loss_svg(curve, "loss_svg");
   auto numbers_after = [&](const std::string& pattern) {
     std::vector<std::pair<double, double>> found;  // (label or first number, coordinate)
     const std::regex re(pattern);
@@ -306,15 +321,8 @@ TEST_CASE("loss.svg puts each point on the axes' scale and centres the y title o
 TEST_CASE("loss.svg's y axis spans the losses, not 0 to the highest") {
   training::LossCurve curve;
   curve.train = {{0, 6.0, 0.001}, {50, 5.6, 0.002}, {100, 5.2, 0.003}};
-  const std::string dir = fresh_dir("loss_svg_range");
-  std::filesystem::create_directories(dir);
-  curve.write_svg(dir + "/loss.svg", "a title");
-  const std::string svg = bytes(dir + "/loss.svg");
-  std::vector<double> labels;
-  const std::regex re(R"re(class="y-tick"[^>]*>([\d.]+)<)re");
-  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator();
-       ++it)
-    labels.push_back(std::stod((*it)[1]));
+  const std::vector<double> labels =
+      captured_numbers(loss_svg(curve, "loss_svg_range"), R"re(class="y-tick"[^>]*>([\d.]+)<)re");
   REQUIRE(labels.size() >= 2);
   const double lowest = *std::min_element(labels.begin(), labels.end());
   CHECK(lowest >= 5.0);
@@ -329,28 +337,18 @@ TEST_CASE("loss.svg's x axis reaches an evaluation after the last training point
   training::LossCurve curve;
   curve.train = {{0, 6.0, 0.001}, {50, 5.6, 0.002}, {100, 5.2, 0.003}};
   curve.eval = {{40, 5.8, {}}, {130, 5.1, {}}};
-  const std::string dir = fresh_dir("loss_svg_x_range");
-  std::filesystem::create_directories(dir);
-  curve.write_svg(dir + "/loss.svg", "a title");
-  const std::string svg = bytes(dir + "/loss.svg");
-  std::vector<double> labels;
-  const std::regex tick(R"re(class="x-tick"[^>]*>([\d.]+)<)re");
-  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), tick); it != std::sregex_iterator();
-       ++it)
-    labels.push_back(std::stod((*it)[1]));
+  const std::string svg = loss_svg(curve, "loss_svg_x_range");
+  const auto labels = captured_numbers(svg, R"re(class="x-tick"[^>]*>([\d.]+)<)re");
   REQUIRE(labels.size() >= 2);
   CHECK(*std::max_element(labels.begin(), labels.end()) >= 130.0);
-  std::smatch size;
-  REQUIRE(std::regex_search(svg, size, std::regex(R"re(<svg [^>]*width="([\d.]+)")re")));
-  const double width = std::stod(size[1]);
-  const std::regex dot(R"re(<circle cx="([\d.]+)" cy="[\d.]+" r="4" fill="#d62728"/>\n)re");
-  std::vector<double> dots;
-  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), dot); it != std::sregex_iterator();
-       ++it)
-    dots.push_back(std::stod((*it)[1]));
+  const auto width = captured_numbers(svg, R"re(<svg [^>]*width="([\d.]+)")re");
+  REQUIRE(width.size() == 1);
+  // The evaluations' dots (the legend's dot is followed by its text, not a line break).
+  const auto dots =
+      captured_numbers(svg, R"re(<circle cx="([\d.]+)" cy="[\d.]+" r="4" fill="#d62728"/>\n)re");
   REQUIRE(dots.size() == 2);
   CHECK(dots[0] < dots[1]);
-  CHECK(dots[1] < width);
+  CHECK(dots[1] < width[0]);
 }
 
 // The progress bar's ETA: the batches left at the pace so far, cut to what the time budget has
