@@ -6,7 +6,9 @@
 - every subcommand `anatomy --help` lists, and every option of its own --help, is shown in
   docs/cli.md (`$A <name>` or `anatomy <name>`, and the option's name);
 - no page narrates how it was made: no numbered work periods, no dated entries;
-- each exercise statement lists the calls it needs, and each call it names exists.
+- each exercise statement lists the calls it needs, and each call it names exists;
+- docs/mutation-survivors.md is what `tools/mutation.py --survivors-page` writes from
+  tools/mutation_equivalent.txt today.
 
 Usage: check_docs.py SOURCE_DIR [ANATOMY_PROGRAM]. Exits non-zero and lists every problem.
 """
@@ -79,6 +81,16 @@ for statement in sorted((root / "exercises").glob("*/README.md")):
         for name in re.findall(r"(\w+)\s*[(<]", code):
             if name not in known:
                 problems.append(f"{where}: `{code}` names '{name}', which no header declares")
+
+# The survivors' page is written from tools/mutation_equivalent.txt; a listing edited without
+# rewriting it would leave the guide telling another story than the tool.
+sys.path.insert(0, str(root / "tools"))
+import mutation  # noqa: E402  (tools/mutation.py, found through the path above)
+
+survivors = root / "docs" / "mutation-survivors.md"
+if not survivors.exists() or survivors.read_text(encoding="utf-8") != mutation.survivors_page():
+    problems.append("docs/mutation-survivors.md: not what tools/mutation.py --survivors-page "
+                    "writes from tools/mutation_equivalent.txt; run that command")
 
 readme_lines = (root / "README.md").read_text(encoding="utf-8").count("\n")
 if readme_lines > 300:

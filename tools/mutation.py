@@ -21,6 +21,7 @@ tools/mutation_equivalent.txt and not counted.
     tools/mutation.py --files models/masks.cpp --count 10   # one file
     tools/mutation.py --list --folders data                  # the candidate sites, no run
     tools/mutation.py --recheck build/mutation/report.json   # only the last run's survivors
+    tools/mutation.py --survivors-page                       # rewrite docs/mutation-survivors.md
 """
 import argparse
 import json
@@ -142,6 +143,44 @@ def load_equivalent():
                 if len(parts) == 4:
                     known[(parts[0], parts[1], parts[2])] = parts[3]
     return known
+
+
+SURVIVORS_PAGE = os.path.join(ROOT, "docs", "mutation-survivors.md")
+
+
+def survivors_page():
+    """docs/mutation-survivors.md: every listed mutant by folder, as a reader of the guide sees
+    them; written from tools/mutation_equivalent.txt, which stays the one place to edit."""
+    by_folder = {}
+    for (f, line, operator), why in load_equivalent().items():
+        by_folder.setdefault(f.split("/")[0], []).append((f, line, operator, why))
+    out = [
+        "# The mutants the suite lets through, and why",
+        "",
+        "[Mutation testing](testing.md#mutation-testing) changes the library's code one small "
+        "step at a time and asks whether a test fails. A mutant no test can fail is listed here, "
+        "with why: **equivalent** when it cannot change what the program does, **accepted** when "
+        "it can but a test would cost more than it shows. `tools/mutation.py` neither samples "
+        "nor counts them.",
+        "",
+        "This page is written by `tools/mutation.py --survivors-page` from "
+        "`tools/mutation_equivalent.txt`: edit that file, then run the command "
+        "(`tools/check_docs.py` fails while the two disagree).",
+    ]
+    order = {name: i for i, name in enumerate(FOLDERS)}
+    for folder in sorted(by_folder, key=lambda name: (order.get(name, len(order)), name)):
+        entries = sorted(by_folder[folder])
+        accepted = sum(why.startswith("accepted") for (_, _, _, why) in entries)
+        out += ["", f"## {folder}/", "",
+                f"{len(entries)} listed: {len(entries) - accepted} equivalent, {accepted} accepted."]
+        for (f, line, operator, why) in entries:
+            kind = "accepted" if why.startswith("accepted") else "equivalent"
+            why = re.sub(r"^accepted:\s*", "", why)
+            what = "every mutant" if operator == "*" else f"`{operator}`"
+            fence = "``" if "`" in line else "`"
+            out += ["", f"- **{kind}**, `{f}`, {what} in {fence} {line} {fence}:", f"  {why}."
+                    if not why.endswith(".") else f"  {why}"]
+    return "\n".join(out) + "\n"
 
 
 def is_equivalent(known, f, original, mutated, operator):
@@ -271,7 +310,14 @@ def main():
     ap.add_argument("--list", action="store_true", help="print the candidate sites and stop")
     ap.add_argument("--recheck", default="",
                     help="a report.json: run its survivors again (after writing tests for them)")
+    ap.add_argument("--survivors-page", action="store_true",
+                    help="rewrite docs/mutation-survivors.md from tools/mutation_equivalent.txt")
     a = ap.parse_args()
+    if a.survivors_page:
+        with open(SURVIVORS_PAGE, "w", encoding="utf-8") as page:
+            page.write(survivors_page())
+        print(f"wrote {os.path.relpath(SURVIVORS_PAGE)}")
+        return 0
     a.out = os.path.abspath(a.out)  # the tests run with the build folder as working directory
     if a.recheck:
         return recheck(a)
