@@ -191,6 +191,18 @@ TEST_CASE("checkpoint averaging: the element-wise mean, and files that do not ma
   nn::Linear(6, 4).save(other);
   CHECK_THROWS_WITH_AS(training::average_state_dicts({files[0], other}),
                        doctest::Contains("average_other"), Error);
+  // As many tensors as the first file, but one of another name, or of another shape: each is
+  // refused by name, before any sum reads past a tensor's end.
+  const std::string first = tmp("average_ab.safetensors"), renamed = tmp("average_ac.safetensors"),
+                    reshaped = tmp("average_ab_wide.safetensors");
+  save_safetensors(first, {{"a", tensor({1.0f, 2.0f})}, {"b", tensor({3.0f})}});
+  save_safetensors(renamed, {{"a", tensor({1.0f, 2.0f})}, {"c", tensor({3.0f})}});
+  save_safetensors(reshaped, {{"a", tensor({1.0f, 2.0f, 5.0f})}, {"b", tensor({3.0f})}});
+  CHECK_THROWS_WITH_AS(training::average_state_dicts({first, renamed}),
+                       doctest::Contains("'c' has no twin of its shape and type"), Error);
+  CHECK_THROWS_WITH_AS(training::average_state_dicts({first, reshaped}),
+                       doctest::Contains("'a' has no twin of its shape and type"), Error);
+  for (const auto& f : {first, renamed, reshaped}) std::filesystem::remove(f);
 }
 
 TEST_CASE("a run's data spec round-trips through run.json, and older runs split by pair") {

@@ -92,6 +92,21 @@ TEST_SUITE("end-to-end") {
     CHECK(frozen_moved == 0.0f);
     CHECK((kept.at("classifier.weight") - tuned.at("classifier.weight")).abs().max().item<float>() >
           0.0f);
+    // Each run says how many parameters it trains: every saved tensor's, or the head's alone.
+    auto said = [](const Result& r) {
+      std::smatch m;
+      REQUIRE_MESSAGE(std::regex_search(r.output, m, std::regex(" (\\d+) parameters trained")),
+                      r.output);
+      return std::stoll(m[1]);
+    };
+    int64_t all = 0, head = 0;
+    for (const auto& entry : kept) {
+      all += entry.second.numel();
+      if (entry.first.rfind("classifier.", 0) == 0) head += entry.second.numel();
+    }
+    CHECK(head > 0);
+    CHECK(said(pretrained) == all);
+    CHECK(said(frozen) == head);
   }
 
   TEST_CASE("anatomy train --task classify: missing or malformed input is refused by name") {

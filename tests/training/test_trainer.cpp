@@ -2,6 +2,7 @@
 // it evaluates and when it stops.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -126,6 +127,26 @@ TEST_CASE("an evaluation inside an epoch is recorded as partial, the epoch's las
   CHECK(history[0]["complete"] == false);
   CHECK(history[1]["step"] == 4);
   CHECK(history[1]["complete"] == true);
+}
+
+// The best evaluation is the one `better` prefers, and only that: a later, worse one does not
+// replace it, nor does one whose metrics are NaN (a diverged model). Validation losses 2, 1, 3
+// and NaN at the ends of four epochs: the best is the second.
+TEST_CASE("only a better, finite evaluation becomes the best") {
+  OneWeight model;
+  nn::SGD opt(model.parameters(), {.lr = 0.01});
+  training::Trainer trainer(model, opt, nullptr, {.epochs = 4, .quiet = true});
+  trainer.batches = [](int64_t) { return int64_t{1}; };
+  trainer.loss = [&](int64_t, int64_t) { return training::BatchLoss{sum(model.w * model.w)}; };
+  const std::vector<double> losses = {2.0, 1.0, 3.0, std::nan("")};
+  size_t evaluations = 0;
+  trainer.evaluate = [&](bool) {
+    return training::Metrics{{"valid_loss", losses.at(evaluations++)}};
+  };
+  const training::TrainResult result = trainer.fit();
+  CHECK(evaluations == 4);
+  REQUIRE(result.best.contains("valid_loss"));
+  CHECK(result.best["valid_loss"].get<double>() == 1.0);
 }
 
 // fit() needs the number of batches and a loss (loss, or batch and batch_loss): each missing
