@@ -1,6 +1,7 @@
 // The trainer end to end through the `anatomy` program, on small runs: a model that learns,
 // exact resume, Ctrl-C, the time budget, and bad input.
 #include <algorithm>
+#include <cmath>
 #include <regex>
 #include <sstream>
 
@@ -38,6 +39,13 @@ TEST_CASE("a short training run learns, writes its folder, and translates") {
     ++rates;
   }
   CHECK(rates >= 3);
+  // Every rate is one: the epochs' lines too, whose count runs from the epoch's start (a
+  // negative count would print "(-1234 tok/s" and not match above).
+  size_t shown = 0;
+  for (size_t at = r.output.find(" tok/s"); at != std::string::npos;
+       at = r.output.find(" tok/s", at + 1))
+    ++shown;
+  CHECK(static_cast<size_t>(rates) == shown);
   // A run that was neither stopped nor out of time says neither.
   CHECK_MESSAGE(r.output.find("interrupted") == std::string::npos, r.output);
   CHECK_MESSAGE(r.output.find("time budget of") == std::string::npos, r.output);
@@ -217,6 +225,36 @@ TEST_CASE("the majority task trains an encoder with a classification head") {
   const auto classifier = training::TextClassifier::load(dir);
   const double none = classifier.accuracy({}, {});
   CHECK(none == 0.0);
+  // Its validation loss, which the hooks compute 64 texts at a time, is the mean cross-entropy
+  // over every held-out text: here 130 (two batches of 64 and one of 2), against each text's
+  // -log softmax worked out from one forward pass over all of them.
+  training::LabelledTexts valid, train{{"a b"}, {0}};
+  const std::vector<std::string> letters = {"a", "b", "c", "d", "e", "f", "g", "h"};
+  for (int i = 0; i < 130; ++i) {
+    std::string text;
+    for (int j = 0; j <= i % 7; ++j) text += (j ? " " : "") + letters[(i * 5 + j * 3) % 8];
+    valid.texts.push_back(text);
+    valid.labels.push_back(i % 3);
+  }
+  nn::SGD unused(classifier.model->parameters(), {.lr = 0.0});
+  training::Trainer trainer(*classifier.model, unused, nullptr, {.epochs = 1, .quiet = true});
+  training::set_classifier_hooks(trainer, classifier, train, valid, 0, 32);
+  const double hooks_loss = trainer.evaluate(false)["valid_loss"].get<double>();
+  classifier.model->eval();
+  auto [ids, mask] = classifier.batch(valid.texts);
+  const Tensor logits = classifier.model->forward(ids, mask);
+  REQUIRE(logits.shape() == Shape{130, 3});
+  const std::vector<float> flat = logits.to_vector();
+  double expected = 0;
+  for (size_t i = 0; i < 130; ++i) {
+    const std::vector<double> row(flat.begin() + 3 * i, flat.begin() + 3 * i + 3);
+    const double top = *std::max_element(row.begin(), row.end());
+    double total = 0;
+    for (double v : row) total += std::exp(v - top);
+    expected += top + std::log(total) - row[valid.labels[i]];
+  }
+  expected /= 130;
+  CHECK(hooks_loss == doctest::Approx(expected).epsilon(1e-5));
 }
 
 // With the paper's schedule, whose value at a step does not depend on the planned number of
@@ -862,6 +900,24 @@ TEST_CASE("translate decodes within a memory limit of exactly its estimate, not 
   check_error([&] { tr.translate({text}, beam, 0.6f, max_length); },
               {"translate: about 0.0 GB to decode 3 hypotheses at once (beam 3) of up to 9 tokens",
                "more than the 0.0 GB this process may use"});
+}
+
+// Greedy decoding takes 256 sentences a batch: 512 make two full batches and nothing after them,
+// and each sentence decodes as it does alone. No sentences decode to none.
+TEST_CASE("translate: two full batches of sentences, and none" *
+          doctest::test_suite("end-to-end")) {
+  const std::string dir = fresh_dir("translate_batches");
+  REQUIRE(run("train --task copy --epochs 1 --out " + dir + " " + kQuick).code == 0);
+  const training::Translator tr = training::Translator::load(dir);
+  CHECK(tr.translate({}).empty());
+  const std::vector<std::string> words = {"a", "b", "c", "d", "e"};
+  std::vector<std::string> texts;
+  for (int i = 0; i < 512; ++i)
+    texts.push_back(words[i % 5] + " " + words[(i / 5) % 5] + (i % 3 ? " " + words[i % 4] : ""));
+  const auto together = tr.translate(texts);
+  REQUIRE(together.size() == 512);
+  for (const size_t i : {size_t{0}, size_t{255}, size_t{256}, size_t{511}})
+    CHECK(together[i] == tr.translate({texts[i]})[0]);
 }
 
 // The validation BLEU a run reports and keeps in run.json is `anatomy bleu` on the model's
