@@ -180,6 +180,9 @@ int anatomy::cli::main(int argc, char** argv) {
       anatomy::kernels();  // an unknown ANATOMY_KERNELS is refused here, before any work
     for (auto& [sub, run] : commands)
       if (sub->parsed()) return run();
+    // app.parse requires one command, and every command is in `commands`: reaching here would
+    // mean a command was added without its runner, which must not pass as a success.
+    throw anatomy::Error("no command ran (a command without its runner in cli.cpp)");
   } catch (const anatomy::Error& e) {
     fmt::print(stderr, "anatomy: {}\n", e.what());
     return 1;
@@ -197,5 +200,4 @@ int anatomy::cli::main(int argc, char** argv) {
     fmt::print(stderr, "anatomy: {}\n", e.what());
     return 1;
   }
-  return 0;
 }

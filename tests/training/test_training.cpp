@@ -296,6 +296,20 @@ TEST_CASE("--resume keeps every option the run was started with, bit for bit" *
     CAPTURE(field);
     CHECK(ja[field] == jb[field]);
   }
+  // And the runs took each option as given: one the command line dropped would leave both runs
+  // at its default, alike.
+  const nlohmann::json given = {
+      {"lr", 0.003}, {"warmup", 9},  {"max_tokens", 256},   {"label_smoothing", 0.05},
+      {"clip", 0.5}, {"limit", 800}, {"early_stop", false}, {"select", "loss"},
+      {"average", 2}};
+  for (const auto& item : given.items()) {
+    const std::string name = item.key();
+    CAPTURE(name);
+    CHECK(jb["options"][name] == item.value());
+  }
+  CHECK(jb["seed"] == 7);
+  CHECK(jb["schedule"] == "noam");
+  CHECK(jb["preset"] == "tiny");
 }
 
 TEST_CASE("Ctrl-C saves a checkpoint that resumes, and the time budget stops with the best saved") {
