@@ -348,6 +348,13 @@ TEST_CASE("run.json is checked field by field before a resume trusts it") {
   CHECK(h.curve.eval[0].metrics[0].first == "bleu");
   CHECK(h.curve.eval[0].metrics[0].second == 2);
   CHECK(h.curve.eval[1].metrics.empty());
+  // Every option at the bottom of its range passes: 0 is "the preset's" (or "none") for each,
+  // as on the command line, and a resume must take it back.
+  std::ofstream(dir + "/run.json")
+      << R"({"options": {"lr": 0, "warmup": 0, "max_tokens": 0, "label_smoothing": 0, "clip": 0,
+             "limit": 0, "early_stop": false, "select": "loss", "average": 0,
+             "time_budget": 0}})";
+  CHECK_NOTHROW((void)run.read_run());
 }
 
 // A resumed run's best comes from run.json, checked for the types of its metrics but not for

@@ -42,4 +42,11 @@ TEST_CASE("corpus size: the largest the budget buys 20 epochs of, on a corpus la
   const auto none = choose_corpus_size(tatoeba, 0, 2);
   CHECK(none.size.name == "small");
   CHECK(none.why == "there is no time budget to size it for");
+  // A corpus with no target tokens counts as one: a finite number of epochs, never "inf".
+  const auto empty = choose_corpus_size(0, 900, 1);
+  CHECK(empty.size.name == "small");
+  const double per_second = sizes[0].tokens_per_second;
+  CHECK_MESSAGE(empty.why.find(fmt::format("about {:.0f} epochs of 0 target tokens",
+                                           900 * per_second)) != std::string::npos,
+                empty.why);
 }

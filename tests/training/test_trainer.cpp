@@ -149,6 +149,15 @@ TEST_CASE("only a better, finite evaluation becomes the best") {
   CHECK(result.best["valid_loss"].get<double>() == 1.0);
 }
 
+// A log line's metrics: the usual four first in one order, each in its own format (exact match
+// and accuracy as percentages), then any other metric by its name, and text values left out.
+TEST_CASE("format_metrics shows the usual metrics first, each in its format") {
+  const training::Metrics m = {{"chrf", 45.678},       {"note", "text"}, {"accuracy", 50.0},
+                               {"exact_match", 10.26}, {"bleu", 23.456}, {"valid_loss", 1.23456}};
+  CHECK(training::format_metrics(m) ==
+        "  valid loss 1.2346  BLEU 23.46  exact 10.3%  accuracy 50.0%  chrf 45.68");
+}
+
 // fit() needs the number of batches and a loss (loss, or batch and batch_loss): each missing
 // piece is refused by name before any step.
 TEST_CASE("fit() without batches or without a loss is refused") {
@@ -313,6 +322,10 @@ TEST_CASE("loss.svg puts each point on the axes' scale and centres the y title o
   CHECK(x_of.begin()->second == doctest::Approx(std::stod(grid[1])));
   CHECK(x_of.rbegin()->second == doctest::Approx(std::stod(grid[2])));
   CHECK(y_of.begin()->second == doctest::Approx(std::stod(axis[1])));
+  // Each x tick's label sits 18 px below the x axis, inside the picture.
+  const auto x_label_ys = captured_numbers(svg, R"re(class="x-tick" x="[\d.]+" y="([\d.]+)")re");
+  CHECK(x_label_ys.size() == x_of.size());
+  for (const double y : x_label_ys) CHECK(y == doctest::Approx(std::stod(axis[1]) + 18));
   // The training line: step 0 at loss 3, step 100 at loss 1.
   const std::smatch line = [&] {
     std::smatch m;
