@@ -178,8 +178,8 @@ def survivors_page():
             why = re.sub(r"^accepted:\s*", "", why)
             what = "every mutant" if operator == "*" else f"`{operator}`"
             fence = "``" if "`" in line else "`"
-            out += ["", f"- **{kind}**, `{f}`, {what} in {fence} {line} {fence}:", f"  {why}."
-                    if not why.endswith(".") else f"  {why}"]
+            out += ["", f"- **{kind}**, `{f}`, {what} in {fence} {line} {fence}:",
+                    f"  {why.rstrip('.')}."]
     return "\n".join(out) + "\n"
 
 
