@@ -48,18 +48,18 @@ void LossCurve::write_csv(const std::string& path) const {
 
 void LossCurve::write_svg(const std::string& path, const std::string& title) const {
   const double W = 640, H = 360, L = 64, R = 20, T = 40, B = 52;
-  double max_step = 1, lo = 1e30, hi = -1e30;
-  for (const auto& p : train) {
-    max_step = std::max(max_step, static_cast<double>(p.step));
-    lo = std::min(lo, p.train_loss);
-    hi = std::max(hi, p.train_loss);
-  }
-  for (const auto& p : eval) {
-    max_step = std::max(max_step, static_cast<double>(p.step));
-    lo = std::min(lo, p.valid_loss);
-    hi = std::max(hi, p.valid_loss);
-  }
-  if (!(lo <= hi) || !std::isfinite(lo) || !std::isfinite(hi)) lo = 0, hi = 1;
+  // A loss that is NaN or infinite (an evaluation that diverged) has no place on the scale: it is
+  // left out of the axes and not drawn, and the finite points keep their scale.
+  double max_step = 1, lo = INFINITY, hi = -INFINITY;
+  auto cover = [&](int64_t step, double loss) {
+    max_step = std::max(max_step, static_cast<double>(step));
+    if (!std::isfinite(loss)) return;
+    lo = std::min(lo, loss);
+    hi = std::max(hi, loss);
+  };
+  for (const auto& p : train) cover(p.step, p.train_loss);
+  for (const auto& p : eval) cover(p.step, p.valid_loss);
+  if (lo > hi) lo = 0, hi = 1;  // no finite loss
   // Round ticks that cover the data; the axes span exactly the ticks.
   const auto y_ticks = viz::nice_ticks(std::max(0.0, lo), hi, 5);
   const auto x_ticks = viz::nice_ticks(0, max_step, 6);
@@ -93,16 +93,18 @@ void LossCurve::write_svg(const std::string& path, const std::string& title) con
       R"svg(<text transform="translate(16,{}) rotate(-90)" text-anchor="middle">loss (cross-entropy, nats)</text>)svg"
       "\n",
       (T + H - B) / 2);
-  if (!train.empty()) {
-    s += R"(<polyline fill="none" stroke="#1f77b4" stroke-width="1.5" points=")";
-    for (const auto& p : train)
-      s += fmt::format("{:.1f},{:.1f} ", x(static_cast<double>(p.step)), y(p.train_loss));
-    s += "\"/>\n";
-  }
+  std::string points;
+  for (const auto& p : train)
+    if (std::isfinite(p.train_loss))
+      points += fmt::format("{:.1f},{:.1f} ", x(static_cast<double>(p.step)), y(p.train_loss));
+  if (!points.empty())
+    s +=
+        R"(<polyline fill="none" stroke="#1f77b4" stroke-width="1.5" points=")" + points + "\"/>\n";
   for (const auto& p : eval)
-    s += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="4" fill="#d62728"/>)"
-                     "\n",
-                     x(static_cast<double>(p.step)), y(p.valid_loss));
+    if (std::isfinite(p.valid_loss))
+      s += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="4" fill="#d62728"/>)"
+                       "\n",
+                       x(static_cast<double>(p.step)), y(p.valid_loss));
   s += fmt::format(
       R"(<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="#1f77b4" stroke-width="2"/><text x="{}" y="{}">train loss</text>)"
       R"(<circle cx="{}" cy="{}" r="4" fill="#d62728"/><text x="{}" y="{}">valid loss</text>)"

@@ -29,6 +29,15 @@ TEST_CASE("corpus size: the largest the budget buys 20 epochs of, on a corpus la
   const double seconds_for_20 = 20.0 * tatoeba / sizes[1].tokens_per_second;
   CHECK(choose_corpus_size(tatoeba, seconds_for_20 * 1.001, 1).size.name == "medium");
   CHECK(choose_corpus_size(tatoeba, seconds_for_20 * 0.999, 1).size.name == "small");
+  // Exactly 20 epochs count as 20 in the reason too: 100 s of the small model on a corpus that
+  // takes it 5 s an epoch (too small for medium).
+  const int64_t five_seconds = static_cast<int64_t>(5 * sizes[0].tokens_per_second);
+  REQUIRE(five_seconds < sizes[1].min_corpus_tokens);
+  const auto exact = choose_corpus_size(five_seconds, 100, 1);
+  CHECK(exact.size.name == "small");
+  CHECK_MESSAGE(exact.why.find("about 20 epochs of 64000 target tokens (the largest size that "
+                               "gets 20)") != std::string::npos,
+                exact.why);
   // A corpus ten times larger gets the small model from the same 15 minutes on two cores, and
   // says that even it gets fewer than 20 epochs.
   const auto big = choose_corpus_size(10 * tatoeba, 900, 2);

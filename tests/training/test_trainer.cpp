@@ -130,21 +130,22 @@ TEST_CASE("an evaluation inside an epoch is recorded as partial, the epoch's las
 }
 
 // The best evaluation is the one `better` prefers, and only that: a later, worse one does not
-// replace it, nor does one whose metrics are NaN (a diverged model). Validation losses 2, 1, 3
-// and NaN at the ends of four epochs: the best is the second.
+// replace it, nor does one whose metrics are NaN (a diverged model), not even the first. Validation
+// losses NaN, 2, 1, 3 and NaN at the ends of five epochs, each beside a metric that is text: the
+// best is the third.
 TEST_CASE("only a better, finite evaluation becomes the best") {
   OneWeight model;
   nn::SGD opt(model.parameters(), {.lr = 0.01});
-  training::Trainer trainer(model, opt, nullptr, {.epochs = 4, .quiet = true});
+  training::Trainer trainer(model, opt, nullptr, {.epochs = 5, .quiet = true});
   trainer.batches = [](int64_t) { return int64_t{1}; };
   trainer.loss = [&](int64_t, int64_t) { return training::BatchLoss{sum(model.w * model.w)}; };
-  const std::vector<double> losses = {2.0, 1.0, 3.0, std::nan("")};
+  const std::vector<double> losses = {std::nan(""), 2.0, 1.0, 3.0, std::nan("")};
   size_t evaluations = 0;
   trainer.evaluate = [&](bool) {
-    return training::Metrics{{"valid_loss", losses.at(evaluations++)}};
+    return training::Metrics{{"valid_loss", losses.at(evaluations++)}, {"note", "text"}};
   };
   const training::TrainResult result = trainer.fit();
-  CHECK(evaluations == 4);
+  CHECK(evaluations == 5);
   REQUIRE(result.best.contains("valid_loss"));
   CHECK(result.best["valid_loss"].get<double>() == 1.0);
 }
@@ -383,6 +384,33 @@ TEST_CASE("loss.svg's x axis reaches an evaluation after the last training point
   REQUIRE(dots.size() == 2);
   CHECK(dots[0] < dots[1]);
   CHECK(dots[1] < width[0]);
+}
+
+// A diverged evaluation (an infinite or NaN loss) is left off the plot: the axes span the finite
+// losses, as they would without it, and no coordinate of the picture is "inf" or "nan".
+TEST_CASE("loss.svg leaves out a loss that is not finite and keeps the others' scale") {
+  training::LossCurve curve;
+  curve.train = {{0, 3.0, 0.001}, {100, 1.0, 0.002}};
+  curve.eval = {{50, INFINITY, {}}, {60, NAN, {}}, {100, 1.5, {}}};
+  const std::string svg = loss_svg(curve, "loss_svg_not_finite");
+  const auto labels = captured_numbers(svg, R"re(class="y-tick"[^>]*>([\d.]+)<)re");
+  REQUIRE(labels.size() >= 2);
+  CHECK(*std::min_element(labels.begin(), labels.end()) <= 1.0);
+  CHECK(*std::max_element(labels.begin(), labels.end()) >= 3.0);
+  CHECK(*std::max_element(labels.begin(), labels.end()) < 4.0);
+  CHECK(svg.find("inf") == std::string::npos);
+  CHECK(svg.find("nan") == std::string::npos);
+  const auto dots =
+      captured_numbers(svg, R"re(<circle cx="([\d.]+)" cy="[\d.]+" r="4" fill="#d62728"/>\n)re");
+  CHECK(dots.size() == 1);
+  // One loss alone: the axis is drawn around it, not from 0 to 1.
+  training::LossCurve one;
+  one.train = {{10, 5.0, 0.001}};
+  const auto one_labels =
+      captured_numbers(loss_svg(one, "loss_svg_one"), R"re(class="y-tick"[^>]*>([\d.]+)<)re");
+  REQUIRE(!one_labels.empty());
+  CHECK(*std::min_element(one_labels.begin(), one_labels.end()) <= 5.0);
+  CHECK(*std::max_element(one_labels.begin(), one_labels.end()) >= 5.0);
 }
 
 // The progress bar's ETA: the batches left at the pace so far, cut to what the time budget has

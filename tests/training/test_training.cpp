@@ -221,6 +221,8 @@ TEST_CASE("the majority task trains an encoder with a classification head") {
   REQUIRE(meta["history"].size() == 2);
   // Well above chance (three classes: 33%) after two epochs.
   CHECK(meta["best"]["accuracy"].get<double>() > 60.0);
+  // run.json records the rate it trained at (the default, 1e-3), which --resume takes back.
+  CHECK(meta["options"]["lr"].get<double>() == 1e-3);
   // The folder loads as a TextClassifier. Its accuracy on no texts is 0%, not 0 / 0.
   const auto classifier = training::TextClassifier::load(dir);
   const double none = classifier.accuracy({}, {});
