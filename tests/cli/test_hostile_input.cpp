@@ -357,6 +357,105 @@ TEST_CASE("run.json is checked field by field before a resume trusts it") {
   CHECK_NOTHROW((void)run.read_run());
 }
 
+// A run folder says what is wrong with it: not a run, not JSON, a run already there, no weights
+// yet; and the weights a folder gives are the best model's, else the last one's.
+TEST_CASE("a run folder names what it lacks, and gives the best weights before the last") {
+  const std::string dir = scratch("run_folder");
+  const training::RunDir run{dir};
+  check_error([&] { (void)run.read_run(); },
+              {dir + " is not a training run folder (no run.json)", "anatomy train --out " + dir});
+  std::ofstream(dir + "/run.json") << "{\"kind\": ";
+  check_error([&] { (void)run.read_run(); }, {dir + ": run.json is not valid JSON"});
+  std::ofstream(dir + "/run.json") << R"({"kind": "lm"})";
+  check_error([&] { (void)run.create(); }, {dir + " already holds a training run; pass --resume"});
+  check_error([&] { (void)run.start(false, "lm"); },
+              {dir + " already holds a training run; pass --resume"});
+  CHECK(run.start(true, "lm")["kind"] == "lm");
+  check_error([&] { (void)run.weights(); }, {dir + " holds no weights yet"});
+  std::filesystem::create_directories(dir + "/last");
+  std::ofstream(dir + "/last/model.safetensors") << "x";
+  CHECK(run.weights() == dir + "/last/model.safetensors");
+  std::filesystem::create_directories(dir + "/best");
+  std::ofstream(dir + "/best/model.safetensors") << "x";
+  CHECK(run.weights() == dir + "/best/model.safetensors");
+}
+
+// Every numeric field of run.json is accepted at each end of its range and refused just past it,
+// by name: a bound that drifted would refuse a run that trained, or let in a value training
+// then trusts (a beam of 0, a negative step).
+TEST_CASE("run.json's numbers are taken at each end of their ranges and refused past them") {
+  const std::string dir = scratch("run_json_ranges");
+  const training::RunDir run{dir};
+  struct Range {
+    std::string name;                                     // as the error names it
+    std::function<std::string(const std::string&)> json;  // run.json with the value in place
+    bool integer;
+    double min, max;
+  };
+  auto top = [](const std::string& key) {
+    return [key](const std::string& v) { return fmt::format(R"({{"{}": {}}})", key, v); };
+  };
+  auto in = [](const std::string& object, const std::string& key, const std::string& beside = "") {
+    return [=](const std::string& v) {
+      return fmt::format(R"({{"{}": {{"{}": {}{}}}}})", object, key, v, beside);
+    };
+  };
+  const std::string both = R"(, "beam": 4, "length_penalty": 0.6)";
+  const double max_int = 9.0e15;
+  const std::vector<Range> ranges = {
+      {"epochs", top("epochs"), true, 0, 1e6},
+      {"iters", top("iters"), true, 0, 1e9},
+      {"step", top("step"), true, 0, max_int},
+      {"seconds", top("seconds"), false, 0, 1e12},
+      {"seed", top("seed"), true, 0, NAN},  // its top is 2^64 - 1, past which JSON has no integer
+      {"data.max_chars", in("data", "max_chars"), true, 0, 1e9},
+      {"decoding.beam", in("decoding", "beam", R"(, "length_penalty": 0.6)"), true, 1, 1000},
+      {"decoding.length_penalty", in("decoding", "length_penalty", R"(, "beam": 4)"), false, 0, 10},
+      {"decoding.pairs", in("decoding", "pairs", both), true, 0, 1e9},
+      {"decoding.greedy_bleu", in("decoding", "greedy_bleu", both), false, 0, 100},
+      {"decoding.beam_bleu", in("decoding", "beam_bleu", both), false, 0, 100},
+      {"options.lr", in("options", "lr"), false, 0, 1e30},
+      {"options.warmup", in("options", "warmup"), true, 0, 1e9},
+      {"options.max_tokens", in("options", "max_tokens"), true, 0, 1e7},
+      {"options.label_smoothing", in("options", "label_smoothing"), false, 0, 0.99},
+      {"options.clip", in("options", "clip"), false, 0, 1e6},
+      {"options.limit", in("options", "limit"), true, 0, 1e9},
+      {"options.average", in("options", "average"), true, 0, 1e6},
+      {"options.time_budget", in("options", "time_budget"), false, 0, 1e9},
+      {"history[0].step",
+       [](const std::string& v) { return R"({"history": [{"step": )" + v + "}]}"; }, true, 0,
+       max_int},
+      {"history[0].epoch",
+       [](const std::string& v) { return R"({"history": [{"epoch": )" + v + "}]}"; }, true, 0,
+       max_int},
+      {"curve[0][0]", [](const std::string& v) { return R"({"curve": [[)" + v + ", 2.0, 0.1]]}"; },
+       true, 0, max_int},
+      {"best.valid_loss", in("best", "valid_loss"), false, -1e300, 1e300},
+      {"curve[0][2]", [](const std::string& v) { return R"({"curve": [[1, 2.0, )" + v + "]]}"; },
+       false, -1e300, 1e300},
+  };
+  auto text = [](bool integer, double v) {
+    return integer ? fmt::format("{}", static_cast<int64_t>(v)) : fmt::format("{}", v);
+  };
+  for (const Range& r : ranges) {
+    CAPTURE(r.name);
+    const double below = r.min - std::max(1.0, std::abs(r.min) * 0.1);
+    std::vector<std::pair<double, bool>> values = {{r.min, true}, {below, false}};
+    if (!std::isnan(r.max))
+      values.insert(values.end(), {{r.max, true}, {r.max + std::max(1.0, r.max * 0.1), false}});
+    for (const auto& [value, taken] : values) {
+      const std::string json = r.json(text(r.integer, value));
+      CAPTURE(json);
+      std::ofstream(dir + "/run.json") << json;
+      if (taken)
+        CHECK_NOTHROW((void)training::read_history(run.read_run()));
+      else
+        check_error([&] { (void)training::read_history(run.read_run()); },
+                    {fmt::format("'{}' is {}", r.name, text(r.integer, value))});
+    }
+  }
+}
+
 // A resumed run's best comes from run.json, checked for the types of its metrics but not for
 // which are there: a best without the metric the choice compares counts as the worst, where
 // reading it was undefined (nlohmann's operator[] on a missing key of a const object).

@@ -322,4 +322,37 @@ TEST_CASE("export: a write that fails leaves nothing behind, and the retry succe
   }
 }
 
+// export.json gives the loop the schedule's own step, from the training state's scheduler.step,
+// and the optimizer's step when a state has none. Here the two are made to differ (in a run they
+// move together, which would hide which one is read).
+TEST_CASE("export: the schedule continues from the scheduler's step, else the optimizer's") {
+  const std::string A = ANATOMY_CLI;
+  const testing::TempDir tmp;
+  const std::string text = tmp / "text.txt";
+  {
+    std::ofstream f(text);
+    for (int i = 0; i < 200; ++i) f << "to be or not to be, that is the question.\n";
+  }
+  const std::string run = tmp / "lm";
+  REQUIRE(sh(A + " train --threads 1 --task lm --preset tiny --iters 2 --text " + text + " --out " +
+             run)
+              .code == 0);
+  const std::string state = run + "/last/training.safetensors";
+  SafetensorsFile file = load_safetensors(state);
+  REQUIRE(file.tensors.count("scheduler.step"));
+  CHECK(file.tensors.at("step").item<int64_t>() == 2);
+  auto exported_step = [&](const std::string& name) {
+    save_safetensors(state, file.tensors, file.metadata);
+    const std::string to = tmp / name;
+    const auto e = sh(A + " export --checkpoint " + run + " --to " + to);
+    REQUIRE_MESSAGE(e.code == 0, e.output);
+    std::ifstream f(to + "/export.json");
+    return nlohmann::json::parse(f)["schedule"]["step"].get<int64_t>();
+  };
+  file.tensors["scheduler.step"] = full({}, 7, kInt64);
+  CHECK(exported_step("seven") == 7);
+  file.tensors.erase("scheduler.step");
+  CHECK(exported_step("none") == 2);
+}
+
 TEST_SUITE_END();

@@ -68,11 +68,32 @@ TEST_SUITE("end-to-end") {
     CHECK(run_json["labels"] == nlohmann::json({"question", "statement"}));
     CHECK(run_json["pretrained"] == true);
     CHECK(run_json["epochs"] == 3);
+    CHECK(run_json["task"] == "classify");
+    CHECK(run_json["model_dir"] == model);
+    CHECK(run_json["freeze_body"] == false);
+    // The rate it trained at: fine-tuning's usual 5e-5, as run.json records it.
+    CHECK(run_json["options"]["lr"].get<double>() == 5e-5);
+    CHECK(nlohmann::json::parse(bytes(tmp / "scratch/run.json"))["pretrained"] == false);
+    // Every fifth line is held out; --limit then cuts the rest to 200.
+    size_t lines = 0;
+    {
+      std::ifstream f(data);
+      for (std::string line; std::getline(f, line);) ++lines;
+    }
+    REQUIRE(lines * 4 / 5 > 200);
+    CHECK_MESSAGE(
+        pretrained.output.find(fmt::format("(200 train, {} held out, labels: question, statement)",
+                                           lines / 5)) != std::string::npos,
+        pretrained.output);
 
     // Fine-tuning changed the body; --freeze-body trains the head and leaves every body tensor
     // as the folder has it.
     const Result frozen = run(args + " --freeze-body --epochs 1 --out " + (tmp / "frozen"));
     REQUIRE_MESSAGE(frozen.code == 0, frozen.output);
+    // A head trained alone starts from nothing, at the larger rate 1e-3.
+    const auto frozen_json = nlohmann::json::parse(bytes(tmp / "frozen/run.json"));
+    CHECK(frozen_json["freeze_body"] == true);
+    CHECK(frozen_json["options"]["lr"].get<double>() == 1e-3);
     const auto folder = checkpoints::load_bert_folder(model);
     const auto body = folder.model->state_dict();
     const auto tuned = load_safetensors(tmp / "pretrained/last/model.safetensors").tensors;

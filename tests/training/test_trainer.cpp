@@ -1,5 +1,8 @@
 // The Trainer's loop on a model of one weight, where what is checked is the loop itself: when
 // it evaluates and when it stops.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -55,6 +58,43 @@ std::vector<double> captured_numbers(const std::string& text, const std::string&
        ++it)
     out.push_back(std::stod((*it)[1]));
   return out;
+}
+
+// What `f` prints on stdout, caught in a file of a fresh folder named after `name`: not a
+// terminal, so the progress bar stays silent and only the log lines are written.
+template <typename F>
+std::string printed(const std::string& name, F f) {
+  const std::string dir = fresh_dir(name);
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/stdout.txt";
+  {
+    std::fflush(stdout);
+    const int saved = ::dup(STDOUT_FILENO);
+    REQUIRE(saved >= 0);
+    const int file = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    REQUIRE(file >= 0);
+    ::dup2(file, STDOUT_FILENO);
+    ::close(file);
+    struct Restore {
+      int saved;
+      ~Restore() {
+        std::fflush(stdout);
+        ::dup2(saved, STDOUT_FILENO);
+        ::close(saved);
+      }
+    } restore{saved};
+    f();
+  }
+  return bytes(path);
+}
+
+// The log's lines with each "(R tok/s, T)" cut to "(tok/s, time)", after checking that R is a
+// positive rate and T a time: what the lines say apart from how fast this machine ran them.
+std::string without_rates(const std::string& log) {
+  const std::regex rate(R"re(\((\d+(?:\.\d+)?)[kM]? tok/s, (\d+:\d\d)\))re");
+  for (std::sregex_iterator it(log.begin(), log.end(), rate), end; it != end; ++it)
+    CHECK_MESSAGE(std::stod((*it)[1]) > 0, it->str());
+  return std::regex_replace(log, rate, "(tok/s, time)");
 }
 
 }  // namespace
@@ -411,6 +451,86 @@ TEST_CASE("loss.svg leaves out a loss that is not finite and keeps the others' s
   REQUIRE(!one_labels.empty());
   CHECK(*std::min_element(one_labels.begin(), one_labels.end()) <= 5.0);
   CHECK(*std::max_element(one_labels.begin(), one_labels.end()) >= 5.0);
+}
+
+// The lines a run prints: every --log-every steps inside an epoch, the train loss (and its NLL)
+// since the line before with the learning rate; at each epoch's end the epoch's train loss over
+// all its tokens, the evaluation, and "best" when it is. Batch b (from 0) of each of the six
+// batches of an epoch has loss 1 + b over b + 1 tokens and NLL 0.5 + b: batches 0 and 1 give
+// (1 + 4) / 3 and (0.5 + 3) / 3, batches 2 and 3 (9 + 16) / 7 and (7.5 + 14) / 7, and all six
+// 91 / 21 and 80.5 / 21.
+TEST_CASE("the log lines show each window's and each epoch's losses, the rate and the best") {
+  OneWeight model;
+  nn::SGD opt(model.parameters(), {.lr = 1e-30});  // w stays 1: the losses are the ones given
+  training::Trainer trainer(model, opt, nullptr, {.epochs = 2, .clip = 0, .log_every = 2});
+  trainer.batches = [](int64_t) { return int64_t{6}; };
+  trainer.loss = [&](int64_t, int64_t batch) {
+    const auto b = static_cast<float>(batch);
+    return training::BatchLoss{sum(model.w * (1 + b)), batch + 1, 0.5 + b};
+  };
+  const std::vector<double> valid = {2.0, 3.0};
+  size_t evaluations = 0;
+  trainer.evaluate = [&](bool) {
+    return training::Metrics{{"valid_loss", valid.at(evaluations++)}};
+  };
+  const std::string log = without_rates(printed("log_lines", [&] { trainer.fit(); }));
+  CHECK(log ==
+        "epoch 1/2, batch 2/6  train loss 1.6667 (nll 1.1667)  lr 1.00e-30  (tok/s, time)\n"
+        "epoch 1/2, batch 4/6  train loss 3.5714 (nll 3.0714)  lr 1.00e-30  (tok/s, time)\n"
+        "epoch 1/2  train loss 4.3333 (nll 3.8333)  valid loss 2.0000  (tok/s, time)  best\n"
+        "epoch 2/2, batch 2/6  train loss 1.6667 (nll 1.1667)  lr 1.00e-30  (tok/s, time)\n"
+        "epoch 2/2, batch 4/6  train loss 3.5714 (nll 3.0714)  lr 1.00e-30  (tok/s, time)\n"
+        "epoch 2/2  train loss 4.3333 (nll 3.8333)  valid loss 3.0000  (tok/s, time)\n");
+  // Counted in steps, with no NLL (the loss is the NLL itself), and what the best is chosen by.
+  training::Trainer steps(
+      model, opt, nullptr,
+      {.epochs = 1, .clip = 0, .log_every = 3, .unit = "step", .best_by = "validation loss"});
+  steps.batches = [](int64_t) { return int64_t{4}; };
+  steps.loss = [&](int64_t, int64_t batch) {
+    return training::BatchLoss{sum(model.w * static_cast<float>(batch)), 2};
+  };
+  steps.evaluate = [&](bool) { return training::Metrics{{"valid_loss", 0.5}}; };
+  CHECK(without_rates(printed("log_lines_steps", [&] { steps.fit(); })) ==
+        "step 3/4  train loss 1.0000  lr 1.00e-30  (tok/s, time)\n"
+        "step 4/4  train loss 1.5000  valid loss 0.5000  (tok/s, time)  best (validation loss)\n");
+  // A resumed run counted in steps says at which step it picks up.
+  const std::string dir = fresh_dir("log_lines_resume");
+  for (const bool resume : {false, true}) {
+    training::Trainer run(model, opt, nullptr,
+                          {.epochs = resume ? 2 : 1,
+                           .unit = "step",
+                           .run_dir = dir,
+                           .resume = resume,
+                           .quiet = !resume});
+    run.batches = [](int64_t) { return int64_t{4}; };
+    run.loss = [&](int64_t, int64_t) { return training::BatchLoss{sum(model.w)}; };
+    const std::string log = printed("log_lines_resumed", [&] { run.fit(); });
+    if (resume) CHECK_MESSAGE(log.find("resuming " + dir + " at step 4\n") == 0, log);
+  }
+}
+
+// A point of the loss curve is the mean of curve_every steps' losses, one step one vote whatever
+// its tokens, and the next point starts from nothing: losses 1, 2, 3 and 4 (over 1, 2, 3 and 4
+// tokens) in windows of two give 1.5 at step 2 and 3.5 at step 4.
+TEST_CASE("each point of the loss curve is the mean of its own window of steps") {
+  OneWeight model;
+  nn::SGD opt(model.parameters(), {.lr = 1e-30});  // w stays 1: the losses are the ones given
+  const std::string dir = fresh_dir("curve_windows");
+  training::Trainer trainer(
+      model, opt, nullptr,
+      {.epochs = 1, .clip = 0, .curve_every = 2, .run_dir = dir, .quiet = true});
+  trainer.batches = [](int64_t) { return int64_t{4}; };
+  trainer.loss = [&](int64_t, int64_t batch) {
+    return training::BatchLoss{sum(model.w * static_cast<float>(batch + 1)), batch + 1};
+  };
+  trainer.fit();
+  const auto curve = nlohmann::json::parse(bytes(dir + "/run.json"))["curve"];
+  REQUIRE(curve.size() == 2);
+  CHECK(curve[0][0] == 2);
+  CHECK(curve[0][1].get<double>() == doctest::Approx(1.5));
+  CHECK(curve[0][2].get<double>() == doctest::Approx(1e-30).scale(0));
+  CHECK(curve[1][0] == 4);
+  CHECK(curve[1][1].get<double>() == doctest::Approx(3.5));
 }
 
 // The progress bar's ETA: the batches left at the pace so far, cut to what the time budget has

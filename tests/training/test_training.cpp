@@ -257,6 +257,33 @@ TEST_CASE("the majority task trains an encoder with a classification head") {
   }
   expected /= 130;
   CHECK(hooks_loss == doctest::Approx(expected).epsilon(1e-5));
+  // Its accuracy, which classify() computes 128 texts at a time, is the share of texts whose
+  // largest logit is their label's, in the same forward pass.
+  int64_t right = 0;
+  std::vector<int64_t> predicted;
+  for (size_t i = 0; i < 130; ++i) {
+    const auto row = flat.begin() + 3 * static_cast<int64_t>(i);
+    predicted.push_back(std::max_element(row, row + 3) - row);
+    right += predicted.back() == valid.labels[i];
+  }
+  CHECK(classifier.classify(valid.texts) == predicted);
+  CHECK(trainer.evaluate(false)["accuracy"].get<double>() ==
+        doctest::Approx(100.0 * static_cast<double>(right) / 130));
+  // An epoch of the 130 texts in batches of 32: five batches, the last of 2 texts, each text once
+  // in some order, so the batches' losses weighted by their texts average to the whole's.
+  training::Trainer batches(*classifier.model, unused, nullptr, {.epochs = 1, .quiet = true});
+  training::set_classifier_hooks(batches, classifier, valid, valid, 7, 32);
+  REQUIRE(batches.batches(0) == 5);
+  double weighted = 0;
+  int64_t texts = 0;
+  for (int64_t b = 0; b < 5; ++b) {
+    const training::BatchLoss part = batches.loss(0, b);
+    weighted += part.loss.item<double>() * static_cast<double>(part.tokens);
+    texts += part.tokens;
+  }
+  CHECK(batches.loss(0, 4).tokens == 2);
+  CHECK(texts == 130);
+  CHECK(weighted / 130 == doctest::Approx(expected).epsilon(1e-5));
 }
 
 // With the paper's schedule, whose value at a step does not depend on the planned number of
