@@ -115,7 +115,7 @@ def main():
                             betas=(0.9, 0.99))
 
     def batch(data, g=None):
-        i = torch.randint(len(data) - T - 1, (B,), generator=g)
+        i = torch.randint(len(data) - T, (B,), generator=g)
         return (torch.stack([data[j:j + T] for j in i]),
                 torch.stack([data[j + 1:j + T + 1] for j in i]))
 

@@ -43,20 +43,6 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
-// A batch of `batch` random windows: x = ids[i : i+T], y = ids[i+1 : i+T+1].
-std::pair<Tensor, Tensor> sample(const std::vector<int64_t>& ids, int64_t batch, int64_t T,
-                                 Generator& g) {
-  std::vector<int64_t> x, y;
-  const auto span = static_cast<uint64_t>(ids.size() - T - 1);
-  for (int64_t b = 0; b < batch; ++b) {
-    const auto i =
-        static_cast<int64_t>((static_cast<uint64_t>(g.next_u32()) << 32 | g.next_u32()) % span);
-    x.insert(x.end(), ids.begin() + i, ids.begin() + i + T);
-    y.insert(y.end(), ids.begin() + i + 1, ids.begin() + i + T + 1);
-  }
-  return {from_vector(x, {batch, T}), from_vector(y, {batch, T})};
-}
-
 // `model`: the TransformerForCausalLM or one of its replicas.
 Tensor lm_loss(nn::Module& model, const Tensor& x, const Tensor& y) {
   Tensor logits = dynamic_cast<models::TransformerForCausalLM&>(model).forward(x);  // [B, T, V]
@@ -71,7 +57,7 @@ double estimate_loss(nn::DataParallel& parallel, nn::Module& model, const std::v
   model.eval();
   Generator g(1234);  // the same windows every time, and the training generator untouched
   std::vector<std::pair<Tensor, Tensor>> batches;
-  for (int64_t i = 0; i < iters; ++i) batches.push_back(sample(ids, batch, T, g));
+  for (int64_t i = 0; i < iters; ++i) batches.push_back(sample_windows(ids, batch, T, g));
   std::vector<double> losses(iters);
   // Anomaly checks (--detect-anomaly) see the ops of their own thread only: then one thread.
   const int64_t n = is_anomaly_enabled() ? 1 : parallel.parts(iters);
@@ -87,6 +73,25 @@ double estimate_loss(nn::DataParallel& parallel, nn::Module& model, const std::v
 }
 
 }  // namespace
+
+std::pair<Tensor, Tensor> sample_windows(const std::vector<int64_t>& ids, int64_t batch, int64_t T,
+                                         Generator& g) {
+  if (T < 1 || batch < 1 || static_cast<int64_t>(ids.size()) <= T)
+    throw Error(fmt::format(
+        "sample_windows: expected windows of T >= 1 ids, at least one, from more than T ids (got "
+        "{} of {} from {})",
+        batch, T, ids.size()));
+  std::vector<int64_t> x, y;
+  // Every start from 0 to ids.size() - T - 1: the last window's target ends at the last id.
+  const auto span = static_cast<uint64_t>(ids.size() - T);
+  for (int64_t b = 0; b < batch; ++b) {
+    const auto i =
+        static_cast<int64_t>((static_cast<uint64_t>(g.next_u32()) << 32 | g.next_u32()) % span);
+    x.insert(x.end(), ids.begin() + i, ids.begin() + i + T);
+    y.insert(y.end(), ids.begin() + i + 1, ids.begin() + i + T + 1);
+  }
+  return {from_vector(x, {batch, T}), from_vector(y, {batch, T})};
+}
 
 int train_language_model(const TrainOptions& o) {
   if (o.threads > 0) set_num_threads(o.threads);
@@ -204,7 +209,7 @@ int train_language_model(const TrainOptions& o) {
   trainer.run_info = meta;
   trainer.batches = [&](int64_t) { return iters; };
   trainer.batch = [&](int64_t, int64_t) {
-    auto [x, y] = sample(train_ids, p.batch, block, default_generator());
+    auto [x, y] = sample_windows(train_ids, p.batch, block, default_generator());
     return std::vector<Tensor>{x, y};
   };
   trainer.batch_loss = [](nn::Module& m, const std::vector<Tensor>& xy) {

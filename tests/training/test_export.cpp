@@ -324,8 +324,9 @@ TEST_CASE("export: a write that fails leaves nothing behind, and the retry succe
 
 // export.json gives the loop the schedule's own step, from the training state's scheduler.step,
 // and the optimizer's step when a state has none. Here the two are made to differ (in a run they
-// move together, which would hide which one is read).
-TEST_CASE("export: the schedule continues from the scheduler's step, else the optimizer's") {
+// move together, which would hide which one is read). The package may go into an empty folder
+// that already exists, not into one that holds anything.
+TEST_CASE("export: the schedule continues from the scheduler's step, into an empty --to folder") {
   const std::string A = ANATOMY_CLI;
   const testing::TempDir tmp;
   const std::string text = tmp / "text.txt";
@@ -353,6 +354,18 @@ TEST_CASE("export: the schedule continues from the scheduler's step, else the op
   CHECK(exported_step("seven") == 7);
   file.tensors.erase("scheduler.step");
   CHECK(exported_step("none") == 2);
+  // --to may name a folder that exists while it is empty; one that holds anything is refused.
+  const std::string empty = tmp / "empty";
+  std::filesystem::create_directories(empty);
+  const auto into_empty = sh(A + " export --checkpoint " + run + " --to " + empty);
+  CHECK_MESSAGE(into_empty.code == 0, into_empty.output);
+  CHECK(std::filesystem::exists(empty + "/model.safetensors"));
+  const auto again = sh(A + " export --checkpoint " + run + " --to " + empty);
+  CHECK(again.code != 0);
+  CHECK_MESSAGE(
+      again.output.find("export: " + empty + " exists and is not empty; choose another --to") !=
+          std::string::npos,
+      again.output);
 }
 
 TEST_SUITE_END();

@@ -7,7 +7,9 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <numeric>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "training/train_options.hpp"
@@ -302,6 +304,9 @@ TEST_CASE("a budget-long run plans a decaying schedule for the steps the budget 
   REQUIRE(rates.size() > 40);
   CHECK(*std::max_element(rates.begin(), rates.end()) > 0.5);  // it reached near its peak
   CHECK_MESSAGE(rates.back() < 0.25, rates.back());            // and decayed by the end
+  // Gradually, over the steps still to come: 40% into the run the linear decay is near 0.6 of
+  // the peak, where a plan that ended at once (or long ago) would be at the floor.
+  CHECK_MESSAGE(rates[rates.size() * 2 / 5] > 0.3, rates[rates.size() * 2 / 5]);
 }
 
 // loss.csv: one row per step in step order, an evaluation at a step with no training point
@@ -531,6 +536,81 @@ TEST_CASE("each point of the loss curve is the mean of its own window of steps")
   CHECK(curve[0][2].get<double>() == doctest::Approx(1e-30).scale(0));
   CHECK(curve[1][0] == 4);
   CHECK(curve[1][1].get<double>() == doctest::Approx(3.5));
+}
+
+// keep_last N keeps the models of the last N evaluations in checkpoints/, named by step, and
+// removes the older ones; 1 keeps none (last/ already holds the newest).
+TEST_CASE("keep_last keeps the newest evaluations' models and removes the rest") {
+  for (const int64_t keep : {1, 3}) {
+    CAPTURE(keep);
+    OneWeight model;
+    nn::SGD opt(model.parameters(), {.lr = 0.01});
+    const std::string dir = fresh_dir(fmt::format("keep_last_{}", keep));
+    training::Trainer trainer(model, opt, nullptr,
+                              {.epochs = 5, .run_dir = dir, .quiet = true, .keep_last = keep});
+    trainer.batches = [](int64_t) { return int64_t{1}; };
+    trainer.loss = [&](int64_t, int64_t) { return training::BatchLoss{sum(model.w * model.w)}; };
+    trainer.fit();
+    const auto kept = training::kept_checkpoints(training::RunDir{dir});
+    if (keep == 1) {
+      CHECK(kept.empty());
+      continue;
+    }
+    REQUIRE(kept.size() == 3);
+    for (int64_t i = 0; i < 3; ++i)
+      CHECK(kept[i] == fmt::format("{}/checkpoints/step_{:08}.safetensors", dir, i + 3));
+    // Each is the model as it was at its step: the newest is the last model.
+    CHECK(bytes(kept[2]) == bytes(dir + "/last/model.safetensors"));
+    CHECK(bytes(kept[1]) != bytes(kept[2]));
+  }
+}
+
+// A batch's tensors must share their first dimension, of at least one row: anything else is
+// refused by name, with the shapes, before a step.
+TEST_CASE("a batch whose tensors disagree on their rows is refused with their shapes") {
+  OneWeight model;
+  nn::SGD opt(model.parameters(), {.lr = 0.01});
+  auto refused = [&](std::vector<Tensor> tensors, const std::string& fragment) {
+    training::Trainer trainer(model, opt, nullptr, {.epochs = 1, .quiet = true});
+    trainer.batches = [](int64_t) { return int64_t{1}; };
+    trainer.batch = [&](int64_t, int64_t) { return tensors; };
+    trainer.batch_loss = [&](nn::Module&, const std::vector<Tensor>&) {
+      return training::BatchLoss{sum(model.w * model.w)};
+    };
+    check_error([&] { (void)trainer.fit(); }, {fragment});
+  };
+  refused({}, "Trainer: batch returned no tensors");
+  refused({zeros({4, 2}), zeros({3, 2})}, "tensor 0 has shape [4, 2], tensor 1 [3, 2]");
+  refused({zeros({4}), zeros({})}, "tensor 0 has shape [4], tensor 1 []");
+  refused({zeros({0, 2})}, "tensor 0 has shape [0, 2], tensor 0 [0, 2]");
+}
+
+// A language model's windows: x is T ids from a start i and y the same shifted by one, and every
+// start from 0 to the last whose target ends at the last id comes up (nanoGPT's get_batch). Ids
+// 0..19 in windows of 5: starts 0 to 14, each row counting up from its start.
+TEST_CASE("sample_windows draws every window of the ids, the last one included") {
+  std::vector<int64_t> ids(20);
+  std::iota(ids.begin(), ids.end(), 0);
+  Generator g(5);
+  const auto windows = training::sample_windows(ids, 600, 5, g);
+  const Tensor &x = windows.first, &y = windows.second;
+  REQUIRE(x.shape() == Shape{600, 5});
+  REQUIRE(y.shape() == Shape{600, 5});
+  const std::vector<int64_t> xs = x.to_int_vector(), ys = y.to_int_vector();
+  std::set<int64_t> starts;
+  for (size_t row = 0; row < 600; ++row) {
+    starts.insert(xs[row * 5]);
+    for (size_t t = 0; t < 5; ++t) {
+      CHECK(xs[row * 5 + t] == xs[row * 5] + static_cast<int64_t>(t));
+      CHECK(ys[row * 5 + t] == xs[row * 5 + t] + 1);
+    }
+  }
+  CHECK(starts.size() == 15);
+  CHECK(*starts.begin() == 0);
+  CHECK(*starts.rbegin() == 14);
+  // Fewer ids than a window and its target is refused by name, not read past the end.
+  CHECK_THROWS_WITH_AS(training::sample_windows(std::vector<int64_t>(5), 2, 5, g),
+                       doctest::Contains("sample_windows: expected"), Error);
 }
 
 // The progress bar's ETA: the batches left at the pace so far, cut to what the time budget has

@@ -75,6 +75,17 @@ TEST_CASE("a short training run learns, writes its folder, and translates") {
   CHECK(used["warmup"].get<int64_t>() > 0);
   CHECK(used["warmup"] == meta["recipe"]["schedule"]["warmup"]);
   CHECK(used["lr"] == meta["recipe"]["optimizer"]["lr"]);
+  // The schedule, from the steps an epoch took: warmup over half the first epoch, between 20 and
+  // the tiny preset's 400 steps, then a linear decay (a symbol task's) ending at the third
+  // epoch's last step.
+  const int64_t per_epoch = h[0]["step"].get<int64_t>();
+  CHECK(h[2]["step"].get<int64_t>() == 3 * per_epoch);
+  const auto& schedule = meta["recipe"]["schedule"];
+  CHECK(schedule["name"] == "linear");
+  CHECK(schedule["warmup"].get<int64_t>() == std::clamp<int64_t>(per_epoch / 2, 20, 400));
+  CHECK(schedule["total_steps"].get<int64_t>() ==
+        std::max(schedule["warmup"].get<int64_t>(), 3 * per_epoch));
+  CHECK(meta["epochs"] == 3);
   // config.json holds what a translator reads: the decoder's layers as a number, no
   // classification head.
   const auto config = nlohmann::json::parse(bytes(dir + "/config.json"));
@@ -105,7 +116,11 @@ TEST_CASE("a short training run learns, writes its folder, and translates") {
   CHECK(j.contains("bleu"));
   CHECK(j["sentences"].get<int>() == 500);
   CHECK(j["split"] == "valid");  // what was scored, by name
-  CHECK(j["beam"] == 1);         // a task's run decodes greedily unless told otherwise
+  // The run's best exact match is the share of the 500 validation sentences that evaluate,
+  // another path through the same pairs, finds translated exactly by the best model.
+  CHECK(meta["best"]["exact_match"].get<double>() ==
+        doctest::Approx(j["exact_match"].get<double>()));
+  CHECK(j["beam"] == 1);  // a task's run decodes greedily unless told otherwise
   auto et = run("evaluate --checkpoint " + dir + " --split valid --beam 1");
   CHECK_MESSAGE(et.output.find("valid split (500 sentences, greedy)") == 0, et.output);
   // beam size 1 is greedy
@@ -918,6 +933,17 @@ TEST_CASE("the validation loss is the NLL per target token, as computed pair by 
   }
   CHECK(m["valid_loss"].get<double>() ==
         doctest::Approx(nll / static_cast<double>(tokens)).epsilon(1e-5));
+  // Exact match is the share of sentences translated exactly as their reference: four sources
+  // whose references are the model's own translations for the first three give 75%.
+  REQUIRE(pairs.size() >= 4);
+  std::vector<data::Pair> rigged(pairs.begin(), pairs.begin() + 4);
+  std::vector<std::string> four;
+  for (const auto& p : rigged) four.push_back(p.source);
+  const auto own = tr.translate(four);
+  for (size_t i = 0; i < 3; ++i) rigged[i].target = own[i];
+  rigged[3].target = own[3].empty() ? "a" : own[3] + " " + own[3];  // anything else
+  const auto exact = training::validate(tr, training::encode(rigged, *tr.source, *tr.target), 1536);
+  CHECK(exact["exact_match"].get<double>() == doctest::Approx(75.0));
 }
 
 // Decoding is refused when its estimate (the weights, and the cached keys and values of every

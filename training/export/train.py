@@ -86,7 +86,7 @@ def lm_batches(data, info, rank, step):
     ids, T, B = data["ids"], info["block"], info["batch"]
     g = torch.Generator().manual_seed(info["seed"] * 1000003 + step * 1009 + rank)
     while True:
-        starts = torch.randint(0, ids.numel() - T - 1, (B,), generator=g)
+        starts = torch.randint(0, ids.numel() - T, (B,), generator=g)
         yield (torch.stack([ids[i:i + T] for i in starts]),
                torch.stack([ids[i + 1:i + T + 1] for i in starts]))
 
