@@ -131,8 +131,9 @@ int train_language_model(const TrainOptions& o) {
   const auto n_train = static_cast<int64_t>(ids.size() * 9 / 10);
   const std::vector<int64_t> train_ids(ids.begin(), ids.begin() + n_train),
       val_ids(ids.begin() + n_train, ids.end());
-  if (static_cast<int64_t>(train_ids.size()) <= block + 1 ||
-      static_cast<int64_t>(val_ids.size()) <= block + 1)
+  // Each side must hold a window and its next id: block + 1 ids (see sample_windows).
+  if (static_cast<int64_t>(train_ids.size()) <= block ||
+      static_cast<int64_t>(val_ids.size()) <= block)
     throw Error(fmt::format("train: {} is too short for blocks of {} characters", o.text, block));
   if (!o.resume) {  // only once nothing above can fail: a run that cannot start leaves no folder
     lock = run.create();

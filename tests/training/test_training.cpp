@@ -18,9 +18,12 @@ TEST_SUITE_BEGIN("end-to-end");
 
 TEST_CASE("a short training run learns, writes its folder, and translates") {
   const std::string dir = fresh_dir("reverse");
-  auto r = run("train --task reverse --epochs 3 --no-early-stop --log-every 4 --out " + dir + " " +
-               kQuick);
+  auto r = run("train --task reverse --epochs 3 --no-early-stop --log-every 4 --average 1 --out " +
+               dir + " " + kQuick);
   REQUIRE_MESSAGE(r.code == 0, r.output);
+  // --average 1 averages nothing, and the log does not say it would.
+  CHECK_MESSAGE(r.output.find("model selection: validation exact match\n") != std::string::npos,
+                r.output);
   // A log (not a terminal) gets a line every 4 steps inside the epochs, and the label-smoothed
   // train loss comes with the plain NLL that the validation loss measures.
   CHECK_MESSAGE(r.output.find("epoch 1/3, batch 4/") != std::string::npos, r.output);
@@ -618,6 +621,14 @@ TEST_CASE("evaluate reads and splits a corpus exactly as training did") {
   REQUIRE_MESSAGE(no_limit.code == 0, no_limit.output);
   CHECK(nlohmann::json::parse(no_limit.output)["sentences"].get<int64_t>() ==
         lines_of(dir + "/split/train.tsv"));
+  // export reads it the same way: every training pair goes to data.safetensors (one offset more
+  // than the pairs).
+  const std::string pkg = fresh_dir("corpus_eval_export");
+  auto exported = run("export --checkpoint " + dir + " --to " + pkg);
+  REQUIRE_MESSAGE(exported.code == 0, exported.output);
+  const auto data_file = load_safetensors(pkg + "/data.safetensors").tensors;
+  REQUIRE(data_file.count("source_offsets"));
+  CHECK(data_file.at("source_offsets").numel() == lines_of(dir + "/split/train.tsv") + 1);
 }
 
 TEST_CASE("corpus runs: --valid/--test files, --reverse, --select, and checkpoint averaging") {
@@ -805,10 +816,29 @@ TEST_CASE("a budget-long run's recipe keeps where its decay really ended") {
   CHECK(total <= steps + steps / 5 + 5);
 }
 
-// The language model validates on the text's last tenth, drawing each window's start below the
-// tenth's length less the block and its next character (the window's last target): a tenth of
-// block + 1 characters leaves no start to draw and is refused before anything is written; one of
-// block + 2 trains. The tiny preset's block is 32: texts of 330 and 340 characters.
+// A corpus run without --preset gets the size its time budget buys for the corpus's target
+// tokens per epoch, [EOS] included: counted here from the training split the run wrote and its
+// target tokenizer. --epochs 1 keeps the run short; the size is still chosen for the budget.
+TEST_CASE("a corpus run sizes itself for its target tokens, the end tokens included") {
+  const std::string dir = fresh_dir("corpus_size");
+  const std::string tsv = write_corpus(dir + "_pairs.tsv", 120);
+  auto r = run("train --corpus " + tsv + " --epochs 1 --time-budget 100 --threads 1 " +
+               "--vocab-size 40 --out " + dir);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const auto target = text::load_tokenizer(dir + "/target_tokenizer");
+  int64_t tokens = 0;
+  for (const auto& p : data::read_tsv(dir + "/split/train.tsv").pairs)
+    tokens += static_cast<int64_t>(target->encode(p.target).size()) + 1;
+  CHECK_MESSAGE(r.output.find("100 s on 1 core buy it about ") != std::string::npos, r.output);
+  CHECK_MESSAGE(
+      r.output.find(fmt::format(" epochs of {} target tokens", tokens)) != std::string::npos,
+      r.output);
+}
+
+// The language model validates on the text's last tenth, in windows of the block and the
+// character after each (the window's last target): a tenth of block characters holds no such
+// window and is refused before anything is written; one of block + 1 trains. The tiny preset's
+// block is 32: texts of 320 and 330 characters.
 TEST_CASE("language model: the validation tenth must hold a window and one character more") {
   auto text_of = [](const std::string& name, size_t chars) {
     const std::string path = fresh_dir(name) + ".txt";
@@ -819,14 +849,14 @@ TEST_CASE("language model: the validation tenth must hold a window and one chara
   };
   const std::string refused = fresh_dir("lm_tenth_short");
   auto r = run("train --task lm --preset tiny --iters 1 --threads 1 --text " +
-               text_of("lm_tenth_short", 330) + " --out " + refused);
+               text_of("lm_tenth_short", 320) + " --out " + refused);
   CHECK(r.code != 0);
   CHECK_MESSAGE(r.output.find("too short for blocks of 32 characters") != std::string::npos,
                 r.output);
   CHECK_FALSE(std::filesystem::exists(refused));
   const std::string trained = fresh_dir("lm_tenth_enough");
   auto t = run("train --task lm --preset tiny --iters 1 --threads 1 --text " +
-               text_of("lm_tenth_enough", 340) + " --out " + trained);
+               text_of("lm_tenth_enough", 330) + " --out " + trained);
   CHECK_MESSAGE(t.code == 0, t.output);
 }
 
@@ -845,8 +875,14 @@ TEST_CASE(
                " --out " + dir);
   REQUIRE_MESSAGE(r.code == 0, r.output);
   std::ifstream meta_file(dir + "/run.json");
-  const auto schedule = nlohmann::json::parse(meta_file)["recipe"]["schedule"];
+  const auto meta = nlohmann::json::parse(meta_file);
+  const auto& schedule = meta["recipe"]["schedule"];
   CHECK(schedule["warmup"] == 50);
+  // run.json's options are what the run used: the rate given, the preset's warmup, and tokens per
+  // batch as the tiny preset's 16 windows of 32.
+  CHECK(meta["options"]["lr"].get<double>() == 1e-3);
+  CHECK(meta["options"]["warmup"] == 50);
+  CHECK(meta["options"]["max_tokens"] == 16 * 32);
   CHECK(schedule["total_steps"] == 50);  // what `anatomy export` hands on to PyTorch
   // The cosine's floor keeps the preset's tenth of the peak given (nanoGPT's min_lr = lr / 10).
   CHECK(schedule["min_lr"].get<double>() == doctest::Approx(1e-4).epsilon(1e-12));
@@ -864,6 +900,9 @@ TEST_CASE("average --last 2 of 3 kept checkpoints averages the two newest" *
       run("train --corpus " + tsv + " --average 3 --epochs 4 --no-early-stop --vocab-size 40 " +
           "--out " + dir + " " + kQuick);
   REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK_MESSAGE(r.output.find("model selection: validation BLEU; the last 3 evaluated models "
+                              "averaged at the end\n") != std::string::npos,
+                r.output);
   std::vector<std::string> kept;
   for (const auto& e : std::filesystem::directory_iterator(dir + "/checkpoints"))
     kept.push_back(e.path().string());
