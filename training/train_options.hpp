@@ -71,14 +71,15 @@ models::TransformerConfig build_config(
 // Each returns the process exit code: 0, or 130 when stopped by Ctrl-C / SIGTERM.
 int train_translation(const TrainOptions& o);
 int train_language_model(const TrainOptions& o);
+int train_classifier(const TrainOptions& o);
+int fine_tune_classifier(const TrainOptions& o);
+// Any of the three, chosen by o.task / o.corpus, with the run's saved options on --resume.
+int train(TrainOptions o);
+
 // A language model's batch, as nanoGPT's get_batch draws it: `batch` windows of `T` ids, each
 // from a start i drawn alike from 0 to ids.size() - T - 1, x = ids[i, i + T) and the targets
 // y = ids[i + 1, i + T + 1), both [batch, T].
 std::pair<Tensor, Tensor> sample_windows(const std::vector<int64_t>& ids, int64_t batch, int64_t T,
                                          Generator& g);
-int train_classifier(const TrainOptions& o);
-int fine_tune_classifier(const TrainOptions& o);
-// Any of the three, chosen by o.task / o.corpus, with the run's saved options on --resume.
-int train(TrainOptions o);
 
 }  // namespace anatomy::training

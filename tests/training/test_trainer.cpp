@@ -608,6 +608,8 @@ TEST_CASE("sample_windows draws every window of the ids, the last one included")
   CHECK(starts.size() == 15);
   CHECK(*starts.begin() == 0);
   CHECK(*starts.rbegin() == 14);
+  // One window is a batch too.
+  CHECK(training::sample_windows(ids, 1, 5, g).first.shape() == Shape{1, 5});
   // Fewer ids than a window and its target is refused by name, not read past the end.
   CHECK_THROWS_WITH_AS(training::sample_windows(std::vector<int64_t>(5), 2, 5, g),
                        doctest::Contains("sample_windows: expected"), Error);
