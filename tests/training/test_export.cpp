@@ -35,6 +35,21 @@ int free_port() {
 
 testing::CommandResult sh(const std::string& command) { return testing::run_command(command); }
 
+// A language model trained for 2 steps on a short text, in tmp/lm: a run to export. Returns its
+// folder.
+std::string tiny_lm_run(const testing::TempDir& tmp) {
+  const std::string text = tmp / "text.txt";
+  {
+    std::ofstream f(text);
+    for (int i = 0; i < 200; ++i) f << "to be or not to be, that is the question.\n";
+  }
+  const std::string run = tmp / "lm";
+  REQUIRE(sh(std::string(ANATOMY_CLI) + " train --threads 1 --task lm --preset tiny --iters 2 " +
+             "--text " + text + " --out " + run)
+              .code == 0);
+  return run;
+}
+
 std::string fresh(const std::string& name) {
   const auto d = anatomy::testing::temp_root() / ("anatomy_export_" + name);
   std::filesystem::remove_all(d);
@@ -295,15 +310,7 @@ TEST_CASE("export --to-hf: a run no transformers class computes is refused by na
 TEST_CASE("export: a write that fails leaves nothing behind, and the retry succeeds") {
   const std::string A = ANATOMY_CLI;
   const testing::TempDir tmp;
-  const std::string text = tmp / "text.txt";
-  {
-    std::ofstream f(text);
-    for (int i = 0; i < 200; ++i) f << "to be or not to be, that is the question.\n";
-  }
-  const std::string run = tmp / "lm";
-  REQUIRE(sh(A + " train --threads 1 --task lm --preset tiny --iters 2 --text " + text + " --out " +
-             run)
-              .code == 0);
+  const std::string run = tiny_lm_run(tmp);
   for (const std::string to : {"--to", "--to-hf"}) {
     CAPTURE(to);
     const std::string dest = tmp / ("out" + to);
@@ -329,15 +336,7 @@ TEST_CASE("export: a write that fails leaves nothing behind, and the retry succe
 TEST_CASE("export: the schedule continues from the scheduler's step, into an empty --to folder") {
   const std::string A = ANATOMY_CLI;
   const testing::TempDir tmp;
-  const std::string text = tmp / "text.txt";
-  {
-    std::ofstream f(text);
-    for (int i = 0; i < 200; ++i) f << "to be or not to be, that is the question.\n";
-  }
-  const std::string run = tmp / "lm";
-  REQUIRE(sh(A + " train --threads 1 --task lm --preset tiny --iters 2 --text " + text + " --out " +
-             run)
-              .code == 0);
+  const std::string run = tiny_lm_run(tmp);
   const std::string state = run + "/last/training.safetensors";
   SafetensorsFile file = load_safetensors(state);
   REQUIRE(file.tensors.count("scheduler.step"));
