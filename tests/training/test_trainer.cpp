@@ -309,6 +309,51 @@ TEST_CASE("a budget-long run plans a decaying schedule for the steps the budget 
   CHECK_MESSAGE(rates[rates.size() * 2 / 5] > 0.3, rates[rates.size() * 2 / 5]);
 }
 
+// The same plan in a resumed run: its pace is the steps this process took over the seconds it
+// took, not counting the steps a first process took before it. After 2,000 steps, the steps the
+// resumed budget buys (at most 1 s of 5 ms steps) are a small part of the run, so the linear
+// decay is already low 40% into them. Counting the first process's steps as this one's would
+// inflate the pace, plan thousands of steps past the budget and keep the rate near its peak.
+TEST_CASE("a resumed budget-long run plans from its own pace") {
+  const std::string dir = fresh_dir("trainer_budget_plan");
+  std::vector<double> rates;
+  auto fit = [&](bool resume, int64_t epochs, int64_t batches, double step_seconds) {
+    OneWeight model;
+    nn::SGD opt(model.parameters(), {.lr = 1.0});
+    nn::WarmupDecaySchedule schedule(opt, 1.0, 5, 1000000);
+    training::Trainer trainer(model, opt, &schedule,
+                              {.epochs = epochs,
+                               .time_budget = resume ? 2.0 : 0.0,
+                               .run_dir = dir,
+                               .resume = resume,
+                               .quiet = true});
+    trainer.batches = [=](int64_t) { return batches; };
+    trainer.loss = [&, step_seconds](int64_t, int64_t) {
+      rates.push_back(opt.lr());
+      const auto start = Clock::now();
+      while (seconds_since(start) < step_seconds) {
+      }
+      return training::BatchLoss{sum(model.w * model.w)};
+    };
+    int evaluations = 0;
+    trainer.evaluate = [&](bool) { return evaluation_of(0.0, evaluations); };
+    return trainer.fit();
+  };
+  fit(false, 1, 2000, 0.0);
+  REQUIRE(rates.size() == 2000);
+  CHECK(rates.back() > 0.99);  // a schedule of a million steps has barely begun to decay
+  // The same run with 1 s of a 2 s budget spent.
+  auto spent = nlohmann::json::parse(bytes(dir + "/run.json"));
+  spent["seconds"] = 1.0;
+  std::ofstream(dir + "/run.json") << spent.dump();
+  rates.clear();
+  CHECK(fit(true, 0, 50, 0.005).out_of_time);
+  REQUIRE(rates.size() > 40);
+  // At most 200 steps to come after 2,000: the planned decay is under 0.1 of the peak.
+  CHECK_MESSAGE(rates[rates.size() * 2 / 5] < 0.3, rates[rates.size() * 2 / 5]);
+  CHECK_MESSAGE(rates.back() < 0.1, rates.back());
+}
+
 // loss.csv: one row per step in step order, an evaluation at a step with no training point
 // gets a row of its own between the others, and each metric has its named column.
 TEST_CASE("loss.csv names its columns and merges training and validation by step") {
