@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <fstream>
 #include <numeric>
 #include <regex>
@@ -148,6 +149,40 @@ TEST_CASE("evaluate's final flag is true for the run's last evaluation only") {
   };
   CHECK(trainer.fit().step == 8);
   CHECK(finals == std::vector<bool>{false, false, false, true});
+}
+
+// A run stopped inside an epoch (here by Ctrl-C, raised during its third batch) ends with an
+// evaluation that is its last, told so, and printed as the epoch's partial end; the run folder
+// resumes after the three batches it trained.
+TEST_CASE("a run stopped inside an epoch ends with a final, partial evaluation") {
+  OneWeight model;
+  nn::SGD opt(model.parameters(), {.lr = 1e-30});  // w stays 1: every loss is 1
+  const std::string dir = fresh_dir("trainer_stopped");
+  training::Trainer trainer(model, opt, nullptr, {.epochs = 2, .eval_every = 2, .run_dir = dir});
+  trainer.batches = [](int64_t) { return int64_t{5}; };
+  trainer.loss = [&](int64_t, int64_t batch) {
+    if (batch == 2) std::raise(SIGINT);  // the Trainer's handler only asks the loop to stop
+    return training::BatchLoss{sum(model.w * model.w)};
+  };
+  std::vector<bool> finals;
+  trainer.evaluate = [&](bool final) {
+    finals.push_back(final);
+    return training::Metrics{{"valid_loss", 1.0}};
+  };
+  training::TrainResult result;
+  const std::string log =
+      without_rates(printed("trainer_stopped_log", [&] { result = trainer.fit(); }));
+  CHECK(result.interrupted);
+  CHECK(result.step == 3);
+  CHECK(finals == std::vector<bool>{false, true});
+  CHECK(log ==
+        "epoch 1/2, step 2  train loss 1.0000  valid loss 1.0000  (tok/s, time)  best\n"
+        "epoch 1/2 (partial)  train loss 1.0000  valid loss 1.0000  (tok/s, time)\n"
+        "interrupted: saved a checkpoint\n");
+  const auto history = nlohmann::json::parse(bytes(dir + "/run.json"))["history"];
+  REQUIRE(history.size() == 2);
+  CHECK(history[1]["step"] == 3);
+  CHECK(history[1]["complete"] == false);
 }
 
 // An evaluation inside an epoch (every eval_every steps) is recorded as partial: run.json's

@@ -874,6 +874,17 @@ TEST_CASE(
   auto r = run("train --task lm --preset tiny --iters 5 --threads 1 --lr 1e-3 --text " + text +
                " --out " + dir);
   REQUIRE_MESSAGE(r.code == 0, r.output);
+  // What it trains, as printed: 4,200 characters of 22 kinds, and the tiny preset's decoder of 2
+  // layers, with nanoGPT's layout. Its parameters: the token table (22 x 64, tied to the output
+  // layer) and positions (32 x 64), 2 layers of attention (4 x 64 x 64) and feed-forward
+  // (2 x 64 x 256) with two norms' weights (2 x 64), and the final norm's 64.
+  CHECK_MESSAGE(
+      r.output.find(
+          " (4200 characters, vocabulary 22): 102080 parameters, block 32, batch 16\n"
+          "  hidden 64, 4 heads, 2 layers; norm layer_norm (pre-LN, a final norm); positions "
+          "absolute; feed-forward feed_forward 256 (gelu); attention fused; embeddings tied to the "
+          "output layer; dropout 0; no biases\n") != std::string::npos,
+      r.output);
   std::ifstream meta_file(dir + "/run.json");
   const auto meta = nlohmann::json::parse(meta_file);
   const auto& schedule = meta["recipe"]["schedule"];
@@ -1008,6 +1019,15 @@ TEST_CASE("translate decodes within a memory limit of exactly its estimate, not 
   check_error([&] { tr.translate({text}, beam, 0.6f, max_length); },
               {"translate: about 0.0 GB to decode 3 hypotheses at once (beam 3) of up to 9 tokens",
                "more than the 0.0 GB this process may use"});
+  // A beam of 0 decodes greedily, as a beam of 1 does: one hypothesis a sentence, estimated so.
+  const double greedy =
+      4 * tr.config.parameter_count() +
+      tr.config.decoding_bytes(1, static_cast<int64_t>(tr.encode_source(text).size()), max_length);
+  models::TransformerConfig::set_memory_limit(greedy);
+  CHECK(tr.translate({text}, 0, 0.6f, max_length) == tr.translate({text}, 1, 0.6f, max_length));
+  models::TransformerConfig::set_memory_limit(greedy - 1);
+  check_error([&] { tr.translate({text}, 0, 0.6f, max_length); },
+              {"to decode 1 hypotheses at once (beam 0)"});
 }
 
 // Greedy decoding takes 256 sentences a batch: 512 make two full batches and nothing after them,
@@ -1026,6 +1046,84 @@ TEST_CASE("translate: two full batches of sentences, and none" *
   REQUIRE(together.size() == 512);
   for (const size_t i : {size_t{0}, size_t{255}, size_t{256}, size_t{511}})
     CHECK(together[i] == tr.translate({texts[i]})[0]);
+}
+
+// How a run chooses its decoding: beam 4 at the first length penalty that scores best, when that
+// is at least greedy's BLEU, else greedy. The references are rigged from the model's own outputs
+// so that each outcome is known: greedy's outputs as references give greedy 100, which beam
+// outputs that differ cannot reach; beam 4's outputs at one penalty give that penalty 100. A
+// model six short epochs into learning to copy is unsure enough that its beam searches find
+// other outputs than greedy's; one of fresh weights writes nothing at all, whatever the
+// decoding, so every candidate ties.
+TEST_CASE("choose_decoding: beam 4 at its first best penalty, when at least greedy's BLEU" *
+          doctest::test_suite("end-to-end")) {
+  const std::string dir = fresh_dir("choose_decoding");
+  REQUIRE(run("train --task copy --epochs 6 --out " + dir + " " + kQuick).code == 0);
+  training::Translator tr = training::Translator::load(dir);
+  const std::vector<std::string> sources = {"a b c d",   "e f g h i",   "j k l m n o",
+                                            "p q r s t", "a c e g i k", "b d f h"};
+  auto pairs_to = [&](const std::vector<std::string>& refs) {
+    std::vector<data::Pair> pairs;
+    for (size_t i = 0; i < sources.size(); ++i) pairs.push_back({sources[i], refs[i]});
+    return pairs;
+  };
+  auto bleu = [](const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
+    return data::corpus_bleu(hyps, {refs}).score;
+  };
+  const std::vector<float> penalties = {0.6f, 1.0f, 2.0f};
+  const auto greedy = tr.translate(sources, 1, 0.6f);
+  std::vector<std::vector<std::string>> beams;
+  for (const float p : penalties) beams.push_back(tr.translate(sources, 4, p));
+  // The first penalty whose beam outputs score best against refs, and that score.
+  auto best_beam = [&](const std::vector<std::string>& refs) {
+    size_t best = 0;
+    for (size_t i = 1; i < beams.size(); ++i)
+      if (bleu(beams[i], refs) > bleu(beams[best], refs)) best = i;
+    return std::pair{penalties[best], bleu(beams[best], refs)};
+  };
+
+  // Greedy's own outputs as references: greedy, with the best beam's penalty kept for --beam.
+  for (const auto& b : beams) REQUIRE(bleu(b, greedy) < 100);
+  const auto by_greedy = training::choose_decoding(tr, pairs_to(greedy), penalties);
+  CHECK(by_greedy.beam == 1);
+  CHECK(by_greedy.greedy_bleu == doctest::Approx(100));
+  CHECK(by_greedy.length_penalty == best_beam(greedy).first);
+  CHECK(by_greedy.beam_bleu == doctest::Approx(best_beam(greedy).second));
+  // Every candidate, in the order tried: greedy, then beam 4 at each penalty.
+  REQUIRE(by_greedy.tried.size() == 4);
+  CHECK(std::get<0>(by_greedy.tried[0]) == 1);
+  for (size_t i = 0; i < penalties.size(); ++i) {
+    CHECK(std::get<0>(by_greedy.tried[i + 1]) == 4);
+    CHECK(std::get<1>(by_greedy.tried[i + 1]) == penalties[i]);
+    CHECK(std::get<2>(by_greedy.tried[i + 1]) == doctest::Approx(bleu(beams[i], greedy)));
+  }
+
+  // Beam 4's outputs at the last penalty as references: beam 4.
+  REQUIRE(bleu(greedy, beams.back()) < 100);
+  const auto by_beam = training::choose_decoding(tr, pairs_to(beams.back()), penalties);
+  CHECK(by_beam.beam == 4);
+  CHECK(by_beam.beam_bleu == doctest::Approx(100));
+  CHECK(by_beam.length_penalty == best_beam(beams.back()).first);
+  CHECK(by_beam.greedy_bleu == doctest::Approx(bleu(greedy, beams.back())));
+
+  // No penalties to try: greedy, and a beam BLEU of 0 rather than the -1 it starts from.
+  const auto alone = training::choose_decoding(tr, pairs_to(greedy), {});
+  CHECK(alone.beam == 1);
+  CHECK(alone.length_penalty == 0.6f);
+  CHECK(alone.beam_bleu == 0);
+  CHECK(alone.tried.size() == 1);
+
+  // A tie goes to beam 4, at the first of the penalties that tie.
+  manual_seed(7);
+  tr.model = std::make_shared<models::Seq2SeqTransformer>(tr.config);
+  tr.model->eval();
+  REQUIRE(tr.translate(sources, 1, 0.6f) == std::vector<std::string>(sources.size()));
+  for (const float p : penalties)
+    REQUIRE(tr.translate(sources, 4, p) == std::vector<std::string>(sources.size()));
+  const auto tie = training::choose_decoding(tr, pairs_to(sources), penalties);
+  CHECK(tie.beam == 4);
+  CHECK(tie.length_penalty == penalties[0]);
+  CHECK(tie.beam_bleu == tie.greedy_bleu);
 }
 
 // The validation BLEU a run reports and keeps in run.json is `anatomy bleu` on the model's
