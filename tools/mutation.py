@@ -40,9 +40,15 @@ FOLDERS = ["autograd", "kernels", "io", "nn", "models", "tokenizers", "data", "t
 # the end-to-end cases too.
 END_TO_END = {"training", "cli"}
 # ctest's checks outside the unit tests that read a folder's code against an independent
-# implementation: the tokenizer.json reader against the tokenizers library on every English
-# Tatoeba sentence. They run after the unit tests, when those pass.
-CHECKS = {"tokenizers": ["tokenizer_json_matches_tokenizers"]}
+# implementation or from outside the process: the tokenizer.json reader against the tokenizers
+# library on every English Tatoeba sentence; `export --to-hf` loaded by transformers; export and
+# average killed at each of their file operations. They run after the unit tests, when those
+# pass.
+CHECKS = {
+    "tokenizers": ["tokenizer_json_matches_tokenizers"],
+    "training": ["hf_export_loads_in_transformers",
+                 "kill_during_writes_leaves_nothing_half_written"],
+}
 
 
 def kind(folder):
@@ -253,8 +259,9 @@ class Workspace:
             sys.exit("mutation: cmake failed\n" + log)
 
     def compile(self, timeout):
+        # The kill library is what kill_during_writes_leaves_nothing_half_written preloads.
         return run(["cmake", "--build", self.build, "-j2", "--target", "anatomy_tests",
-                    "anatomy"], ROOT, timeout)
+                    "anatomy", "anatomy_kill_at_call"], ROOT, timeout)
 
     def test(self, folder, timeout):
         """The folder's own test files first (tests/<folder>/), which kill most of its mutants
