@@ -68,6 +68,7 @@ std::vector<std::vector<int64_t>> Translator::translate_ids(const std::vector<st
                                                             int64_t beam, float length_penalty,
                                                             int64_t max_length) const {
   std::vector<std::vector<int64_t>> out(texts.size());
+  if (texts.empty()) return out;  // nothing to decode, so no memory to check
   std::vector<std::vector<int64_t>> ids;
   for (const auto& t : texts) ids.push_back(encode_source(t));
   auto limit = [&](size_t i) {
