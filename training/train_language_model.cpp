@@ -152,7 +152,7 @@ int train_language_model(const TrainOptions& o) {
   opt.no_decay_for_vectors();  // biases and LayerNorm gains are not decayed (nanoGPT's rule)
   const int64_t warmup = o.warmup > 0 ? o.warmup : p.warmup;
   // A warmup longer than the run (the preset's 100 steps in a run of --iters 50) warms up through
-  // all of it, as the translation schedules and Hugging Face's do, where it used to stop the run.
+  // all of it, as the translation schedules and Hugging Face's do, rather than stopping the run.
   const int64_t schedule_steps = std::max(warmup, iters);
   // The floor keeps the preset's ratio to the peak (nanoGPT's min_lr = learning_rate / 10).
   const double min_lr = lr * p.min_lr / p.lr;

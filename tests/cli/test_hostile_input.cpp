@@ -1,7 +1,10 @@
 // Bad input, as a hostile but fair user would give it: every case exits non-zero (or throws)
-// with a message that names the file or option, and none crashes. Deeply nested JSON used to
-// overflow the stack (destroying or printing it recurses once per level); numeric options used
-// to be replaced by defaults or used as given (--clip -1 reversed the gradient).
+// with a message that names the file or option, and none crashes. Deeply nested JSON must not
+// overflow the stack (destroying or printing it recurses once per level); a numeric option out of
+// range must be refused, neither replaced by a default nor used as given (--clip -1 would
+// reverse the gradient).
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -332,6 +335,11 @@ TEST_CASE("run.json is checked field by field before a resume trusts it") {
   refused(R"({"curve": [[1e300, 2.0, 0.1]]})", "'curve[0][0]' is 1e+300 (expected an integer");
   refused(R"({"curve": [[1, "low", 0.1]]})", "'curve[0][1]' is \"low\" (expected a number");
   refused(R"({"curve": [[1, 2.0, [0.1]]]})", "'curve[0][2]' is [0.1] (expected a number");
+  // A value is shown whole up to 40 characters, and longer ones by their first 40.
+  refused(R"({"kind": [1111111111, 1111111111, 1111111111, 11111]})",
+          "'kind' is [1111111111,1111111111,1111111111,11111] (expected a string)");
+  refused(R"({"kind": [1111111111, 1111111111, 1111111111, 111111]})",
+          "'kind' is [1111111111,1111111111,1111111111,111111... (expected a string)");
   // What passes comes back whole, including the null train_loss of a history line written
   // with no batch trained since the line before (an interrupt right after an evaluation).
   std::ofstream(dir + "/run.json")
@@ -378,6 +386,13 @@ TEST_CASE("a run folder names what it lacks, and gives the best weights before t
   std::filesystem::create_directories(dir + "/best");
   std::ofstream(dir + "/best/model.safetensors") << "x";
   CHECK(run.weights() == dir + "/best/model.safetensors");
+  // Locked by a training that has not written its pid yet (it writes it after taking the lock):
+  // the message has no pid to give.
+  const int held = ::open((dir + "/.lock").c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  REQUIRE(held >= 0);
+  REQUIRE(::flock(held, LOCK_EX | LOCK_NB) == 0);
+  check_error([&] { (void)run.lock(); }, {dir + " is in use by another training (pid ?)"});
+  ::close(held);
 }
 
 // Every numeric field of run.json is accepted at each end of its range and refused just past it,

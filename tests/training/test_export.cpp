@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
@@ -302,6 +303,88 @@ TEST_CASE("export --to-hf: a run no transformers class computes is refused by na
   const auto neither = sh(A + " export --checkpoint " + run);
   CHECK(neither.code != 0);
   CHECK_MESSAGE(neither.output.find("give --to DIR") != std::string::npos, neither.output);
+}
+
+// export --to refuses, by name and before it writes anything, what the exported model.py and
+// train.py cannot continue: a run of another kind, a run.json without the recipe train.py
+// follows, a part model.py has no twin of, and a training state that is missing or lacks the
+// optimizer's or the run's step. Each broken run is a copy of one tiny language model, broken in
+// one place.
+TEST_CASE("export: a run it cannot continue in PyTorch is refused by name, and nothing written") {
+  const std::string A = ANATOMY_CLI;
+  const testing::TempDir tmp;
+  const std::string good = tiny_lm_run(tmp);
+  int copies = 0;
+  auto copy = [&] {
+    const std::string run = tmp / fmt::format("copy{}", copies++);
+    std::filesystem::copy(good, run, std::filesystem::copy_options::recursive);
+    return run;
+  };
+  auto refused = [&](const std::string& run, const std::string& says) {
+    CAPTURE(says);
+    const std::string to = tmp / fmt::format("to{}", copies++);
+    const auto e = sh(A + " export --checkpoint " + run + " --to " + to);
+    CHECK(e.code != 0);
+    CHECK_MESSAGE(e.output.find(says) != std::string::npos, e.output);
+    CHECK_FALSE(std::filesystem::exists(to));
+  };
+  auto edit_json = [](const std::string& path, const std::function<void(nlohmann::json&)>& f) {
+    std::ifstream in(path);
+    nlohmann::json j = nlohmann::json::parse(in);
+    f(j);
+    std::ofstream(path) << j.dump(2);
+  };
+  auto edit_state = [](const std::string& run, auto f) {
+    const std::string path = run + "/last/training.safetensors";
+    SafetensorsFile file = load_safetensors(path);
+    f(file.tensors);
+    save_safetensors(path, file.tensors, file.metadata);
+  };
+  // The unbroken copy exports: what is refused below is the one thing broken. Its data is the
+  // text's first nine tenths, which the run trained on (the last tenth validated it): 7,560 of
+  // the 8,400 characters.
+  const std::string same = copy();
+  CHECK(sh(A + " export --checkpoint " + same + " --to " + (tmp / "fine")).code == 0);
+  const Tensor ids = load_safetensors(tmp / "fine/data.safetensors").tensors.at("ids");
+  REQUIRE(ids.numel() == 7560);
+  std::vector<int64_t> trained(static_cast<size_t>(ids.numel()));
+  for (int64_t i = 0; i < ids.numel(); ++i)
+    trained[static_cast<size_t>(i)] = ids.select(0, i).item<int64_t>();
+  std::ifstream text_file(tmp / "text.txt");
+  const std::string text((std::istreambuf_iterator<char>(text_file)), {});
+  REQUIRE(text.size() == 8400);
+  CHECK(text::load_tokenizer(same + "/tokenizer")->decode(trained) == text.substr(0, 7560));
+
+  const std::string classifier = tmp / "classifier";
+  REQUIRE(
+      sh(A + " train --threads 1 --task majority --epochs 1 --limit 64 --out " + classifier).code ==
+      0);
+  refused(classifier, "holds a classifier run; translation and lm runs can be exported");
+
+  const std::string no_recipe = copy();
+  edit_json(no_recipe + "/run.json", [](nlohmann::json& j) { j.erase("recipe"); });
+  refused(no_recipe, "run.json has no 'recipe' (it was trained by an older anatomy)");
+
+  for (const auto& [field, value, has] :
+       {std::tuple{"norm_type", "rms_norm", "layer_norm"},
+        std::tuple{"ffn_type", "swiglu", "feed_forward"},
+        std::tuple{"position_embedding_type", "rotary", "absolute or sinusoidal"}}) {
+    const std::string part = copy();
+    edit_json(part + "/config.json", [&](nlohmann::json& j) { j[field] = value; });
+    refused(part, fmt::format("export: {} '{}' has no twin in the exported model.py (it has {})",
+                              field, value, has));
+  }
+
+  const std::string no_state = copy();
+  std::filesystem::remove(no_state + "/last/training.safetensors");
+  refused(no_state, "has no last/training.safetensors to continue from");
+
+  const std::string no_optimizer_step = copy();
+  edit_state(no_optimizer_step, [](auto& t) { t.erase("optimizer.step"); });
+  refused(no_optimizer_step, "has no scalar 'optimizer.step': not a training state");
+  const std::string two_steps = copy();
+  edit_state(two_steps, [](auto& t) { t["step"] = full({2}, 2, kInt64); });
+  refused(two_steps, "has no scalar 'step': not a training state");
 }
 
 // A full disk (ulimit -f, with SIGXFSZ ignored so that the write fails instead of killing the

@@ -511,6 +511,43 @@ TEST_CASE("loss.svg's x axis reaches an evaluation after the last training point
   CHECK(dots[1] < width[0]);
 }
 
+// The legend, top right: the training line's sample, its label, the evaluations' dot and its
+// label, left to right on one row, inside the picture, each label with room for its ten
+// characters (about 70 px at 12 px sans-serif) and its baseline 4 px below the marks' middle, as
+// the y axis's labels have.
+TEST_CASE("loss.svg's legend is one row inside the picture, each label beside its mark") {
+  training::LossCurve curve;
+  curve.train = {{0, 3.0, 0.001}, {100, 1.0, 0.002}};
+  curve.eval = {{100, 1.5, {}}};
+  const std::string svg = loss_svg(curve, "loss_svg_legend");
+  std::smatch m;
+  REQUIRE(std::regex_search(
+      svg, m,
+      std::regex(R"re(<line x1="([\d.]+)" x2="([\d.]+)" y1="([\d.]+)" y2="([\d.]+)" )re"
+                 R"re(stroke="#1f77b4" stroke-width="2"/><text x="([\d.]+)" y="([\d.]+)">)re"
+                 R"re(train loss</text><circle cx="([\d.]+)" cy="([\d.]+)" r="4" )re"
+                 R"re(fill="#d62728"/><text x="([\d.]+)" y="([\d.]+)">valid loss</text>)re")));
+  std::vector<double> v;
+  for (size_t i = 1; i < m.size(); ++i) v.push_back(std::stod(m[i]));
+  const double line_x1 = v[0], line_x2 = v[1], line_y1 = v[2], line_y2 = v[3], train_x = v[4],
+               train_y = v[5], dot_x = v[6], dot_y = v[7], valid_x = v[8], valid_y = v[9];
+  const auto width = captured_numbers(svg, R"re(<svg [^>]*width="([\d.]+)")re");
+  REQUIRE(width.size() == 1);
+  CHECK(line_y1 == line_y2);
+  CHECK(dot_y == line_y1);
+  CHECK(train_y == line_y1 + 4);
+  CHECK(valid_y == line_y1 + 4);
+  const auto title = captured_numbers(svg, R"re(<text x="[\d.]+" y="([\d.]+)" font-size="15")re");
+  REQUIRE(title.size() == 1);
+  CHECK(line_y1 - 6 > title[0]);  // below the title's baseline
+  CHECK(0 < line_x1);
+  CHECK(line_x1 < line_x2);
+  CHECK(line_x2 < train_x);
+  CHECK(train_x + 70 <= dot_x - 4);
+  CHECK(dot_x + 4 < valid_x);
+  CHECK(valid_x + 70 <= width[0]);
+}
+
 // A diverged evaluation (an infinite or NaN loss) is left off the plot: the axes span the finite
 // losses, as they would without it, and no coordinate of the picture is "inf" or "nan".
 TEST_CASE("loss.svg leaves out a loss that is not finite and keeps the others' scale") {
@@ -642,6 +679,10 @@ TEST_CASE("keep_last keeps the newest evaluations' models and removes the rest")
     // Each is the model as it was at its step: the newest is the last model.
     CHECK(bytes(kept[2]) == bytes(dir + "/last/model.safetensors"));
     CHECK(bytes(kept[1]) != bytes(kept[2]));
+    // Only the step_*.safetensors files are kept models: what else is in the folder is not.
+    std::ofstream(dir + "/checkpoints/notes.safetensors") << "x";
+    std::ofstream(dir + "/checkpoints/step_00000009.safetensors.tmp123") << "x";
+    CHECK(training::kept_checkpoints(training::RunDir{dir}) == kept);
   }
 }
 

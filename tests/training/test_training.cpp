@@ -772,6 +772,7 @@ TEST_CASE("corpus runs share one vocabulary when both sides are written in one s
   CHECK(meta["recipe"]["schedule"]["name"] == "linear");
   CHECK(meta["options"]["average"] == 5);
   CHECK(meta["options"]["lr"] == doctest::Approx(2e-3));  // the size's, not the preset's 1e-3
+  CHECK(meta["options"]["max_tokens"] == 1536);           // the small preset's batches
   CHECK(config_of(plain)["hidden_size"] == 128);
   int64_t kept = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(plain + "/checkpoints"))
@@ -833,6 +834,49 @@ TEST_CASE("a corpus run sizes itself for its target tokens, the end tokens inclu
   CHECK_MESSAGE(
       r.output.find(fmt::format(" epochs of {} target tokens", tokens)) != std::string::npos,
       r.output);
+}
+
+// A corpus run's positions leave room for inputs half as long again as the longest it trains or
+// validates on, rounded up to a multiple of 32 and kept within 64 and 512. A target counts with
+// its [BOS] (the decoder reads [BOS] and the target, and predicts the target and [EOS]). Five
+// long pairs, of other sources each so that some land in training, have targets of 85 tokens:
+// with its [BOS] one needs 86 positions, which round to 160 where 85 would round to 128. The
+// lengths are counted here from the splits the run wrote and its tokenizers.
+TEST_CASE("a corpus run's positions are 1.5 times its longest sentence, in steps of 32" *
+          doctest::test_suite("end-to-end")) {
+  const std::string dir = fresh_dir("corpus_positions");
+  const std::string tsv = dir + "_pairs.tsv";
+  {
+    std::ofstream f(tsv);
+    for (int i = 0; i < 100; ++i)
+      f << "w" << i % 7 << " x" << i % 5 << " a" << i % 3 << "\tv" << i % 7 << " y" << i % 5
+        << "\n";
+    for (int k = 0; k < 5; ++k) {
+      for (int w = 0; w < 60 + 4 * k; ++w) f << (w ? " " : "") << "w" << (w + k) % 7;
+      f << "\t";
+      for (int w = 0; w < 85; ++w) f << (w ? " " : "") << "v" << (w * 3 + k) % 7;
+      f << "\n";
+    }
+  }
+  auto r = run("train --corpus " + tsv + " --epochs 1 --threads 1 --vocab-size 40 --out " + dir +
+               " " + kQuick);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const auto source = text::load_tokenizer(dir + "/source_tokenizer");
+  const auto target = text::load_tokenizer(dir + "/target_tokenizer");
+  int64_t longest_source = 0, longest_target = 0;
+  for (const char* split : {"train", "valid"})
+    for (const auto& p : data::read_tsv(dir + "/split/" + split + ".tsv").pairs) {
+      longest_source =
+          std::max(longest_source, static_cast<int64_t>(source->encode(p.source).size()));
+      longest_target =
+          std::max(longest_target, static_cast<int64_t>(target->encode(p.target).size()));
+    }
+  auto rounded = [](int64_t n) { return std::clamp<int64_t>((n * 3 / 2 + 31) / 32 * 32, 64, 512); };
+  const int64_t longest = std::max(longest_source, longest_target + 1);
+  REQUIRE(longest_target + 1 > longest_source);
+  REQUIRE(rounded(longest_target + 1) != rounded(longest_target));  // the [BOS] decides
+  std::ifstream config_file(dir + "/config.json");
+  CHECK(nlohmann::json::parse(config_file)["max_position_embeddings"] == rounded(longest));
 }
 
 // The language model validates on the text's last tenth, in windows of the block and the
@@ -1028,6 +1072,33 @@ TEST_CASE("translate decodes within a memory limit of exactly its estimate, not 
   models::TransformerConfig::set_memory_limit(greedy - 1);
   check_error([&] { tr.translate({text}, 0, 0.6f, max_length); },
               {"to decode 1 hypotheses at once (beam 0)"});
+  // What the estimate counts. A beam of 3 decodes 256 / 3 = 85 sentences at once: 255
+  // hypotheses. A sentence's output may be twice its source and 10 tokens longer, within the
+  // model's positions; the longest source (here in the middle of 100) sets both lengths.
+  models::TransformerConfig::set_memory_limit(1);
+  std::vector<std::string> texts(100, "a b");
+  texts[50] = "a b c d e f g";
+  const auto longest = static_cast<int64_t>(tr.encode_source(texts[50]).size());
+  REQUIRE(longest >= 7);
+  const int64_t P = tr.config.max_position_embeddings;
+  REQUIRE(2 * longest + 10 < P - 1);
+  check_error([&] { tr.translate(texts, 3); },
+              {fmt::format("to decode 255 hypotheses at once (beam 3) of up to {} tokens from "
+                           "sources of up to {}",
+                           2 * longest + 10, longest)});
+  // A source of as many tokens as the model has positions is read, its output cut to the last
+  // position; one token more is refused, the text shown by its first 40 characters.
+  std::string at_limit = "a";
+  while (static_cast<int64_t>(tr.encode_source(at_limit).size()) < P) at_limit += " a";
+  REQUIRE(static_cast<int64_t>(tr.encode_source(at_limit).size()) == P);
+  check_error([&] { tr.translate({at_limit}); },
+              {fmt::format("of up to {} tokens from sources of up to {}", P - 1, P)});
+  const std::string over = at_limit + " a";
+  // No sentences decode to none, whatever the limit: there is nothing to hold.
+  CHECK(tr.translate({}).empty());
+  check_error([&] { (void)tr.encode_source(over); },
+              {fmt::format("the input \"{}...\" is {} tokens long; this model reads at most {}",
+                           over.substr(0, 40), P + 1, P)});
 }
 
 // Greedy decoding takes 256 sentences a batch: 512 make two full batches and nothing after them,
