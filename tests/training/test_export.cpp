@@ -360,6 +360,13 @@ TEST_CASE("export: a run it cannot continue in PyTorch is refused by name, and n
       sh(A + " train --threads 1 --task majority --epochs 1 --limit 64 --out " + classifier).code ==
       0);
   refused(classifier, "holds a classifier run; translation and lm runs can be exported");
+  {
+    // It trained the one epoch asked for (the majority task's default is 5).
+    std::ifstream f(classifier + "/run.json");
+    const auto meta = nlohmann::json::parse(f);
+    CHECK(meta["epochs"] == 1);
+    CHECK(meta["history"].size() == 1);
+  }
 
   const std::string no_recipe = copy();
   edit_json(no_recipe + "/run.json", [](nlohmann::json& j) { j.erase("recipe"); });

@@ -342,6 +342,11 @@ TEST_CASE("a budget-long run plans a decaying schedule for the steps the budget 
   // Gradually, over the steps still to come: 40% into the run the linear decay is near 0.6 of
   // the peak, where a plan that ended at once (or long ago) would be at the floor.
   CHECK_MESSAGE(rates[rates.size() * 2 / 5] > 0.3, rates[rates.size() * 2 / 5]);
+  // The pace is measured over the first 10 steps: the 11th step plans, and the 12th already runs
+  // at the planned rate, which for at most 200 steps of 5 ms is below 0.97 of the peak. The 11th
+  // still runs on the first plan of a million steps.
+  CHECK_MESSAGE(rates[10] > 0.999, rates[10]);
+  CHECK_MESSAGE(rates[11] < 0.99, rates[11]);
 }
 
 // The same plan in a resumed run: its pace is the steps this process took over the seconds it
