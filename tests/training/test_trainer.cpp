@@ -149,6 +149,15 @@ TEST_CASE("evaluate's final flag is true for the run's last evaluation only") {
   };
   CHECK(trainer.fit().step == 8);
   CHECK(finals == std::vector<bool>{false, false, false, true});
+  // An eval_every step that is also the epoch's last evaluates once, as the epoch's end: 4
+  // batches, eval_every 2, steps 2 and 4.
+  finals.clear();
+  training::Trainer even(model, opt, nullptr, {.epochs = 1, .eval_every = 2, .quiet = true});
+  even.batches = trainer.batches;
+  even.loss = trainer.loss;
+  even.evaluate = trainer.evaluate;
+  CHECK(even.fit().step == 4);
+  CHECK(finals == std::vector<bool>{false, true});
 }
 
 // A run stopped inside an epoch (here by Ctrl-C, raised during its third batch) ends with an

@@ -802,9 +802,19 @@ TEST_CASE("a budget-long run's recipe keeps where its decay really ended") {
     const std::string dir = fresh_dir("budget_decay");
     auto r =
         run(fmt::format("train --task reverse --time-budget {} --schedule linear --threads 1 "
-                        "--out {} {}",
+                        "--warmup 2 --log-every 1 --out {} {}",
                         budget, dir, kQuick));
     REQUIRE_MESSAGE(r.code == 0, r.output);
+    // Until the pace is known, the decay follows a first guess of the run's length (the task's
+    // 6 epochs): after a warmup of 2 steps the rate is still near the tiny preset's peak of 2e-3,
+    // not decayed at once as a guess of no steps at all would have it.
+    const std::regex early(R"re(epoch 1, batch [3-9]/\d+  train loss [^\n]*?  lr ([\d.e+-]+))re");
+    int64_t lines = 0;
+    for (std::sregex_iterator it(r.output.begin(), r.output.end(), early), end; it != end; ++it) {
+      ++lines;
+      CHECK_MESSAGE(std::stod((*it)[1]) > 1e-3, it->str());
+    }
+    CHECK(lines == 7);
     const auto meta = nlohmann::json::parse(bytes(dir + "/run.json"));
     steps = meta["step"].get<int64_t>();
     total = meta["recipe"]["schedule"]["total_steps"].get<int64_t>();
