@@ -377,7 +377,9 @@ TEST_CASE("export: a run it cannot continue in PyTorch is refused by name, and n
         std::tuple{"ffn_type", "swiglu", "feed_forward"},
         std::tuple{"position_embedding_type", "rotary", "absolute or sinusoidal"}}) {
     const std::string part = copy();
-    edit_json(part + "/config.json", [&](nlohmann::json& j) { j[field] = value; });
+    // Named copies: clang before C++20's rule does not let a lambda capture structured bindings.
+    const std::string key = field, set = value;
+    edit_json(part + "/config.json", [&](nlohmann::json& j) { j[key] = set; });
     refused(part, fmt::format("export: {} '{}' has no twin in the exported model.py (it has {})",
                               field, value, has));
   }
