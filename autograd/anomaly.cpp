@@ -65,16 +65,17 @@ bool is_anomaly_enabled() { return active > 0; }
 
 void detail::check_anomaly(const Tensor& t, const std::string& what,
                            const std::vector<Tensor>& inputs,
-                           const std::vector<std::shared_ptr<Node>>& nodes) {
+                           const std::vector<std::shared_ptr<Node>>& nodes,
+                           bool allow_negative_inf) {
   if (!t.defined() || t.dtype() != kFloat32) return;
   const Tensor c = t.contiguous();
   const float* p = c.data();
   for (int64_t i = 0, n = c.numel(); i < n; ++i)
-    if (!std::isfinite(p[i])) {
+    if (!std::isfinite(p[i]) && !(allow_negative_inf && std::isinf(p[i]) && p[i] < 0)) {
       const std::string param = nearest_parameter(inputs, nodes);
       throw Error(fmt::format(
           "detect_anomaly: {} holds {} (element {} of {}){}", what,
-          std::isnan(p[i]) ? "NaN" : "Inf", i, c.shape().str(),
+          std::isnan(p[i]) ? "NaN" : (p[i] > 0 ? "Inf" : "-Inf"), i, c.shape().str(),
           param.empty() ? "" : fmt::format("; the nearest parameter feeding it is {}", param)));
     }
 }

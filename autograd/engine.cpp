@@ -37,7 +37,7 @@ Tensor record(Tensor output, std::string name, std::vector<Tensor> inputs, Backw
   if (is_anomaly_enabled())
     detail::check_anomaly(
         output, fmt::format("the output of {} ({})", name.substr(0, name.rfind("Backward")), name),
-        inputs, {});
+        inputs, {}, /*allow_negative_inf=*/true);
   if (!grad_enabled) return output;
   bool any = false;
   for (const auto& in : inputs) any = any || (in.defined() && in.requires_grad());
@@ -174,7 +174,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       if (is_anomaly_enabled())
         detail::check_anomaly(
             gi, fmt::format("the gradient that {} computed for its input {}", node->name, i), {},
-            {node});
+            {node}, /*allow_negative_inf=*/false);
       if (gi.shape() != e.shape)
         throw Error(
             fmt::format("backward: {} returned a gradient of shape {} for input {} of "
