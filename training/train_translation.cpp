@@ -337,9 +337,7 @@ int train_translation(const TrainOptions& o) {
   trainer.run_info = meta;
   std::vector<data::Batch> batches;
   trainer.batches = [&](int64_t epoch) {
-    batches = data::make_batches(
-        train.src, train.tgt,
-        {.max_tokens = max_tokens, .seed = seed * 1000003 + static_cast<uint64_t>(epoch)});
+    batches = epoch_batches(train, max_tokens, seed, epoch);
     return static_cast<int64_t>(batches.size());
   };
   const auto smoothing = static_cast<float>(o.label_smoothing);

@@ -136,4 +136,12 @@ size_t drop_too_long(Encoded& e, int64_t max_positions) {
   return dropped;
 }
 
+std::vector<data::Batch> epoch_batches(const Encoded& train, int64_t max_tokens, uint64_t seed,
+                                       int64_t epoch) {
+  // 1000003, a prime above any run's epoch count, keeps one seed's epochs from meeting another's.
+  return data::make_batches(
+      train.src, train.tgt,
+      {.max_tokens = max_tokens, .seed = seed * 1000003 + static_cast<uint64_t>(epoch)});
+}
+
 }  // namespace anatomy::training

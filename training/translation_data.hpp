@@ -50,4 +50,10 @@ Encoded encode(const std::vector<data::Pair>& pairs, const text::Tokenizer& sour
 // returns how many.
 size_t drop_too_long(Encoded& e, int64_t max_positions);
 
+// One epoch's batches of the training pairs: shuffled by the run's seed and the epoch together,
+// so each epoch of a run, and each seed's epoch, has an order of its own. The exported train.py
+// seeds its epochs the same way.
+std::vector<data::Batch> epoch_batches(const Encoded& train, int64_t max_tokens, uint64_t seed,
+                                       int64_t epoch);
+
 }  // namespace anatomy::training

@@ -1,5 +1,7 @@
-// The translation data's filter: which encoded pairs a model with a given number of positions
-// can take.
+// The translation data's filter, which encoded pairs a model with a given number of positions
+// can take, and the order an epoch's batches come in.
+#include <algorithm>
+
 #include "helpers.hpp"
 #include "training/translation_data.hpp"
 
@@ -45,4 +47,29 @@ TEST_CASE("drop_too_long: a source fits in the positions, a target with its end 
   training::Encoded all = pairs_of({{3, 2}, {1, 1}});
   CHECK(training::drop_too_long(all, 8) == 0);
   CHECK(all.sources == std::vector<std::string>{"3+2", "1+1"});
+}
+
+// Each epoch of a run and each seed shuffles apart: a seed that left the batch order alone (or
+// let every small seed share one order) would train every run of a task on the same sequence.
+TEST_CASE("epoch_batches: each seed and each epoch has an order of its own, the same every time") {
+  std::vector<std::pair<size_t, size_t>> lengths;
+  for (size_t i = 0; i < 60; ++i) lengths.emplace_back(3 + i % 7, 2 + i % 5);
+  const training::Encoded train = pairs_of(lengths);
+  auto order = [&](uint64_t seed, int64_t epoch) {
+    std::vector<int64_t> rows;
+    for (const auto& b : training::epoch_batches(train, 40, seed, epoch))
+      rows.insert(rows.end(), b.rows.begin(), b.rows.end());
+    return rows;
+  };
+  const auto first = order(1, 0);
+  REQUIRE(first.size() == 60);
+  CHECK(order(1, 0) == first);
+  CHECK(order(2, 0) != first);
+  CHECK(order(1, 1) != first);
+  CHECK(order(2, 1) != order(1, 1));
+  CHECK(order(0, 1) != first);  // seed and epoch do not simply add
+  // Every pair once an epoch.
+  auto sorted = first;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t i = 0; i < 60; ++i) CHECK(sorted[static_cast<size_t>(i)] == i);
 }
