@@ -358,6 +358,37 @@ TEST_CASE("a budget-long run plans a decaying schedule for the steps the budget 
   CHECK_MESSAGE(rates[11] < 0.99, rates[11]);
 }
 
+// The plan keeps room for the evaluation that ends the run, as the loop's stop does: the steps
+// left are the seconds left less the last evaluation's length, at the run's pace. A first epoch
+// of 20 steps ends in an evaluation of 0.8 s; the second is longer than the budget of 2.4 s buys,
+// so the run stops inside it, 0.8 s before the budget, where the final evaluation just fits.
+// The plan ends there and the rate has decayed to about 0 (a step held up on a busy machine
+// leaves a few steps' worth). A plan that forgot the evaluation would count 0.8 s of steps still
+// to come, a third of the run's, and end with the rate near 0.3 of its peak. The times are set
+// by the evaluations and the budget, so a slower machine takes fewer steps of the same shape.
+TEST_CASE("a budget-long run plans its schedule to end before the final evaluation") {
+  OneWeight model;
+  nn::SGD opt(model.parameters(), {.lr = 1.0});
+  nn::WarmupDecaySchedule schedule(opt, 1.0, 5, 1000000);
+  training::Trainer trainer(model, opt, &schedule,
+                            {.epochs = 0, .time_budget = 2.4, .quiet = true});
+  trainer.batches = [](int64_t epoch) { return epoch == 0 ? int64_t{20} : int64_t{1000000}; };
+  std::vector<double> rates;
+  trainer.loss = [&](int64_t, int64_t) {
+    rates.push_back(opt.lr());
+    const auto start = Clock::now();
+    while (seconds_since(start) < 0.005) {
+    }
+    return training::BatchLoss{sum(model.w * model.w)};
+  };
+  int evaluations = 0;
+  trainer.evaluate = [&](bool) { return evaluation_of(0.8, evaluations); };
+  CHECK(trainer.fit().out_of_time);
+  CHECK(evaluations == 2);  // the first epoch's and the final one
+  REQUIRE(rates.size() > 40);
+  CHECK_MESSAGE(rates.back() < 0.15, rates.back());
+}
+
 // The same plan in a resumed run: its pace is the steps this process took over the seconds it
 // took, not counting the steps a first process took before it. After 2,000 steps, the steps the
 // resumed budget buys (at most 1 s of 5 ms steps) are a small part of the run, so the linear
