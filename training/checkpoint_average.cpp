@@ -31,19 +31,10 @@ nn::StateDict average_state_dicts(const std::vector<std::string>& files) {
       if (it == sum.end() || it->second.shape() != t.shape() || !t.is_floating_point())
         throw Error(fmt::format("average: {}'s '{}' has no twin of its shape and type in {}",
                                 files[f], name, files[0]));
-      const Tensor c = t.contiguous();
-      float* acc = it->second.data();
-      const float* x = c.data();
-      const int64_t n = c.numel();
-      for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
+      it->second.add_(t);
     }
   }
-  const float scale = 1.0f / static_cast<float>(files.size());
-  for (auto& [name, t] : sum) {
-    float* acc = t.data();
-    const int64_t n = t.numel();
-    for (int64_t i = 0; i < n; ++i) acc[i] *= scale;
-  }
+  for (auto& [name, t] : sum) t.mul_(1.0f / static_cast<float>(files.size()));
   return sum;
 }
 
