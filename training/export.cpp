@@ -83,6 +83,18 @@ void export_to_pytorch(const std::string& run_dir, const std::string& to) {
     if (k.starts_with("model.")) weights[k.substr(6)] = t;
   checkpoints::check_finite(weights, training_state);
   model->load_state_dict(weights);
+  // The optimizer's state must be one --resume would load into this model: AdamW's buffers, for
+  // parameters the model has, each of its parameter's shape (train.py would fail on it later,
+  // in PyTorch's words).
+  nn::StateDict optimizer_state;
+  for (const auto& [k, t] : file.tensors)
+    if (k.starts_with("optimizer.")) optimizer_state[k.substr(10)] = t;
+  try {
+    nn::AdamW(model->parameters(), {}).check_state_dict(optimizer_state);
+  } catch (const Error& e) {
+    throw Error(fmt::format("export: {} holds an optimizer state this model cannot take: {}",
+                            training_state, e.what()));
+  }
   // The optimizer's state is indexed like model->parameters(): name it like them, then convert
   // the fused attention rows exactly as the weights are.
   const auto named = model->named_parameters();

@@ -307,9 +307,9 @@ TEST_CASE("export --to-hf: a run no transformers class computes is refused by na
 
 // export --to refuses, by name and before it writes anything, what the exported model.py and
 // train.py cannot continue: a run of another kind, a run.json without the recipe train.py
-// follows, a part model.py has no twin of, and a training state that is missing or lacks the
-// optimizer's or the run's step. Each broken run is a copy of one tiny language model, broken in
-// one place.
+// follows, a part model.py has no twin of, and a training state that is missing, lacks the
+// optimizer's or the run's step, or holds optimizer buffers the model has no parameter for. Each
+// broken run is a copy of one tiny language model, broken in one place.
 TEST_CASE("export: a run it cannot continue in PyTorch is refused by name, and nothing written") {
   const std::string A = ANATOMY_CLI;
   const testing::TempDir tmp;
@@ -394,6 +394,15 @@ TEST_CASE("export: a run it cannot continue in PyTorch is refused by name, and n
   const std::string two_steps = copy();
   edit_state(two_steps, [](auto& t) { t["step"] = full({2}, 2, kInt64); });
   refused(two_steps, "has no scalar 'step': not a training state");
+  // The optimizer's buffers: for a parameter past the model's last, or of another shape.
+  const std::string extra = copy();
+  edit_state(extra, [](auto& t) { t["optimizer.state.9999.exp_avg"] = zeros({2}); });
+  refused(extra,
+          "holds an optimizer state this model cannot take: AdamW: load_state_dict "
+          "(nothing was loaded):\n\tunexpected key 'state.9999.exp_avg'");
+  const std::string reshaped = copy();
+  edit_state(reshaped, [](auto& t) { t["optimizer.state.0.exp_avg_sq"] = zeros({3}); });
+  refused(reshaped, "'state.0.exp_avg_sq': shape [3] but parameter 0 has shape");
 }
 
 // A full disk (ulimit -f, with SIGXFSZ ignored so that the write fails instead of killing the
