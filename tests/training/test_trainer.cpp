@@ -45,6 +45,17 @@ training::Metrics evaluation_of(double seconds, int& evaluations) {
   return training::Metrics{{"valid_loss", 1.0 / evaluations}};
 }
 
+// A training step of OneWeight that takes `seconds` on the budget's clock and notes the learning
+// rate it ran at: the budget-plan tests read the schedule from `rates`.
+training::BatchLoss timed_step(OneWeight& model, const nn::Optimizer& opt,
+                               std::vector<double>& rates, double seconds) {
+  rates.push_back(opt.lr());
+  const auto start = Clock::now();
+  while (seconds_since(start) < seconds) {
+  }
+  return training::BatchLoss{sum(model.w * model.w)};
+}
+
 // The text of curve's loss.svg, written in a fresh folder named after `name`.
 std::string loss_svg(const training::LossCurve& curve, const std::string& name) {
   const std::string dir = fresh_dir(name);
@@ -335,13 +346,7 @@ TEST_CASE("a budget-long run plans a decaying schedule for the steps the budget 
                             {.epochs = 0, .time_budget = 1.0, .quiet = true});
   trainer.batches = [](int64_t) { return int64_t{50}; };
   std::vector<double> rates;
-  trainer.loss = [&](int64_t, int64_t) {
-    rates.push_back(opt.lr());
-    const auto start = Clock::now();  // a step of 5 ms
-    while (seconds_since(start) < 0.005) {
-    }
-    return training::BatchLoss{sum(model.w * model.w)};
-  };
+  trainer.loss = [&](int64_t, int64_t) { return timed_step(model, opt, rates, 0.005); };
   int evaluations = 0;
   trainer.evaluate = [&](bool) { return evaluation_of(0.0, evaluations); };
   CHECK(trainer.fit().out_of_time);
@@ -374,13 +379,7 @@ TEST_CASE("a budget-long run plans its schedule to end before the final evaluati
                             {.epochs = 0, .time_budget = 2.4, .quiet = true});
   trainer.batches = [](int64_t epoch) { return epoch == 0 ? int64_t{20} : int64_t{1000000}; };
   std::vector<double> rates;
-  trainer.loss = [&](int64_t, int64_t) {
-    rates.push_back(opt.lr());
-    const auto start = Clock::now();
-    while (seconds_since(start) < 0.005) {
-    }
-    return training::BatchLoss{sum(model.w * model.w)};
-  };
+  trainer.loss = [&](int64_t, int64_t) { return timed_step(model, opt, rates, 0.005); };
   int evaluations = 0;
   trainer.evaluate = [&](bool) { return evaluation_of(0.8, evaluations); };
   CHECK(trainer.fit().out_of_time);
@@ -409,11 +408,7 @@ TEST_CASE("a resumed budget-long run plans from its own pace") {
                                .quiet = true});
     trainer.batches = [=](int64_t) { return batches; };
     trainer.loss = [&, step_seconds](int64_t, int64_t) {
-      rates.push_back(opt.lr());
-      const auto start = Clock::now();
-      while (seconds_since(start) < step_seconds) {
-      }
-      return training::BatchLoss{sum(model.w * model.w)};
+      return timed_step(model, opt, rates, step_seconds);
     };
     int evaluations = 0;
     trainer.evaluate = [&](bool) { return evaluation_of(0.0, evaluations); };
