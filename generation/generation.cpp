@@ -46,6 +46,21 @@ void best_extensions(const float* logp, int64_t V, float base, int64_t k,
 std::vector<Generated> greedy_decode(Seq2SeqTransformer& model, const Tensor& source_ids,
                                      int64_t bos, int64_t eos, int64_t max_length,
                                      const GreedyOptions& o) {
+  const int64_t B = source_ids.dim() == 2 ? source_ids.size(0) : 0;
+  return greedy_decode(model, source_ids, bos, eos,
+                       std::vector<int64_t>(static_cast<size_t>(B), max_length), o);
+}
+
+std::vector<Generated> greedy_decode(Seq2SeqTransformer& model, const Tensor& source_ids,
+                                     int64_t bos, int64_t eos,
+                                     const std::vector<int64_t>& max_lengths,
+                                     const GreedyOptions& o) {
+  if (source_ids.dim() != 2)
+    throw Error(
+        fmt::format("greedy_decode: expected source ids [B, S], got {}", source_ids.shape().str()));
+  if (static_cast<int64_t>(max_lengths.size()) != source_ids.size(0))
+    throw Error(fmt::format("greedy_decode: {} source rows but {} max lengths", source_ids.size(0),
+                            max_lengths.size()));
   NoGradGuard no_grad;
   FrozenWeightsGuard frozen;  // the steps only read the model: each weight is packed once
   const bool use_cache = o.use_cache && model.decoder->has_kv_cache();
@@ -60,10 +75,15 @@ std::vector<Generated> greedy_decode(Seq2SeqTransformer& model, const Tensor& so
   // must stay equal in length: ended rows leave at once.
   std::vector<int64_t> rows(B);
   std::iota(rows.begin(), rows.end(), 0);
+  // A row also ends at its longest output (one with none ends before the first step).
   std::vector<char> ended(static_cast<size_t>(B), 0);
-  int64_t ended_in_batch = 0;
+  int64_t ended_in_batch = 0, longest = 0;
+  for (int64_t r = 0; r < B; ++r) {
+    longest = std::max(longest, max_lengths[r]);
+    if (max_lengths[r] < 1) ended[r] = 1, ++ended_in_batch;
+  }
   DecoderCache cache;
-  for (int64_t step = 0; step < max_length && !rows.empty(); ++step) {
+  for (int64_t step = 0; step < longest && !rows.empty(); ++step) {
     const int64_t n = static_cast<int64_t>(rows.size());
     // With a cache each row feeds its newest token ([n, 1]); without, its whole prefix.
     std::vector<int64_t> feed;
@@ -88,6 +108,8 @@ std::vector<Generated> greedy_decode(Seq2SeqTransformer& model, const Tensor& so
         ++ended_in_batch;
       } else {
         out[r].tokens.push_back(next[i]);
+        if (static_cast<int64_t>(out[r].tokens.size()) >= max_lengths[r])
+          ended[r] = 1, ++ended_in_batch;
       }
     }
     if (ended_in_batch == n) break;

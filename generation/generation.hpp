@@ -27,9 +27,16 @@ struct GreedyOptions {
   bool output_scores = false;
 };
 
-// Greedy translation of each source row (ids [B, S], padded with config.pad_token_id).
+// Greedy translation of each source row (ids [B, S], padded with config.pad_token_id), each
+// at most max_length tokens long (the end token not counted).
 std::vector<Generated> greedy_decode(Seq2SeqTransformer& model, const Tensor& source_ids,
                                      int64_t bos_id, int64_t eos_id, int64_t max_length,
+                                     const GreedyOptions& options = {});
+// The same with a longest output for each row: row b stops at max_lengths[b] tokens, whatever
+// the other rows' lengths, so that its translation does not depend on the batch it is in.
+std::vector<Generated> greedy_decode(Seq2SeqTransformer& model, const Tensor& source_ids,
+                                     int64_t bos_id, int64_t eos_id,
+                                     const std::vector<int64_t>& max_lengths,
                                      const GreedyOptions& options = {});
 
 struct BeamSearchOptions {

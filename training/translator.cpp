@@ -114,8 +114,7 @@ std::vector<std::vector<int64_t>> Translator::translate_ids(const std::vector<st
     }
     const Tensor batch = data::pad_batch(rows, config.pad_token_id);
     const auto results =
-        beam <= 1 ? generation::greedy_decode(*model, batch, bos, eos,
-                                              *std::max_element(limits.begin(), limits.end()))
+        beam <= 1 ? generation::greedy_decode(*model, batch, bos, eos, limits)
                   : generation::beam_search(*model, batch, bos, eos, limits,
                                             {.beam_size = beam, .length_penalty = length_penalty});
     for (size_t k = start; k < end; ++k) out[order[k]] = results[k - start].tokens;

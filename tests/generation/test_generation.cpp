@@ -491,6 +491,38 @@ TEST_CASE("greedy decoding of a padded batch finds what each sentence finds alon
   CHECK(found);
 }
 
+// Translator gives each sentence its own longest output (2 x its length + 10): a row that
+// reaches its own stops there, as it would alone, however long the batch's others may run.
+TEST_CASE("greedy decoding stops each row at its own longest output") {
+  manual_seed(11);
+  Seq2SeqTransformer s2s(small());
+  s2s.eval();
+  const int64_t bos = 1, eos = 2;
+  const Tensor batch =
+      tensor({{5, 6, 7, 0, 0}, {9, 8, 7, 6, 5}, {11, 4, 0, 0, 0}, {3, 3, 0, 0, 0}});
+  const std::vector<int64_t> limits{2, 9, 0, 5};
+  const std::vector<int64_t> widths{3, 5, 2, 2};
+  for (const bool use_cache : {true, false}) {
+    CAPTURE(use_cache);
+    const auto together = greedy_decode(s2s, batch, bos, eos, limits, {.use_cache = use_cache});
+    REQUIRE(together.size() == limits.size());
+    int64_t cut = 0;  // rows stopped by their own limit, short of the batch's longest
+    for (size_t b = 0; b < limits.size(); ++b) {
+      CAPTURE(b);
+      const auto& got = together[b].tokens;
+      const auto alone = greedy_decode(s2s, batch.narrow(0, b, 1).narrow(1, 0, widths[b]), bos, eos,
+                                       limits[b], {.use_cache = use_cache})[0];
+      CHECK(got == alone.tokens);
+      CHECK(static_cast<int64_t>(got.size()) <= limits[b]);
+      cut += static_cast<int64_t>(got.size()) == limits[b] && limits[b] < 9;
+    }
+    CHECK(together[2].tokens.empty());
+    CHECK(cut >= 2);  // the untrained model rarely ends: rows 0 and 3 reach their limits
+  }
+  CHECK_THROWS_WITH(greedy_decode(s2s, batch, bos, eos, std::vector<int64_t>{4, 4}),
+                    "greedy_decode: 4 source rows but 2 max lengths");
+}
+
 TEST_CASE("beam search over a padded batch finds what each sentence finds alone") {
   const int64_t bos = 1, eos = 2;
   const std::vector<std::vector<int64_t>> sources{{5, 6, 7}, {9, 8, 7, 6, 5}, {11, 4}, {20}};
