@@ -8,9 +8,11 @@
 # setting far slower than eager). PyTorch's is its
 # decoding loop alone; ours is the `anatomy translate` process less the same process translating
 # one sentence (start-up and loading; tokenizing is left in). Prints a Markdown table: the times,
-# the ratio, the share of the FMA peak each side reaches (the decoding's flops as PyTorch's
-# FlopCounterMode counts them in one more eager run), and how many translations the two agree on
-# (the same search over the same weights; float rounding can break a near tie differently).
+# the ratio, the share of the FMA peak each side reaches on the work the sentences need
+# (PyTorch's FlopCounterMode in one more eager run, each decoder step's count in the share of its
+# rows still open: PyTorch's loop carries ended sentences' rows along, ours drops them), and how
+# many translations the two agree on (the same search over the same weights, the same batches;
+# float rounding can break a near tie differently).
 #
 #     benchmarks/bench_decode.sh [BUILD_DIR]
 # PyTorch is the test environment's (build/venv, cmake/test-venv.sh), or ANATOMY_TORCH_PYTHON's.
@@ -46,7 +48,7 @@ seconds() {
 }
 peak=$("$build/benchmarks/peak_benchmark" --plain | awk '$1 == 2 {print $2}')
 settings=("--threads 1" "--threads 2" "--threads 1 --compile" "--threads 2 --compile")
-echo "| W3: $n sentences | anatomy process s | anatomy decoding s (2 threads) | PyTorch eager, 1 thread s | eager, 2 threads s | compiled, 1 thread s | compiled, 2 threads s | PyTorch best / anatomy | GFLOP/s and share of the 2-thread FMA peak ($peak GFLOP/s): anatomy, PyTorch best | same translations |"
+echo "| W3: $n sentences | anatomy process s | anatomy decoding s (2 threads) | PyTorch eager, 1 thread s | eager, 2 threads s | compiled, 1 thread s | compiled, 2 threads s | PyTorch best / anatomy | GFLOP/s of the open rows' work and share of the 2-thread FMA peak ($peak GFLOP/s): anatomy, PyTorch best | same translations |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 # The same search on both sides: a run chooses its own length penalty on validation, which the
 # PyTorch loop would not know, so both are given one.

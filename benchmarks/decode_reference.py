@@ -17,7 +17,10 @@ its length limit (2·source + 10); scores are divided by ((5 + length) / 6)^alph
     decode_reference.py --export EXPORT --anatomy build/.../anatomy --input src.txt --beam 4 \\
         --output hyps.txt
 It prints the decoding time (tokenizing and loading excluded) as `decode_seconds: S`, or with
---count-flops the floating-point operations of the decoding, as FlopCounterMode counts them.
+--count-flops the floating-point operations the sentences need, as `flops: N`: FlopCounterMode's
+count, each decoder step's share taken for the rows still open only (the rows of a sentence that
+has ended, or of a beam not yet opened, idle along here, and anatomy drops them), so that the
+count is of the same work for both programs and neither reaches more than it does.
 
 --compile runs the encoder and the decoder's step through torch.compile with dynamic shapes (the
 batch and the cache grow), and decodes the first batch once before the timed run, so that the
@@ -36,6 +39,26 @@ import torch.nn.functional as F
 from corpus_reference import decode as detokenize, read_vocab, tokenize  # the same helpers
 
 ROWS = 256  # rows of a decoding batch, as anatomy's Translator: 256 sentences, or 256 / beam
+
+
+class OpenRowFlops:
+    """With --count-flops: the decoder steps' flops, whole and in the share of their open rows.
+    A step's products are row by row (each row's token, its cache, its source), so a step of n
+    rows with m open costs m / n of its count for the open ones."""
+
+    def __init__(self, counter):
+        self.counter, self.steps, self.open = counter, 0, 0.0
+
+    def step(self, run, rows, open_rows):
+        before = self.counter.get_total_flops()
+        out = run()
+        flops = self.counter.get_total_flops() - before
+        self.steps += flops
+        self.open += flops * open_rows / rows
+        return out
+
+
+COUNT = None  # an OpenRowFlops while --count-flops counts
 
 
 class CachedDecoder:
@@ -115,7 +138,9 @@ def greedy(dec, memory, mask, limits, bos, eos):
     done = [False] * B
     tokens = torch.full((B,), bos, dtype=torch.long)
     for t in range(max(limits)):
-        nxt = dec.step(tokens, t, memory, mask, cache).argmax(-1)
+        run = lambda: dec.step(tokens, t, memory, mask, cache)  # noqa: E731
+        logits = COUNT.step(run, B, done.count(False)) if COUNT else run()
+        nxt = logits.argmax(-1)
         ids = nxt.tolist()
         for b in range(B):
             if not done[b]:
@@ -123,6 +148,7 @@ def greedy(dec, memory, mask, limits, bos, eos):
                     done[b] = True
                 else:
                     out[b].append(ids[b])
+                    done[b] = len(out[b]) >= limits[b]
         if all(done):
             break
         tokens = torch.where(torch.tensor(done), torch.full_like(nxt, eos), nxt)
@@ -145,7 +171,13 @@ def beam_search(dec, memory, mask, limits, bos, eos, K, alpha=0.6):
         return logp / ((5 + length) / 6) ** alpha
 
     for t in range(max(limits)):
-        logp = torch.log_softmax(dec.step(tokens, t, memory, mask, cache), -1)
+        run = lambda: dec.step(tokens, t, memory, mask, cache)  # noqa: E731
+        if COUNT:  # open: the beams with a score, of the sentences still searching
+            live = torch.tensor([not d for d in done])
+            logits = COUNT.step(run, B * K, int((scores > float("-inf"))[live].sum()))
+        else:
+            logits = run()
+        logp = torch.log_softmax(logits, -1)
         V = logp.size(-1)
         cand = (scores.view(-1, 1) + logp).view(B, K * V)
         top_scores, top_idx = cand.topk(2 * K, dim=1)
@@ -192,6 +224,7 @@ def beam_search(dec, memory, mask, limits, bos, eos, K, alpha=0.6):
 
 
 def main():
+    global COUNT
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--export", required=True, help="a folder written by `anatomy export`")
     p.add_argument("--anatomy", required=True, help="the anatomy program (for its tokenizer)")
@@ -202,7 +235,8 @@ def main():
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--compile", action="store_true", help="torch.compile the encoder and the step")
     p.add_argument("--count-flops", action="store_true",
-                   help="print the decoding's flops (FlopCounterMode) as `flops: N`, and no time")
+                   help="print the flops the sentences need as `flops: N` (open rows only) and "
+                        "the whole batches' as `flops_all_rows: N`, and no time")
     p.add_argument("--output", help="the translations, one a line")
     a = p.parse_args()
     sys.path.insert(0, a.export)
@@ -225,7 +259,7 @@ def main():
         dec.step = torch.compile(dec.step, dynamic=True)
         encode = torch.compile(model.encode, dynamic=True)
     out = [None] * len(ids)
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))  # longest first, as anatomy's
     per_batch = max(1, ROWS // max(a.beam, 1))
     batches = [order[first:first + per_batch] for first in range(0, len(order), per_batch)]
 
@@ -251,9 +285,12 @@ def main():
             from torch.utils.flop_counter import FlopCounterMode
 
             with FlopCounterMode(display=False) as counter:
+                COUNT = OpenRowFlops(counter)
                 for idx in batches:
                     translate(idx)
-            print(f"flops: {counter.get_total_flops()}")
+            total = counter.get_total_flops()
+            print(f"flops: {round(total - COUNT.steps + COUNT.open)}")
+            print(f"flops_all_rows: {total}")
         else:
             start = time.perf_counter()
             for idx in batches:
