@@ -58,9 +58,6 @@ class OpenRowFlops:
         return out
 
 
-COUNT = None  # an OpenRowFlops while --count-flops counts
-
-
 class CachedDecoder:
     """model.decoder and model.generator, one token at a time."""
 
@@ -132,14 +129,14 @@ def reorder(cache, rows):
             c["k"], c["v"] = c["k"].index_select(0, rows), c["v"].index_select(0, rows)
 
 
-def greedy(dec, memory, mask, limits, bos, eos):
+def greedy(dec, memory, mask, limits, bos, eos, count=None):
     B = memory.size(0)
     cache, out = [], [[] for _ in range(B)]
     done = [False] * B
     tokens = torch.full((B,), bos, dtype=torch.long)
     for t in range(max(limits)):
         run = lambda: dec.step(tokens, t, memory, mask, cache)  # noqa: E731
-        logits = COUNT.step(run, B, done.count(False)) if COUNT else run()
+        logits = count.step(run, B, done.count(False)) if count else run()
         nxt = logits.argmax(-1)
         ids = nxt.tolist()
         for b in range(B):
@@ -155,7 +152,7 @@ def greedy(dec, memory, mask, limits, bos, eos):
     return out
 
 
-def beam_search(dec, memory, mask, limits, bos, eos, K, alpha=0.6):
+def beam_search(dec, memory, mask, limits, bos, eos, K, alpha=0.6, count=None):
     B = memory.size(0)
     memory = memory.repeat_interleave(K, 0)
     mask = mask.repeat_interleave(K, 0)
@@ -172,9 +169,9 @@ def beam_search(dec, memory, mask, limits, bos, eos, K, alpha=0.6):
 
     for t in range(max(limits)):
         run = lambda: dec.step(tokens, t, memory, mask, cache)  # noqa: E731
-        if COUNT:  # open: the beams with a score, of the sentences still searching
+        if count:  # open: the beams with a score, of the sentences still searching
             live = torch.tensor([not d for d in done])
-            logits = COUNT.step(run, B * K, int((scores > float("-inf"))[live].sum()))
+            logits = count.step(run, B * K, int((scores > float("-inf"))[live].sum()))
         else:
             logits = run()
         logp = torch.log_softmax(logits, -1)
@@ -224,7 +221,6 @@ def beam_search(dec, memory, mask, limits, bos, eos, K, alpha=0.6):
 
 
 def main():
-    global COUNT
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--export", required=True, help="a folder written by `anatomy export`")
     p.add_argument("--anatomy", required=True, help="the anatomy program (for its tokenizer)")
@@ -263,13 +259,13 @@ def main():
     per_batch = max(1, ROWS // max(a.beam, 1))
     batches = [order[first:first + per_batch] for first in range(0, len(order), per_batch)]
 
-    def translate(idx):
+    def translate(idx, count=None):
         width = max(len(ids[i]) for i in idx)
         src = torch.tensor([ids[i] + [config.pad_token_id] * (width - len(ids[i])) for i in idx])
         limits = [min(2 * len(ids[i]) + 10, config.max_position_embeddings - 1) for i in idx]
         memory, mask = encode(src)
-        rows = greedy(dec, memory, mask, limits, bos, eos) if a.beam <= 1 else \
-            beam_search(dec, memory, mask, limits, bos, eos, a.beam, a.length_penalty)
+        rows = greedy(dec, memory, mask, limits, bos, eos, count) if a.beam <= 1 else \
+            beam_search(dec, memory, mask, limits, bos, eos, a.beam, a.length_penalty, count)
         for i, r in zip(idx, rows):
             out[i] = detokenize(r, vocab)
 
@@ -285,11 +281,11 @@ def main():
             from torch.utils.flop_counter import FlopCounterMode
 
             with FlopCounterMode(display=False) as counter:
-                COUNT = OpenRowFlops(counter)
+                count = OpenRowFlops(counter)
                 for idx in batches:
-                    translate(idx)
+                    translate(idx, count)
             total = counter.get_total_flops()
-            print(f"flops: {round(total - COUNT.steps + COUNT.open)}")
+            print(f"flops: {round(total - count.steps + count.open)}")
             print(f"flops_all_rows: {total}")
         else:
             start = time.perf_counter()
