@@ -66,7 +66,7 @@ sanitize:
 # tested in a copy under build/mutation; the report is build/mutation/report.md.
 COUNT ?= 20
 SEED ?= 1
-FOLDERS ?= autograd,kernels,io,nn,models,tokenizers,data,training,cli
+FOLDERS ?= autograd,kernels,io,nn,models,checkpoints,generation,tokenizers,data,viz,training,cli
 mutation:
 	@cmake/install-deps.sh core
 	/usr/bin/python3 tools/mutation.py --count $(COUNT) --seed $(SEED) --folders $(FOLDERS)

@@ -34,7 +34,8 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FOLDERS = ["autograd", "kernels", "io", "nn", "models", "tokenizers", "data", "training", "cli"]
+FOLDERS = ["autograd", "kernels", "io", "nn", "models", "checkpoints", "generation", "tokenizers",
+           "data", "viz", "training", "cli"]
 # What each folder's tests are: the unit tests of the whole suite (a change in autograd/ can be
 # caught by a model's parity test), and for the folders that only the `anatomy` program reaches,
 # the end-to-end cases too.
