@@ -437,7 +437,7 @@ size_t width_of(const std::vector<std::string>& labels) {
 }
 
 // White at 0; blue below and red above for values of both signs (the scale symmetric about 0),
-// white to dark blue for values of one sign.
+// white to dark blue for values of one sign, darker the further from 0. [lo, hi] holds 0.
 std::string colour(float v, float lo, float hi) {
   auto mix = [](float t, int r, int g, int b) {
     t = std::clamp(t, 0.0f, 1.0f);
@@ -449,6 +449,7 @@ std::string colour(float v, float lo, float hi) {
     const float m = std::max(-lo, hi);
     return v < 0 ? mix(-v / m, 33, 102, 172) : mix(v / m, 178, 24, 43);
   }
+  if (hi <= 0 && lo < 0) return mix(v / lo, 8, 48, 107);  // every value <= 0
   return mix((v - lo) / (hi - lo), 8, 48, 107);
 }
 

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "helpers.hpp"
 #include "viz/attention_view.hpp"
@@ -109,6 +110,19 @@ TEST_CASE("nice_ticks: round steps of 1, 2 or 5 times a power of ten that cover 
   CHECK_THROWS_AS(viz::nice_ticks(0, std::nan("")), Error);
 }
 
+TEST_CASE("nice_ticks: a range far below 1 keeps its ticks apart, and only zero is shown as 0") {
+  // A flat loss curve's range: the cut to 0 that hides "-0" is relative to the step, so ticks of
+  // 1e-15 are not all taken for zero.
+  const auto t = viz::nice_ticks(-2e-15, 2e-15, 5);
+  REQUIRE(t.size() == 5);
+  CHECK(t[0] == doctest::Approx(-2e-15).scale(1e-15));
+  CHECK(t[1] == doctest::Approx(-1e-15).scale(1e-15));
+  CHECK(t[2] == 0.0);
+  CHECK_FALSE(std::signbit(t[2]));
+  CHECK(t[3] == doctest::Approx(1e-15).scale(1e-15));
+  CHECK(t[4] == doctest::Approx(2e-15).scale(1e-15));
+}
+
 TEST_CASE("heatmap_svg: a diverging scale with a colour bar for values of both signs") {
   const Tensor w = tensor({{-1.0f, 0.0f}, {0.5f, 1.0f}});
   const std::string svg = viz::heatmap_svg(w, {"r0", "r1"}, {"c0", "c1"}, "both <signs>");
@@ -132,6 +146,101 @@ TEST_CASE("heatmap_svg: a diverging scale with a colour bar for values of both s
   CHECK(height <= 760);
   CHECK_THROWS_WITH_AS(viz::heatmap_svg(tensor({{std::nanf("")}}), {"a"}, {"b"}, "t"),
                        doctest::Contains("non-finite"), Error);
+}
+
+namespace {
+
+// The numbers of every match of `pattern`'s groups, in order, one vector per match.
+std::vector<std::vector<double>> svg_numbers(const std::string& svg, const std::string& pattern) {
+  std::vector<std::vector<double>> out;
+  const std::regex re(pattern);
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator();
+       ++it) {
+    std::vector<double> m;
+    for (size_t g = 1; g < it->size(); ++g) m.push_back(std::stod((*it)[g].str()));
+    out.push_back(m);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("heatmap_svg: labels sit beside their own row and column, the scale beside the cells") {
+  // 3 rows and 4 columns of distinct values of both signs.
+  const Tensor w = tensor(
+      {{-2.0f, -1.0f, 0.0f, 1.0f}, {0.5f, 1.5f, -0.5f, 2.0f}, {-1.5f, 0.25f, 0.75f, -0.25f}});
+  const std::vector<std::string> rows{"first", "second", "third"}, cols{"a", "bb", "ccc", "dddd"};
+  const std::string svg = viz::heatmap_svg(w, rows, cols, "layout");
+  // The cells: x, y, width, height, in row-major order.
+  const auto cells =
+      svg_numbers(svg, R"svg(<rect x="(\d+)" y="(\d+)" width="(\d+)" height="(\d+)" fill="rgb)svg");
+  REQUIRE(cells.size() == 12);
+  const double cell = cells[0][2], left = cells[0][0], top = cells[0][1];
+  CHECK(cell >= 4);
+  for (size_t i = 0; i < 3; ++i)
+    for (size_t j = 0; j < 4; ++j) {
+      const auto& c = cells[i * 4 + j];
+      CHECK(c[0] == left + static_cast<double>(j) * cell);
+      CHECK(c[1] == top + static_cast<double>(i) * cell);
+    }
+  const double bottom = top + 3 * cell, right = left + 4 * cell;
+  // Row labels: right-aligned just left of the cells, each within its own row's height.
+  const auto row_labels = svg_numbers(svg, R"svg(<text x="(\d+)" y="(\d+)" text-anchor="end">)svg");
+  REQUIRE(row_labels.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(row_labels[i][0] < left);
+    CHECK(row_labels[i][0] > left - cell);
+    CHECK(row_labels[i][1] > top + static_cast<double>(i) * cell);
+    CHECK(row_labels[i][1] < top + static_cast<double>(i + 1) * cell);
+  }
+  // Column labels: rising from just above the cells, each starting within its own column.
+  const auto col_labels = svg_numbers(svg, R"svg(translate\((\d+),(\d+)\) rotate\(-60\))svg");
+  REQUIRE(col_labels.size() == 4);
+  for (size_t j = 0; j < 4; ++j) {
+    CAPTURE(j);
+    CHECK(col_labels[j][0] > left + static_cast<double>(j) * cell);
+    CHECK(col_labels[j][0] < left + static_cast<double>(j + 1) * cell);
+    CHECK(col_labels[j][1] < top);
+    CHECK(col_labels[j][1] > top - cell);
+  }
+  // The picture holds the cells with a small margin below.
+  const auto size = svg_numbers(svg, R"svg(<svg [^>]*width="(\d+)" height="(\d+)")svg");
+  REQUIRE(size.size() == 1);
+  CHECK(size[0][1] >= bottom);
+  CHECK(size[0][1] <= bottom + 40);
+  // The colour bar: to the right of the cells, as tall as they are (they are short), from -2 at
+  // its bottom to 2 at its top.
+  const auto bar =
+      svg_numbers(svg, R"svg(class="colour-bar" x="(\d+)" y="(\d+)" width="14" height="(\d+)")svg");
+  REQUIRE(bar.size() == 1);
+  CHECK(bar[0][0] > right);
+  CHECK(size[0][0] >= bar[0][0] + 14);
+  CHECK(bar[0][1] == top);
+  CHECK(bar[0][2] == 3 * cell);
+  const auto ticks = svg_numbers(svg, R"svg(<line x1="\d+" x2="\d+" y1="([-\d.]+)")svg");
+  const auto tick_labels = svg_numbers(svg, R"svg(<text x="\d+" y="[-\d.]+">([-\d.]+)<)svg");
+  REQUIRE(ticks.size() == 5);
+  REQUIRE(tick_labels.size() == 5);
+  for (size_t k = 0; k < 5; ++k) {
+    CAPTURE(k);
+    const double value = -2.0 + static_cast<double>(k);  // ticks at -2, -1, 0, 1, 2
+    CHECK(tick_labels[k][0] == value);
+    CHECK(ticks[k][0] == doctest::Approx(bottom - (value + 2) / 4 * 3 * cell).epsilon(1e-3));
+  }
+}
+
+TEST_CASE("heatmap_svg: values of one sign, zero included, keep a one-sided scale") {
+  // Every value <= 0 with 0 among them: the scale runs from the smallest to 0, white at 0, and
+  // reaches no positive tick.
+  const std::string svg =
+      viz::heatmap_svg(tensor({{-2.0f, -1.0f}, {0.0f, -0.5f}}), {"r0", "r1"}, {"c0", "c1"}, "t");
+  CHECK(svg.find("fill=\"rgb(255,255,255)\"><title>0.000") != std::string::npos);
+  CHECK(svg.find("fill=\"rgb(8,48,107)\"><title>-2.000") != std::string::npos);  // darkest
+  const auto labels = svg_numbers(svg, R"svg(<text x="\d+" y="[-\d.]+">([-\d.]+)<)svg");
+  REQUIRE_FALSE(labels.empty());
+  CHECK(labels.front()[0] == -2.0);
+  CHECK(labels.back()[0] == 0.0);
 }
 
 TEST_CASE("terminal_heatmap: column labels written downwards, whole") {
