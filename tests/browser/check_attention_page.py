@@ -110,6 +110,25 @@ def head_view(b, data, pair, shots, shot=(0, 0)):
         check(labels == wanted and keys == sec["right"],
               f"'{sec['name']}': the columns show the queries" +
               (" with the token each predicts" if sec["predicts"] else "") + " and the keys")
+        # The drawing is tall enough for the longer column, queries or keys: the lowest token
+        # has at least half a row below it.
+        ys, height = b.js("(() => { const v = document.getElementById('view'); return ["
+                          "[...v.querySelectorAll('text.token')].map(t => +t.getAttribute('y')),"
+                          " +v.getAttribute('height')]; })()")
+        row = sorted(set(ys))[1] - sorted(set(ys))[0] if len(set(ys)) > 1 else 0
+        check(max(ys) + row / 2 <= height, f"'{sec['name']}': every token is inside the drawing "
+              f"(the lowest at {max(ys)}, rows {row} apart, the drawing {height} high)")
+    # A section with fewer layers than the layer shown opens on its own last layer.
+    counts = [len(sec["layers"]) for sec in data["sections"]]
+    if len(set(counts)) > 1:
+        more, fewer = counts.index(max(counts)), counts.index(min(counts))
+        select(b, "section", more)
+        select(b, "layer", max(counts) - 1)
+        select(b, "section", fewer)
+        shown = b.js("document.getElementById('layer').selectedIndex")
+        check(shown == min(counts) - 1 and len(lines(b)) > 0,
+              f"from layer {max(counts) - 1} of '{data['sections'][more]['name']}', "
+              f"'{data['sections'][fewer]['name']}' ({min(counts)} layers) shows its layer {shown}")
     select(b, "section", 0)
     if heads > 1:  # a section change opens on head 0 again
         b.mouse("click", *b.centre("#all-heads"))
@@ -152,10 +171,14 @@ def head_view(b, data, pair, shots, shot=(0, 0)):
                ".classList.contains('focus')"), "the hovered token is highlighted")
     b.mouse("move", 5, 5)
     check(lines(b) == everything, "leaving the token restores every line")
-    x, y = b.centre("#view text.token.right[data-index='1']")
+    # The key with the most lines into it (a trained head may leave some keys without any).
+    key = max(range(len(section["right"])),
+              key=lambda k: sum(1 for line in everything if line[2] == k))
+    x, y = b.centre(f"#view text.token.right[data-index='{key}']")
     b.mouse("move", x, y)
     into = lines(b)
-    check(into and all(k == 1 for _, _, k, _ in into), "hovering a key token shows the lines into it")
+    check(into and all(k == key for _, _, k, _ in into),
+          f"hovering key token {key} shows the lines into it")
     b.mouse("move", 5, 5)
     check(lines(b) == everything, "and leaving it restores them")
     if shots:
@@ -257,6 +280,7 @@ def neuron_view(b, data, shots, shot=(0, 0)):
                     check(rows == keys and abs(sum(soft) - 1) < 0.01 and worst < 0.01,
                           f"'{section['name']}' layer {layer} head {head} query {query}: {rows} keys, "
                           f"softmax(q.k/sqrt d) matches the model's weights (worst {worst:.4f})")
+        shading(b, section["name"])
         cells = b.js("document.querySelectorAll('table.neuron tr[data-key] td:nth-child(3) .cell').length")
         d = len(section["queries"][0][0][0])
         check(cells == d * b.js("document.querySelectorAll('table.neuron tr[data-key]').length"),
@@ -268,6 +292,27 @@ def neuron_view(b, data, shots, shot=(0, 0)):
         b.mouse("move", *b.centre("#neuron div.token[data-index='2']"))
         open(os.path.join(shots, "neuron_view.png"), "wb").write(b.screenshot())
     not_blank(b.screenshot(fast=True), "neuron view")
+
+
+def shading(b, name):
+    """The neuron view's cells are as strong as their value against the largest of their kind:
+    the q and k vectors share one scale, the products q x k another."""
+    groups = b.js("""(() => {
+      const rows = [...document.querySelectorAll('table.neuron tr[data-key]')];
+      const column = n => rows.flatMap(r => [...r.querySelectorAll(`td:nth-child(${n}) .cell`)]);
+      const read = c => {
+        const rgba = getComputedStyle(c).backgroundColor.match(/[\\d.]+/g).map(Number);
+        return [Math.abs(+c.title), rgba.length > 3 ? rgba[3] : 1];
+      };
+      return [[...column(2), ...column(3)].map(read), column(4).map(read)];
+    })()""")
+    for kind, group in zip(("q and k", "q x k"), groups):
+        largest = max(v for v, _ in group)
+        # The titles hold 3 decimals; the colour's alpha is kept to about 1/255.
+        tolerance = 0.01 + 0.0005 / largest
+        worst = max(abs(alpha - min(1, v / largest)) for v, alpha in group)
+        check(worst < tolerance, f"'{name}': the {kind} cells are shaded by their value over the "
+              f"largest, {largest:.3f} (worst {worst:.3f})")
 
 
 def concentration(data):

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The attention pages a student opens, checked in headless Chromium (check_attention_page.py):
 # a BERT sentence pair (anatomy attention --model-dir), a translation model's three attentions
-# (anatomy attention --checkpoint on a short training run), tutorial 03's two pages, and a real
+# (anatomy attention --checkpoint on a short training run, one decoder layer under two encoder
+# layers, so that its sections have different layer counts), tutorial 03's two pages, and a real
 # pretrained BERT's page (the test environment's), whose heads must concentrate.
 # usage: run.sh ANATOMY TUTORIAL_03 SOURCE_DIR OUT_DIR
 set -euo pipefail
@@ -21,6 +22,7 @@ echo "== a BERT sentence pair"
 $check "$out/pair.html" --pair || status=1
 echo "== a translation model: encoder, decoder and encoder-decoder attention"
 "$anatomy" train --task reverse --preset tiny --epochs 6 --limit 1500 --threads 1 \
+  --set num_decoder_layers=1 \
   --out "$out/run" > "$out/train.log"
 "$anatomy" attention --checkpoint "$out/run" --out "$out/seq2seq.html" "c d e f"
 $check "$out/seq2seq.html" || status=1
