@@ -249,3 +249,39 @@ TEST_CASE("weights that hold NaN or infinity are refused by name, unless allowed
   save_safetensors(dir / "fine.safetensors", TransformerEncoder(small()).state_dict());
   CHECK_NOTHROW(load_weights(fresh, dir / "fine.safetensors", small()));
 }
+
+// GPT-2's activation_function takes gelu, gelu_new and relu; any other is named.
+TEST_CASE("gpt2_mismatch: the activations GPT-2 has pass, another is named") {
+  TransformerConfig c = TransformerConfig::preset("nanogpt");
+  for (const std::string act : {"gelu", "gelu_new", "relu"}) {
+    CAPTURE(act);
+    c.hidden_act = act;
+    CHECK(gpt2_mismatch(c).empty());
+    CHECK(gpt2_config(c)["activation_function"] == act);
+  }
+  c.hidden_act = "silu";  // set directly: validate() would refuse it first
+  CHECK(gpt2_mismatch(c) == "hidden_act is silu (GPT-2: gelu, gelu_new or relu)");
+}
+
+// The export is the import's inverse: PyTorch's BERT (the golden file), renamed to the book's
+// per-head names and back, is every tensor it was, under the name it had.
+TEST_CASE("to_bert_checkpoint gives back the BERT checkpoint that from_bert_checkpoint read") {
+  const auto hf =
+      load_safetensors(testing::test_path("parity/golden/bert/model.safetensors")).tensors;
+  const auto config = bert_architecture(
+      TransformerConfig::from_json_file(testing::test_path("parity/golden/bert/config.json")), hf);
+  const auto book = from_bert_checkpoint(hf, config);
+  REQUIRE(book.unused.empty());
+  const auto back = to_bert_checkpoint(book.state, config);
+  CHECK(back.size() == hf.size());
+  for (const auto& [name, t] : hf) {
+    CAPTURE(name);
+    REQUIRE(back.contains(name));
+    CHECK_CLOSE(back.at(name), t, 0, 0);
+  }
+  // Behind the prefix BertForSequenceClassification keeps it under.
+  const auto prefixed = to_bert_checkpoint(book.state, config, "bert.");
+  CHECK(prefixed.size() == hf.size());
+  CHECK_CLOSE(prefixed.at("bert.encoder.layer.1.attention.self.key.bias"),
+              hf.at("encoder.layer.1.attention.self.key.bias"), 0, 0);
+}

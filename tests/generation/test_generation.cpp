@@ -578,6 +578,29 @@ TEST_CASE("beam search over a padded batch finds what each sentence finds alone"
               {"beam_search", "beam size must be >= 1", "got 0"});
 }
 
+// A longest output of one token: one step, whose best token is greedy's first (every open
+// hypothesis has the same length, and ending at once scores below the best token).
+TEST_CASE("beam search with a longest output of 1 gives greedy's first token") {
+  manual_seed(11);
+  Seq2SeqTransformer s2s(small());
+  s2s.eval();
+  const int64_t bos = 1, eos = 2;
+  const Tensor batch = tensor({{5, 6, 7, 0}, {9, 8, 7, 6}});
+  const auto greedy = greedy_decode(s2s, batch, bos, eos, 1);
+  for (size_t b = 0; b < 2; ++b) {
+    REQUIRE(greedy[b].tokens.size() == 1);
+    REQUIRE(greedy[b].tokens[0] != eos);
+  }
+  for (const int64_t beam : {1, 3}) {
+    CAPTURE(beam);
+    const auto searched = beam_search(s2s, batch, bos, eos, {1, 1}, {.beam_size = beam});
+    for (size_t b = 0; b < 2; ++b) {
+      CAPTURE(b);
+      CHECK(searched[b].tokens == greedy[b].tokens);
+    }
+  }
+}
+
 TEST_CASE("Seq2SeqTransformer names both batch sizes when they differ") {
   Seq2SeqTransformer s2s(small());
   check_error(
