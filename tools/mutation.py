@@ -42,11 +42,14 @@ FOLDERS = ["autograd", "kernels", "io", "nn", "models", "checkpoints", "generati
 END_TO_END = {"training", "cli"}
 # ctest's checks outside the unit tests that read a folder's code against an independent
 # implementation or from outside the process: the tokenizer.json reader against the tokenizers
-# library on every English Tatoeba sentence; `export --to-hf` loaded by transformers; export and
-# average killed at each of their file operations. They run after the unit tests, when those
-# pass.
+# library on every English Tatoeba sentence; `export --to-hf` (BERT's and GPT-2's names and
+# configs) loaded by transformers; export and average killed at each of their file operations;
+# the attention pages, whose script draws them, opened in headless Chromium. They run after the
+# unit tests, when those pass.
 CHECKS = {
+    "checkpoints": ["hf_export_loads_in_transformers"],
     "tokenizers": ["tokenizer_json_matches_tokenizers"],
+    "viz": ["browser_attention_pages"],
     "training": ["hf_export_loads_in_transformers",
                  "kill_during_writes_leaves_nothing_half_written"],
 }
@@ -254,15 +257,16 @@ class Workspace:
         code, log = run(["cmake", "-S", self.src, "-B", self.build,
                          "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
                          "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -D_GLIBCXX_ASSERTIONS",
-                         "-DANATOMY_BUILD_TUTORIALS=OFF",
+                         "-DANATOMY_BUILD_TUTORIALS=ON",
                          "-DANATOMY_WERROR=OFF", "-DANATOMY_WARNINGS=OFF"], ROOT)
         if code != 0:
             sys.exit("mutation: cmake failed\n" + log)
 
     def compile(self, timeout):
-        # The kill library is what kill_during_writes_leaves_nothing_half_written preloads.
+        # The kill library is what kill_during_writes_leaves_nothing_half_written preloads;
+        # tutorial 03 writes two of the pages browser_attention_pages opens.
         return run(["cmake", "--build", self.build, "-j2", "--target", "anatomy_tests",
-                    "anatomy", "anatomy_kill_at_call"], ROOT, timeout)
+                    "anatomy", "anatomy_kill_at_call", "03_multi_head_attention"], ROOT, timeout)
 
     def test(self, folder, timeout):
         """The folder's own test files first (tests/<folder>/), which kill most of its mutants
@@ -285,8 +289,8 @@ class Workspace:
                          "--output-on-failure", "--no-tests=error"], self.build, timeout,
                         self.env())
         if code == 0 and re.search(r"\bSkipped\b|Not Run", log):
-            sys.exit(f"mutation: {name} skipped (does build/venv exist? make test makes it)\n"
-                     + log[-2000:])
+            sys.exit(f"mutation: {name} skipped (make test installs what it needs: build/venv, "
+                     "Chromium)\n" + log[-2000:])
         return code, log
 
     def run_tests(self, folder, timeout, which):
