@@ -559,6 +559,13 @@ TEST_CASE("errors name the op, what was expected and what came") {
         cat({randn({2, 3}), randn({3, 3})}, 1);
       },
       {"cat", "Sizes of tensors must match except in dimension 1"});
+  // The last dimension is compared too, as PyTorch words it.
+  check_error(
+      [&] {
+        cat({randn({2, 3}), randn({2, 4})}, 0);
+      },
+      {"cat", "Sizes of tensors must match except in dimension 0",
+       "Expected size 3 but got size 4 for tensor number 1"});
   check_error([&] { randn({2, 3}).expand({4, 3}); }, {"expand", "must match the existing size"});
   check_error(
       [&] {

@@ -491,6 +491,9 @@ TEST_CASE_FIXTURE(anatomy::testing::FastKernels,
     CHECK(frozen_packed_weight(w, 40) == packed);                    // once
     CHECK(frozen_packed_weight(w.detach(), 40) == nullptr);          // not a parameter
     CHECK(frozen_packed_weight(w.narrow(0, 1, 20), 40) == nullptr);  // not a leaf: a view
+    const Tensor cube = randn({5, 6, 24}).requires_grad_();  // not a matrix, at either product
+    CHECK(frozen_packed_weight(cube, 40) == nullptr);
+    CHECK(frozen_packed_weight(cube, 40) == nullptr);
     CHECK(linear(x, w, b).to_vector() == plain.to_vector());
     {
       FrozenWeightsGuard inner;
