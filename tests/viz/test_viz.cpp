@@ -144,6 +144,10 @@ TEST_CASE("heatmap_svg: a diverging scale with a colour bar for values of both s
   const int height = std::atoi(big.c_str() + big.find("height=\"") + 8);
   CHECK(width <= 1000);
   CHECK(height <= 760);
+  // So do 2 x 200 (a long sentence's row of weights): the columns decide the cells' size.
+  const std::string wide = viz::heatmap_svg(zeros({2, 200}), std::vector<std::string>(2, "q"),
+                                            std::vector<std::string>(200, "k"), "wide");
+  CHECK(std::atoi(wide.c_str() + wide.find("width=\"") + 7) <= 1000);
   CHECK_THROWS_WITH_AS(viz::heatmap_svg(tensor({{std::nanf("")}}), {"a"}, {"b"}, "t"),
                        doctest::Contains("non-finite"), Error);
 }
@@ -215,7 +219,9 @@ TEST_CASE("heatmap_svg: labels sit beside their own row and column, the scale be
       svg_numbers(svg, R"svg(class="colour-bar" x="(\d+)" y="(\d+)" width="14" height="(\d+)")svg");
   REQUIRE(bar.size() == 1);
   CHECK(bar[0][0] > right);
-  CHECK(size[0][0] >= bar[0][0] + 14);
+  CHECK(bar[0][0] <= right + 40);
+  CHECK(size[0][0] >= bar[0][0] + 14);  // the bar and its tick labels, and little more
+  CHECK(size[0][0] <= bar[0][0] + 100);
   CHECK(bar[0][1] == top);
   CHECK(bar[0][2] == 3 * cell);
   const auto ticks = svg_numbers(svg, R"svg(<line x1="\d+" x2="\d+" y1="([-\d.]+)")svg");
