@@ -267,3 +267,35 @@ TEST_CASE("dropout keeps an element whose draw equals p, and drops one just unde
       dropout_add_layer_norm(ones({1, 2}), zeros({1, 2}), std::nextafter(u, 1.0f), true, {2});
   CHECK(dropped.sum.to_vector()[0] == 0.0f);
 }
+
+// Rows far from 0 relative to their spread (a residual stream that drifted): the variance is
+// the mean of squared distances from the mean, not E[x^2] - mean^2, whose two large terms cancel
+// in float32 and leave mostly rounding error. Checked on the reference op and the fast kernel
+// against the same formula in double precision.
+TEST_CASE("layer_norm: rows with mean 1e4 and spread 1 normalize as in double precision") {
+  manual_seed(7);
+  const int64_t C = 64;
+  const Tensor x = randn({4, C}) + 1e4f;
+  const auto xs = x.to_vector();
+  std::vector<float> expected;
+  for (int64_t n = 0; n < 4; ++n) {
+    double mean = 0, var = 0;
+    for (int64_t c = 0; c < C; ++c) mean += xs[static_cast<size_t>(n * C + c)];
+    mean /= C;
+    for (int64_t c = 0; c < C; ++c) {
+      const double d = xs[static_cast<size_t>(n * C + c)] - mean;
+      var += d * d;
+    }
+    var /= C;
+    for (int64_t c = 0; c < C; ++c)
+      expected.push_back(
+          static_cast<float>((xs[static_cast<size_t>(n * C + c)] - mean) / std::sqrt(var + 1e-5)));
+  }
+  const std::string before = kernels();
+  for (const char* k : {"reference", "fast"}) {
+    CAPTURE(k);
+    set_kernels(k);
+    CHECK_CLOSE(layer_norm(x, {C}), from_vector(expected, {4, C}), 2e-2, 0);
+  }
+  set_kernels(before);
+}

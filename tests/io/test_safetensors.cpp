@@ -1,4 +1,6 @@
 // safetensors: round trip, PyTorch-written files, and every kind of broken file.
+#include <unistd.h>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -181,4 +183,49 @@ TEST_CASE("saving is atomic: a failed save leaves the old file intact") {
       },
       {"cannot write"});
   std::filesystem::remove(path);
+}
+
+// PyTorch saves tensors with a dimension of size 0 (an empty batch, a bias-free layer's
+// placeholder); they read back with their shape.
+TEST_CASE(
+    "safetensors: a dimension of size 0 reads back; a data offset that is not a number is named") {
+  const Tensor back =
+      parse_safetensors(make_file(R"({"e":{"dtype":"F32","shape":[2,0],"data_offsets":[0,0]},)"
+                                  R"("w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                                  std::string(4, '\0')),
+                        "f")
+          .tensors.at("e");
+  CHECK(back.shape() == Shape{2, 0});
+  for (const std::string offsets : {R"(["0",4])", R"([0,"4"])", R"([0,4.5])"}) {
+    CAPTURE(offsets);
+    check_error(
+        [&] {
+          parse_safetensors(
+              make_file(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":)" + offsets + "}}",
+                        std::string(4, '\0')),
+              "f");
+        },
+        {"f: 1 problem(s):", "'w': malformed shape or data_offsets"});
+  }
+}
+
+// A save writes PATH.tmpPID first; leftovers of processes that no longer run are removed, and
+// nothing else: not a live process's, not a name that only looks like one.
+TEST_CASE("remove_stale_leftovers removes a dead process's leftovers and nothing else") {
+  namespace fs = std::filesystem;
+  testing::TempDir dir;
+  const std::string prefix = "w.safetensors.tmp";
+  const std::string dead = prefix + "99999999";  // above any pid_max: no such process
+  const std::string live = prefix + std::to_string(getpid());
+  // Names as long as a leftover's, with digits where its pid is, but another prefix.
+  const std::string other = "x.safetensors.tmp99999999", shorter = "w.safetensors.tm199999999";
+  const std::string words = prefix + "abc";
+  for (const std::string& name : {dead, live, other, shorter, words})
+    std::ofstream(dir / name) << "x";
+  remove_stale_leftovers(dir.str(), prefix);
+  CHECK_FALSE(fs::exists(dir / dead));
+  for (const std::string& kept : {live, other, shorter, words}) {
+    CAPTURE(kept);
+    CHECK(fs::exists(dir / kept));
+  }
 }
