@@ -276,10 +276,11 @@ TEST_CASE("to_bert_checkpoint gives back the BERT checkpoint that from_bert_chec
   REQUIRE(book.unused.empty());
   const auto back = to_bert_checkpoint(book.state, config);
   CHECK(back.size() == hf.size());
-  for (const auto& [name, t] : hf) {
+  for (const auto& entry : hf) {
+    const std::string& name = entry.first;
     CAPTURE(name);
     REQUIRE(back.contains(name));
-    CHECK_CLOSE(back.at(name), t, 0, 0);
+    CHECK_CLOSE(back.at(name), entry.second, 0, 0);
   }
   // Behind the prefix BertForSequenceClassification keeps it under.
   const auto prefixed = to_bert_checkpoint(book.state, config, "bert.");
