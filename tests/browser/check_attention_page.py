@@ -95,7 +95,10 @@ def fits(b, what):
     ys, height = b.js("(() => { const v = document.getElementById('view'); return ["
                       "[...v.querySelectorAll('text.token')].map(t => +t.getAttribute('y')),"
                       " +v.getAttribute('height')]; })()")
-    row = sorted(set(ys))[1] - sorted(set(ys))[0] if len(set(ys)) > 1 else 0
+    if len(set(ys)) < 2:  # one token a side: no row spacing to measure
+        check(max(ys) < height, f"{what}: the drawing holds its token")
+        return
+    row = sorted(set(ys))[1] - sorted(set(ys))[0]
     check(max(ys) + row / 2 <= height <= max(ys) + 1.5 * row,
           f"{what}: the drawing fits its tokens (the lowest at {max(ys)}, rows {row} apart, "
           f"the drawing {height} high)")
@@ -321,7 +324,7 @@ def shading(b, name):
       return [[...column(2), ...column(3)].map(read), column(4).map(read)];
     })()""")
     for kind, group in zip(("q and k", "q x k"), groups):
-        largest = max(v for v, _ in group)
+        largest = max(v for v, _ in group) or 1.0  # all zero: the page divides by 1 as well
         # The titles hold 3 decimals; the colour's alpha is kept to about 1/255.
         tolerance = 0.01 + 0.0005 / largest
         worst = max(abs(alpha - min(1, v / largest)) for v, alpha in group)

@@ -185,8 +185,8 @@ TEST_CASE("saving is atomic: a failed save leaves the old file intact") {
   std::filesystem::remove(path);
 }
 
-// PyTorch saves tensors with a dimension of size 0 (an empty batch, a bias-free layer's
-// placeholder); they read back with their shape.
+// PyTorch saves tensors with a dimension of size 0 (an empty batch, say); they read back with
+// their shape.
 TEST_CASE(
     "safetensors: a dimension of size 0 reads back; a data offset that is not a number is named") {
   const Tensor back =
@@ -218,13 +218,12 @@ TEST_CASE("remove_stale_leftovers removes a dead process's leftovers and nothing
   const std::string dead = prefix + "99999999";  // above any pid_max: no such process
   const std::string live = prefix + std::to_string(getpid());
   // Names as long as a leftover's, with digits where its pid is, but another prefix.
-  const std::string other = "x.safetensors.tmp99999999", shorter = "w.safetensors.tm199999999";
+  const std::string other = "x.safetensors.tmp99999999", near = "w.safetensors.tm199999999";
   const std::string words = prefix + "abc";
-  for (const std::string& name : {dead, live, other, shorter, words})
-    std::ofstream(dir / name) << "x";
+  for (const std::string& name : {dead, live, other, near, words}) std::ofstream(dir / name) << "x";
   remove_stale_leftovers(dir.str(), prefix);
   CHECK_FALSE(fs::exists(dir / dead));
-  for (const std::string& kept : {live, other, shorter, words}) {
+  for (const std::string& kept : {live, other, near, words}) {
     CAPTURE(kept);
     CHECK(fs::exists(dir / kept));
   }

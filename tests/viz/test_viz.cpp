@@ -30,6 +30,19 @@ nlohmann::json page_data(const std::string& path) {
   return nlohmann::json::parse(json);
 }
 
+// The numbers of every match of `pattern`'s groups, in order, one vector per match.
+std::vector<std::vector<double>> svg_numbers(const std::string& svg, const std::string& pattern) {
+  std::vector<std::vector<double>> out;
+  const std::regex re(pattern);
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator();
+       ++it) {
+    std::vector<double> m;
+    for (size_t g = 1; g < it->size(); ++g) m.push_back(std::stod((*it)[g].str()));
+    out.push_back(m);
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("attention page: a pair, predictions and the neuron view's vectors reach the page") {
@@ -151,23 +164,6 @@ TEST_CASE("heatmap_svg: a diverging scale with a colour bar for values of both s
   CHECK_THROWS_WITH_AS(viz::heatmap_svg(tensor({{std::nanf("")}}), {"a"}, {"b"}, "t"),
                        doctest::Contains("non-finite"), Error);
 }
-
-namespace {
-
-// The numbers of every match of `pattern`'s groups, in order, one vector per match.
-std::vector<std::vector<double>> svg_numbers(const std::string& svg, const std::string& pattern) {
-  std::vector<std::vector<double>> out;
-  const std::regex re(pattern);
-  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator();
-       ++it) {
-    std::vector<double> m;
-    for (size_t g = 1; g < it->size(); ++g) m.push_back(std::stod((*it)[g].str()));
-    out.push_back(m);
-  }
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("heatmap_svg: labels sit beside their own row and column, the scale beside the cells") {
   // 3 rows and 4 columns of distinct values of both signs.
