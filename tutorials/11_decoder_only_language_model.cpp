@@ -1,6 +1,6 @@
 // Tutorial 11: a decoder-only language model, GPT's shape: the decoder without cross-attention,
-// trained to predict each next character of a text, then sampled from. Tiny Shakespeare if
-// ../shared/data is present, else a built-in paragraph.
+// trained to predict each next character of a text, then sampled from: --text PATH (Tiny
+// Shakespeare, say), else a built-in paragraph.
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -19,15 +19,16 @@ int main(int argc, char** argv) {
 
   t.section("Text and characters");
   std::string text;
-  const std::string path = t.option(
-      "--text", std::string(ANATOMY_SOURCE_DIR) + "/../shared/data/tinyshakespeare/input.txt");
-  if (std::ifstream f{path}) {
+  if (const std::string path = t.option("--text"); !path.empty()) {
+    std::ifstream f{path};
     std::stringstream ss;
     ss << f.rdbuf();
     text = ss.str().substr(0, 200000);
     fmt::print("(text: the first 200,000 characters of {})\n", path);
   } else {
-    fmt::print("({} was not found: using a built-in paragraph)\n", path);
+    fmt::print(
+        "(a built-in paragraph; --text PATH learns from a text of your own, such as Tiny "
+        "Shakespeare)\n");
     for (int i = 0; i < 40; ++i)
       text +=
           "time flies like an arrow; fruit flies like a banana. the cat sat on the mat and the dog "

