@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <thread>
+#include <string>
 
 #include "helpers.hpp"
 #include "platform/platform.hpp"
@@ -13,7 +13,7 @@ using namespace anatomy;
 using namespace anatomy::testing;
 
 TEST_CASE("a file lock is held by one open file at a time, and closing the file frees it") {
-  const std::string path = scratch("platform_lock");
+  const std::string path = (temp_root() / "anatomy_platform_lock").string();
   const int first = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   const int second = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   REQUIRE(first >= 0);
