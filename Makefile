@@ -62,7 +62,8 @@ fuzz:
 	fuzz/run.sh build/sanitize/fuzz $(FUZZ_SECONDS) $(FUZZ_RUNS)
 
 # What CI affords of the sanitizers (about 12 minutes on 2 cores, most of it the build): the unit
-# tests under clang's ASan + UBSan, and each fuzz harness briefly. `make asan` runs everything,
+# tests under clang's ASan + UBSan, and each fuzz harness briefly. The build is on clang's libc++
+# with warnings as errors, so it is also the check that the code builds away from GCC. `make asan` runs everything,
 # end-to-end training included.
 sanitize:
 	@cmake/install-deps.sh core fuzz

@@ -91,7 +91,8 @@ std::string explain_mistake(CLI::App& app, int argc, char** argv) {
     const std::string arg = argv[i];
     if (!arg.starts_with("--") || arg == "--") continue;
     const std::string name = arg.substr(0, arg.find('='));
-    if (std::ranges::find(options, name) == options.end())
+    // std::find, not std::ranges::find: libc++ before 15 has no range algorithms.
+    if (std::find(options.begin(), options.end(), name) == options.end())
       return fmt::format("anatomy {}: unknown option {}{} ('anatomy help {}' lists its options)",
                          first, name, did_you_mean(name, options), first);
   }

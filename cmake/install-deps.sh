@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that are missing (apt-get; sudo when not root). Usage:
-#   cmake/install-deps.sh core|bench|fuzz|browser ...
+#   cmake/install-deps.sh core|bench|fuzz|browser|pip ...
 # core: what building and testing need; bench: Google Benchmark, OpenBLAS (the GEMM
 # benchmark's yardstick, never linked into the library) and GNU time (peak memory); fuzz: clang
-# with libFuzzer (make fuzz); browser: Chromium, in which the tests open the attention pages
-# (tests/browser/); pip: Python's pip, with which cmake/setup-pretrained.sh downloads the
-# pretrained BERT where no pip is found. PyTorch, the test oracle and the other benchmarks' yardstick, is the test
+# with libFuzzer and clang's standard library, libc++ (the sanitize preset: make sanitize, make
+# fuzz); browser: Chromium, in which the tests open the attention pages (tests/browser/); pip:
+# Python's pip, with which cmake/setup-pretrained.sh downloads the pretrained BERT where no pip
+# is found. PyTorch, the test oracle and the other benchmarks' yardstick, is the test
 # environment's (cmake/test-venv.sh), not a Debian package.
 set -euo pipefail
 declare -A groups=(
   [core]="g++ make cmake libxtensor-dev libxsimd-dev libfmt-dev doctest-dev nlohmann-json3-dev libcli11-dev libicu-dev"
   [bench]="libbenchmark-dev libopenblas-dev time"
-  [fuzz]="clang libclang-rt-14-dev"
+  [fuzz]="clang libclang-rt-14-dev libc++-14-dev libc++abi-14-dev"
   [browser]="chromium"
   [pip]="python3-pip"
 )

@@ -1,6 +1,7 @@
 #include "kernels/caching_allocator.hpp"
 
 #include "autograd/memory.hpp"
+#include "platform/platform.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -8,8 +9,6 @@
 #include <mutex>
 #include <unordered_map>
 #include <vector>
-
-#include <sys/mman.h>
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -47,9 +46,7 @@ void* system_allocate(size_t rounded) {
   void* p = huge ? std::aligned_alloc(kHugePage, (rounded + kHugePage - 1) / kHugePage * kHugePage)
                  : std::aligned_alloc(kAlign, rounded);
   if (!p) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-  if (huge) madvise(p, rounded, MADV_HUGEPAGE);  // advice only: without THP nothing changes
-#endif
+  if (huge) platform::advise_huge_pages(p, rounded);
   return p;
 }
 

@@ -47,7 +47,9 @@ constexpr int64_t NC = 2048;
 
 #ifdef __AVX2__
 inline void transpose8x8(const float* src, int64_t lds, float* dst, int64_t ldd);
-inline void pack_6x8(const float* src, int64_t lds, float* dst);
+// Called only where MR is 6: with AVX-512 (MR 8) pack_a's `if constexpr` discards the call, and
+// clang would report the function as never needed.
+[[maybe_unused]] inline void pack_6x8(const float* src, int64_t lds, float* dst);
 #endif
 
 // Packs A[i0:i0+mc, k0:k0+kc] as MR-row micro-panels: panel p holds, for each k, MR values.

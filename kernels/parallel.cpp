@@ -23,8 +23,6 @@
 // fields.
 #include "kernels/parallel.hpp"
 
-#include <sched.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -34,6 +32,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "platform/platform.hpp"
 
 namespace anatomy {
 
@@ -57,9 +57,7 @@ int default_threads() {
     const long n = std::strtol(env, &end, 10);
     if (end != env && n >= 1 && n <= 1024) return static_cast<int>(n);
   }
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
+  return platform::usable_cpus();
 }
 
 using Clock = std::chrono::steady_clock;

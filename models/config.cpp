@@ -1,12 +1,10 @@
 #include "models/config.hpp"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -16,6 +14,7 @@
 #include "io/input_file.hpp"
 #include "io/json_limits.hpp"
 #include "models/registry.hpp"
+#include "platform/platform.hpp"
 
 namespace anatomy::models {
 
@@ -138,13 +137,9 @@ std::string human_bytes(double b) {
 
 double TransformerConfig::memory_limit() {
   if (limit_bytes > 0) return limit_bytes;
-  double bytes =
-      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-  // A cap on the process's address space (ulimit -v) is a smaller machine.
-  rlimit cap{};
-  if (getrlimit(RLIMIT_AS, &cap) == 0 && cap.rlim_cur != RLIM_INFINITY)
-    bytes = std::min(bytes, static_cast<double>(cap.rlim_cur));
-  return bytes;
+  // Where the system does not say how much memory there is, no size is refused for it.
+  const double bytes = platform::usable_memory();
+  return bytes > 0 ? bytes : std::numeric_limits<double>::infinity();
 }
 
 void TransformerConfig::set_memory_limit(double bytes) { limit_bytes = bytes; }

@@ -18,6 +18,7 @@ class Seq2SeqTransformer : public nn::Module {
   // Target ids [B, T] -> logits [B, T, V] (V: the target vocabulary).
   Tensor decode(const Tensor& target_ids, const Tensor& memory, const Tensor& source_mask,
                 DecoderCache* cache = nullptr);
+  using nn::Module::forward;  // visible, not hidden: see TransformerDecoderLayer
   Tensor forward(const Tensor& source_ids, const Tensor& target_ids);
 
   TransformerConfig config;

@@ -24,6 +24,9 @@ class TransformerDecoderLayer : public nn::Module {
  public:
   TransformerDecoderLayer(const TransformerConfig& config, bool cross_attention);
   explicit TransformerDecoderLayer(DecoderLayerParts parts);
+  // Module's one-input forward stays visible beside this class's own (it says which to call)
+  // rather than hidden by it, which clang reports (-Woverloaded-virtual).
+  using nn::Module::forward;
   // x [B, T, E]; memory [B, S, E] (the encoder's output, ignored without cross-attention).
   // With caches (incremental decoding) x holds only the newest positions.
   Tensor forward(const Tensor& x, const Tensor& memory, const Tensor& self_mask,

@@ -8,6 +8,9 @@ namespace anatomy::nn {
 class CrossEntropyLoss : public Module {
  public:
   explicit CrossEntropyLoss(CrossEntropyOptions options = {}) : options(std::move(options)) {}
+  // Module's one-input forward stays visible (it says which forward to call) rather than hidden
+  // by the two-input one, which clang reports (-Woverloaded-virtual).
+  using Module::forward;
   Tensor forward(const Tensor& logits, const Tensor& target) {
     return cross_entropy(logits, target, options);
   }
@@ -18,6 +21,7 @@ class CrossEntropyLoss : public Module {
 class MSELoss : public Module {
  public:
   explicit MSELoss(std::string reduction = "mean") : reduction(std::move(reduction)) {}
+  using Module::forward;  // visible, not hidden: see CrossEntropyLoss
   Tensor forward(const Tensor& input, const Tensor& target) {
     return mse_loss(input, target, reduction);
   }

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +13,7 @@
 
 #include "io/json_limits.hpp"
 #include "io/safetensors.hpp"
+#include "platform/platform.hpp"
 
 namespace anatomy::training {
 
@@ -192,14 +192,14 @@ RunLock& RunLock::operator=(RunLock&& o) noexcept {
 }
 
 RunLock::~RunLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
+  if (fd_ >= 0) ::close(fd_);  // closing releases the lock
 }
 
 RunLock RunDir::lock() const {
   const std::string path = file(".lock");
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) throw Error(fmt::format("cannot open {} ({})", path, std::strerror(errno)));
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  if (!platform::try_lock_file(fd)) {
     char pid[32] = {};
     const auto n = ::pread(fd, pid, sizeof(pid) - 1, 0);
     ::close(fd);

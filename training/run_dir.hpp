@@ -22,8 +22,8 @@
 
 namespace anatomy::training {
 
-// An exclusive lock on a run folder (flock on DIR/.lock, released when this object goes or the
-// process ends, however it ends): one training per folder.
+// An exclusive lock on a run folder (platform::try_lock_file on DIR/.lock, released when this
+// object goes or the process ends, however it ends): one training per folder.
 class RunLock {
  public:
   explicit RunLock(int fd = -1) : fd_(fd) {}

@@ -4,7 +4,6 @@
 // range must be refused, neither replaced by a default nor used as given (--clip -1 would
 // reverse the gradient).
 #include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -12,6 +11,7 @@
 
 #include "helpers.hpp"
 #include "models/models.hpp"
+#include "platform/platform.hpp"
 #include "tokenizers/tokenizers.hpp"
 #include "training/trainer.hpp"
 #include "training/translator.hpp"
@@ -428,7 +428,7 @@ TEST_CASE("a run folder names what it lacks, and gives the best weights before t
   // the message has no pid to give.
   const int held = ::open((dir + "/.lock").c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   REQUIRE(held >= 0);
-  REQUIRE(::flock(held, LOCK_EX | LOCK_NB) == 0);
+  REQUIRE(platform::try_lock_file(held));
   check_error([&] { (void)run.lock(); }, {dir + " is in use by another training (pid ?)"});
   ::close(held);
 }

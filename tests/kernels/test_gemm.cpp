@@ -6,6 +6,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <array>
+#include <vector>
+
 #include "helpers.hpp"
 #include "kernels/gemm.hpp"
 

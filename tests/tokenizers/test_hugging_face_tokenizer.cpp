@@ -340,7 +340,7 @@ TEST_CASE("tokenizer.json: GPT-2's byte table, byte by byte") {
   j["added_tokens"] = Json::array();
   j["model"]["merges"] = Json::array();
   j["model"]["vocab"] = Json::object();
-  for (int b = 0; b < 256; ++b) j["model"]["vocab"][to_utf8({table[static_cast<size_t>(b)]})] = b;
+  for (int b = 0; b < 256; ++b) j["model"]["vocab"][to_utf8(table[static_cast<size_t>(b)])] = b;
   const auto tok = parse(j);
   // Every byte of one, two and three-byte UTF-8: ASCII, then U+0080-U+07FF (leads C2-DF,
   // continuations 80-BF), then a character of each lead E0-EF.
@@ -349,7 +349,7 @@ TEST_CASE("tokenizer.json: GPT-2's byte table, byte by byte") {
   for (char32_t k = 0; k < 16; ++k)  // lead E0 + k; U+D841 would be a surrogate, so U+D041
     chars.push_back(k == 0xD ? char32_t{0xD041} : (k << 12) | 0x841);
   for (char32_t c : chars) {
-    const std::string text = to_utf8({c});
+    const std::string text = to_utf8(c);
     std::vector<int64_t> bytes;
     for (unsigned char b : text) bytes.push_back(b);
     CAPTURE(static_cast<int64_t>(c));

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "helpers.hpp"
 #include "tokenizers/tokenizers.hpp"

@@ -427,7 +427,11 @@ TEST_CASE("training and translating: bad input gets a clear message and a non-ze
   const std::string malformed = dir + "_bad.tsv";
   std::ofstream(malformed) << "a\tb\nno tab\n";
   expect(run("train --corpus " + malformed + " --out " + dir), "line 2 has no tab");
-  expect(run("train --task copy --out /proc/anatomy_cannot_write"), "output folder");
+  // A folder that cannot be made, whoever runs the test (root writes past any permission): its
+  // parent is a file.
+  const std::string a_file = dir + "_a_file";
+  std::ofstream(a_file) << "x";
+  expect(run("train --task copy --out " + a_file + "/run"), "output folder");
   expect(run("train --task lm --out " + dir), "needs --text");
   expect(run("translate --checkpoint /nonexistent \"x\""), "not a training run folder");
   // A finished run refuses to be overwritten, and refuses a different task on resume.

@@ -1,8 +1,8 @@
 // The trainer end to end, continued: the language model, two threads against one, --config and
 // --set, one training per folder, and kill -9 at any moment.
 #include <fcntl.h>
-#include <sys/file.h>
 
+#include "platform/platform.hpp"
 #include "training/trainer.hpp"
 #include "training_fixtures.hpp"
 
@@ -299,7 +299,7 @@ TEST_CASE("a run folder takes one training at a time, and a NaN loss stops the r
   auto lock_is_free = [&] {
     const int fd = open((dir + "/.lock").c_str(), O_RDWR);
     if (fd < 0) return false;
-    const bool got = flock(fd, LOCK_EX | LOCK_NB) == 0;
+    const bool got = platform::try_lock_file(fd);
     close(fd);  // releases it again
     return got;
   };
@@ -355,7 +355,7 @@ TEST_CASE("kill -9 at any moment leaves a folder that translate and --resume acc
     // for the lock itself, not for a fixed time (one never released hangs here until ctest's
     // timeout fails the test).
     if (const int fd = ::open((dir + "/.lock").c_str(), O_RDWR | O_CLOEXEC); fd >= 0) {
-      ::flock(fd, LOCK_EX);
+      platform::lock_file(fd);
       ::close(fd);
     }
     auto t = run("translate --checkpoint " + dir + " \"a b c\"");
