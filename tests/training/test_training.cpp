@@ -840,10 +840,59 @@ TEST_CASE("a corpus run sizes itself for its target tokens, the end tokens inclu
   int64_t tokens = 0;
   for (const auto& p : data::read_tsv(dir + "/split/train.tsv").pairs)
     tokens += static_cast<int64_t>(target->encode(p.target).size()) + 1;
-  CHECK_MESSAGE(r.output.find("100 s on 1 core buy it about ") != std::string::npos, r.output);
+  CHECK_MESSAGE(r.output.find("100 s on 1 thread, less ") != std::string::npos, r.output);
   CHECK_MESSAGE(
       r.output.find(fmt::format(" epochs of {} target tokens", tokens)) != std::string::npos,
       r.output);
+}
+
+// A corpus run with a time budget measures what its size costs here and plans its epochs from
+// that: run.json's `plan` says what it measured and planned, the log says it in a line, and the
+// run trains about the epochs it planned. The corpus's epochs are short (well under a second),
+// so an evaluation and the saves after it are a good part of each: a plan from the training
+// speed alone would promise several times the epochs the run gets.
+TEST_CASE("a corpus run plans its epochs from its own measured speed" *
+          doctest::test_suite("end-to-end")) {
+  const std::string dir = fresh_dir("corpus_plan");
+  const std::string tsv = write_corpus(dir + "_pairs.tsv", 2000);
+  const double budget = 12;
+  auto r = run(fmt::format(
+      "train --corpus {} --time-budget {} --threads 1 --vocab-size 40 --out {}", tsv, budget, dir));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const auto meta = nlohmann::json::parse(bytes(dir + "/run.json"));
+  REQUIRE(meta.contains("plan"));
+  const auto& plan = meta["plan"];
+  CAPTURE(plan.dump());
+  CHECK(plan["size"] == "small");  // 2000 pairs are too few target tokens for medium
+  CHECK(plan["size"] == meta["preset"]);
+  CHECK(plan["threads"] == 1);
+  CHECK(plan["time_budget"] == budget);
+  const double rate = plan["tokens_per_second"].get<double>();
+  CHECK(rate > 0);
+  CHECK(plan["measured"]["small"].get<double>() == rate);
+  CHECK(plan["epoch_overhead"].get<double>() > 0);
+  // Measuring took part of the budget, and run.json's seconds count it.
+  const double measuring = plan["measure_seconds"].get<double>();
+  CHECK(measuring > 0);
+  CHECK(measuring < budget / 2);
+  CHECK(meta["seconds"].get<double>() >= measuring);
+  CHECK(meta["seconds"].get<double>() <= budget + 5);
+  const int64_t steps_per_epoch = plan["steps_per_epoch"].get<int64_t>();
+  REQUIRE(steps_per_epoch > 0);
+  const double planned = plan["epochs"].get<double>();
+  const double trained =
+      static_cast<double>(meta["step"].get<int64_t>()) / static_cast<double>(steps_per_epoch);
+  CAPTURE(trained);
+  REQUIRE(planned >= 3);
+  CHECK(trained >= planned * 0.6);
+  CHECK(trained <= planned * 1.6);
+  const std::regex line(fmt::format(
+      R"re(plan: small, [\d.]+k? tok/s measured on 1 thread, about {:.0f} epochs in 0:12\n)re",
+      planned));
+  CHECK_MESSAGE(std::regex_search(r.output, line), r.output);
+  CHECK_MESSAGE(r.output.find(fmt::format("trained {:.1f} epochs; the plan was about {:.0f}",
+                                          trained, planned)) != std::string::npos,
+                r.output);
 }
 
 // A corpus run's positions leave room for inputs half as long again as the longest it trains or
