@@ -70,9 +70,11 @@ CorpusPlan plan_corpus_run(int64_t target_tokens_per_epoch, double time_budget, 
 }
 
 std::string describe(const CorpusPlan& plan, double time_budget) {
-  return fmt::format("plan: {}, {} tok/s measured on {} thread{}, about {:.0f} epochs in {}",
+  const std::string epochs = fmt::format("{:.0f}", plan.epochs);
+  return fmt::format("plan: {}, {} tok/s measured on {} thread{}, about {} epoch{} in {}",
                      plan.size.name, human(plan.tokens_per_second), plan.threads,
-                     plan.threads == 1 ? "" : "s", plan.epochs, clock(time_budget));
+                     plan.threads == 1 ? "" : "s", epochs, epochs == "1" ? "" : "s",
+                     clock(time_budget));
 }
 
 }  // namespace anatomy::training

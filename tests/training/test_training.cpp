@@ -850,16 +850,31 @@ TEST_CASE("a corpus run sizes itself for its target tokens, the end tokens inclu
 // that: run.json's `plan` says what it measured and planned, the log says it in a line, and the
 // run trains about the epochs it planned. On two threads, so that the measuring trains
 // data-parallel as the run does. The epochs are short (about a second), so measuring takes more
-// than the first epoch: the first evaluation's time shows whether the budget counted it.
+// than the first epoch: the first evaluation's time shows whether the budget counted it. Its
+// second of measuring can fall in a lull of what else the machine runs (the other tests), so a
+// run that trains outside the bound gets two more tries before the test gives up; a plan off
+// by a factor, as from a rate scaled by the threads, is off every time.
 TEST_CASE("a corpus run plans its epochs from its own measured speed" *
           doctest::test_suite("end-to-end")) {
   const std::string dir = fresh_dir("corpus_plan");
   const std::string tsv = write_corpus(dir + "_pairs.tsv", 2000);
   const double budget = 12;
-  auto r = run(fmt::format(
-      "train --corpus {} --time-budget {} --threads 2 --vocab-size 40 --out {}", tsv, budget, dir));
-  REQUIRE_MESSAGE(r.code == 0, r.output);
-  const auto meta = nlohmann::json::parse(bytes(dir + "/run.json"));
+  CommandResult r;
+  nlohmann::json meta;
+  auto trained_of = [](const nlohmann::json& m) {
+    return static_cast<double>(m["step"].get<int64_t>()) /
+           static_cast<double>(std::max<int64_t>(m["plan"]["steps_per_epoch"].get<int64_t>(), 1));
+  };
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::filesystem::remove_all(dir);
+    r = run(fmt::format("train --corpus {} --time-budget {} --threads 2 --vocab-size 40 --out {}",
+                        tsv, budget, dir));
+    REQUIRE_MESSAGE(r.code == 0, r.output);
+    meta = nlohmann::json::parse(bytes(dir + "/run.json"));
+    REQUIRE(meta.contains("plan"));
+    const double ratio = trained_of(meta) / meta["plan"]["epochs"].get<double>();
+    if (ratio >= 0.6 && ratio <= 1.6) break;
+  }
   REQUIRE(meta.contains("plan"));
   const auto& plan = meta["plan"];
   CAPTURE(plan.dump());
@@ -881,8 +896,7 @@ TEST_CASE("a corpus run plans its epochs from its own measured speed" *
   const int64_t steps_per_epoch = plan["steps_per_epoch"].get<int64_t>();
   REQUIRE(steps_per_epoch > 0);
   const double planned = plan["epochs"].get<double>();
-  const double trained =
-      static_cast<double>(meta["step"].get<int64_t>()) / static_cast<double>(steps_per_epoch);
+  const double trained = trained_of(meta);
   CAPTURE(trained);
   REQUIRE(planned >= 3);
   CHECK(trained >= planned * 0.6);
@@ -894,6 +908,14 @@ TEST_CASE("a corpus run plans its epochs from its own measured speed" *
   CHECK_MESSAGE(r.output.find(fmt::format("trained {:.1f} epochs; the plan was about {:.0f}",
                                           trained, planned)) != std::string::npos,
                 r.output);
+  // A resume (here with no budget left) keeps the plan, and says what it was.
+  auto again = run(fmt::format("train --corpus {} --out {} --resume", tsv, dir));
+  REQUIRE_MESSAGE(again.code == 0, again.output);
+  CHECK_MESSAGE(again.output.find(fmt::format("plan (as the run first made it): small, about "
+                                              "{:.0f} epochs",
+                                              planned)) != std::string::npos,
+                again.output);
+  CHECK(nlohmann::json::parse(bytes(dir + "/run.json"))["plan"] == plan);
 }
 
 // A corpus run's positions leave room for inputs half as long again as the longest it trains or
