@@ -849,11 +849,11 @@ TEST_CASE("a corpus run sizes itself for its target tokens, the end tokens inclu
 // A corpus run with a time budget measures what its size costs here and plans its epochs from
 // that: run.json's `plan` says what it measured and planned, the log says it in a line, and the
 // run trains about the epochs it planned. On two threads, so that the measuring trains
-// data-parallel as the run does. The epochs are short (about a second), so measuring takes more
-// than the first epoch: the first evaluation's time shows whether the budget counted it. Its
-// second of measuring can fall in a lull of what else the machine runs (the other tests), so a
-// run that trains outside the bound gets two more tries before the test gives up; a plan off
-// by a factor, as from a rate scaled by the threads, is off every time.
+// data-parallel as the run does. The epochs are short (2,000 pairs of a few words), so measuring
+// takes longer than the first epoch: the first evaluation's time shows whether the budget
+// counted it. Its second of measuring can fall in a lull of what else the machine runs (the other
+// tests), so a run that trains outside the bound gets two more tries before the test gives up; a
+// plan off by a factor, as from a rate scaled by the threads, is off every time.
 TEST_CASE("a corpus run plans its epochs from its own measured speed" *
           doctest::test_suite("end-to-end")) {
   const std::string dir = fresh_dir("corpus_plan");
