@@ -386,7 +386,10 @@ int train_translation(const TrainOptions& o) {
   std::optional<CorpusPlan> size;
   if (sized) {
     size = plan_size(o, train, valid, seed, *tgt_tok, new_config);
-    if (interrupted()) return 130;  // Ctrl-C while measuring: nothing was made yet
+    if (interrupted()) {  // Ctrl-C while measuring: nothing was made yet
+      fmt::print("interrupted while measuring the sizes: nothing was saved\n");
+      return 130;
+    }
   }
   const std::string preset_name = o.resume            ? meta.value("preset", "small")
                                   : !o.preset.empty() ? o.preset
