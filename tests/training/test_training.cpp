@@ -846,6 +846,24 @@ TEST_CASE("a corpus run sizes itself for its target tokens, the end tokens inclu
       r.output);
 }
 
+// Measuring the sizes trains throwaway models before the run seeds its own: the model a run
+// trains is the same, bit for bit, with a budget (which measures) as without one (which does
+// not). Measuring on the run's own model, or after its seeding (dropout draws from the same
+// generator), would change it.
+TEST_CASE("measuring the sizes leaves the model a corpus run trains as it is without measuring") {
+  const std::string measured = fresh_dir("corpus_measured"), plain = fresh_dir("corpus_plain");
+  const std::string tsv = write_corpus(measured + "_pairs.tsv", 300);
+  const std::string args = " --epochs 2 --threads 1 --vocab-size 40 --average 0 --corpus " + tsv;
+  auto a = run("train --time-budget 1000 --out " + measured + args);
+  REQUIRE_MESSAGE(a.code == 0, a.output);
+  REQUIRE_MESSAGE(a.output.find("plan: small, ") != std::string::npos, a.output);
+  auto b = run("train --out " + plain + args);
+  REQUIRE_MESSAGE(b.code == 0, b.output);
+  CHECK(b.output.find("plan: ") == std::string::npos);
+  CHECK(!nlohmann::json::parse(bytes(plain + "/run.json")).contains("plan"));
+  CHECK(bytes(measured + "/last/model.safetensors") == bytes(plain + "/last/model.safetensors"));
+}
+
 // A corpus run with a time budget measures what its size costs here and plans its epochs from
 // that: run.json's `plan` says what it measured and planned, the log says it in a line, and the
 // run trains about the epochs it planned. On two threads, so that the measuring trains
