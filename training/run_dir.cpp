@@ -95,6 +95,7 @@ void check_run_json(const nlohmann::json& run, const std::string& where) {
                 {"options", Type::Object},
                 {"recipe", Type::Object},
                 {"decoding", Type::Object},
+                {"plan", Type::Object},
                 {"history", Type::Array},
                 {"curve", Type::Array}},
                where);
@@ -122,6 +123,24 @@ void check_run_json(const nlohmann::json& run, const std::string& where) {
     for (const char* key : {"beam", "length_penalty"})
       if (!run["decoding"].contains(key))
         throw Error(fmt::format("{}: 'decoding.{}' is missing", where, key));
+  }
+  // What a corpus run sized for its budget measured and planned (informative: a resumed run
+  // keeps it and reads only its epochs, for the first guess of its schedule).
+  if (run.contains("plan")) {
+    check_fields(run["plan"],
+                 {{"size", Type::String},
+                  {"threads", Type::Int, 1, 1e6},
+                  {"tokens_per_second", Type::Number, 0, 1e15},
+                  {"epoch_overhead", Type::Number, 0, 1e12},
+                  {"measure_seconds", Type::Number, 0, 1e12},
+                  {"time_budget", Type::Number, 0, 1e12},
+                  {"epochs", Type::Number, 0, 1e12},
+                  {"steps_per_epoch", Type::Int, 0, kMaxInt},
+                  {"measured", Type::Object}},
+                 where, "plan.");
+    const nlohmann::json measured = run["plan"].value("measured", nlohmann::json::object());
+    for (const auto& [name, rate] : measured.items())
+      check_value(rate, {"", Type::Number, 0, 1e15}, where, "plan.measured." + name);
   }
   // The ranges of `anatomy train`'s options (0 meaning "the preset's", as on the command line).
   if (run.contains("options"))

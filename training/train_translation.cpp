@@ -8,9 +8,14 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <numeric>
 #include <optional>
 
+#include <unistd.h>
+
 #include "data/data.hpp"
+#include "generation/generation.hpp"
+#include "kernels/frozen_weights.hpp"
 #include "kernels/parallel.hpp"
 #include "tokenizers/unicode.hpp"
 #include "training/checkpoint_average.hpp"
@@ -81,6 +86,214 @@ int64_t non_pad(const Tensor& targets) {
   const Tensor t = targets.contiguous();
   const int64_t* id = t.data_ptr<int64_t>();
   return t.numel() - std::count(id, id + t.numel(), int64_t{0});
+}
+
+// A translation model's loss on a batch (source, target in, target out), label-smoothed by
+// `smoothing`, with the plain NLL from the same pass: the validation loss is one (fairseq's
+// nll_loss).
+std::function<BatchLoss(nn::Module&, const std::vector<Tensor>&)> translation_batch_loss(
+    float smoothing) {
+  return [smoothing](nn::Module& m, const std::vector<Tensor>& batch) {
+    Tensor logits = static_cast<models::Seq2SeqTransformer&>(m).forward(batch[0], batch[1]);
+    logits = logits.reshape({-1, logits.size(-1)});  // [B * T, V]
+    const Tensor targets = batch[2].reshape({-1});
+    double nll = 0;
+    BatchLoss out{cross_entropy(logits, targets,
+                                {.ignore_index = 0,
+                                 .label_smoothing = smoothing,
+                                 .reduction = "mean",
+                                 .nll = smoothing > 0 ? &nll : nullptr}),
+                  non_pad(targets)};
+    if (smoothing > 0) out.nll = nll;
+    return out;
+  };
+}
+
+nn::AdamWOptions adamw_options(double peak) {
+  return {.lr = peak, .beta1 = 0.9, .beta2 = 0.98, .eps = 1e-9, .weight_decay = 0.01};
+}
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// What a corpus run's size is measured with: the run's data, batches and optimization.
+struct Measuring {
+  const Encoded &train, &valid;
+  uint64_t seed;
+  double clip;
+  float smoothing;
+  int64_t bos, eos;
+  double window;  // seconds of training steps per size, warm-up included
+};
+
+// Target tokens a second of training steps: the run's Trainer, threads, batches (its first
+// epoch's) and optimizer, on `model`, timed after a few steps of warm-up.
+double training_rate(models::Seq2SeqTransformer& model, const models::TransformerConfig& config,
+                     const Encoded& train, int64_t max_tokens, double peak, const Measuring& m) {
+  constexpr int64_t kWarmup = 3;  // the first steps also allocate what the later ones reuse
+  nn::AdamW opt(model.parameters(), adamw_options(peak));
+  Trainer trainer(model, opt, nullptr,
+                  {.epochs = 0, .time_budget = m.window, .clip = m.clip, .quiet = true});
+  std::vector<data::Batch> batches;
+  trainer.batches = [&](int64_t epoch) {
+    batches = epoch_batches(train, max_tokens, m.seed, epoch);
+    return static_cast<int64_t>(batches.size());
+  };
+  int64_t steps = 0, tokens = 0, measured_tokens = 0;
+  const auto started = Clock::now();
+  Clock::time_point measuring = started;
+  trainer.batch = [&](int64_t, int64_t b) {
+    if (steps++ == kWarmup) measuring = Clock::now();
+    tokens += batches[b].target_tokens;
+    if (steps > kWarmup) measured_tokens += batches[b].target_tokens;
+    return std::vector<Tensor>{batches[b].source, batches[b].target_in, batches[b].target_out};
+  };
+  trainer.batch_loss = translation_batch_loss(m.smoothing);
+  trainer.replicate = [&] { return std::make_shared<models::Seq2SeqTransformer>(config); };
+  trainer.fit();
+  // A window too short for any step after the warm-up counts the warm-up's.
+  if (steps <= kWarmup) return static_cast<double>(tokens) / seconds_since(started);
+  return static_cast<double>(measured_tokens) / seconds_since(measuring);
+}
+
+// What an evaluation costs `model` (validate: the loss pass and greedy decoding), measured on
+// the validation pairs of middling source length, up to one decoding batch of them, and scaled
+// to them all. Each is decoded to its reference's length: about what a trained model emits,
+// where this untrained one would run on to its limit.
+double evaluation_seconds(models::Seq2SeqTransformer& model, int64_t max_tokens,
+                          const Measuring& m) {
+  const size_t n = m.valid.src.size();
+  if (n == 0) return 0;
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return m.valid.src[a].size() > m.valid.src[b].size();
+  });
+  const size_t take = std::min<size_t>(n, 256), first = (n - take) / 2;
+  std::vector<std::vector<int64_t>> src, tgt;
+  std::vector<int64_t> limits;
+  for (size_t k = first; k < first + take; ++k) {
+    src.push_back(m.valid.src[order[k]]);
+    tgt.push_back(m.valid.tgt[order[k]]);
+    limits.push_back(std::min<int64_t>(static_cast<int64_t>(tgt.back().size()) + 1,
+                                       model.config.max_position_embeddings - 1));
+  }
+  NoGradGuard no_grad;
+  FrozenWeightsGuard frozen;
+  model.eval();
+  const auto started = Clock::now();
+  for (const auto& b : data::make_batches(src, tgt, {.max_tokens = max_tokens, .shuffle = false}))
+    (void)translation_loss(model, b, 0.0f, "sum").item<double>();
+  generation::greedy_decode(model, data::pad_batch(src, model.config.pad_token_id), m.bos, m.eos,
+                            limits);
+  return seconds_since(started) * static_cast<double>(n) / static_cast<double>(take);
+}
+
+// What the saves after an evaluation cost `model`: the training state (model and optimizer),
+// and the model twice more (last/ and the kept checkpoint), into a fresh temporary folder.
+double saving_seconds(const models::Seq2SeqTransformer& model, const nn::Optimizer& opt) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() /
+      fmt::format("anatomy-plan-{}-{}", ::getpid(), Clock::now().time_since_epoch().count());
+  fs::create_directories(dir);
+  const auto started = Clock::now();
+  nn::save_checkpoint((dir / "training.safetensors").string(), model, opt, nullptr, 0);
+  model.save((dir / "model.safetensors").string());
+  model.save((dir / "kept.safetensors").string());
+  const double seconds = seconds_since(started);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  return seconds;
+}
+
+// What `size` costs here, measured on a throwaway model of it: the run's own model and random
+// generator are made after, from its seed, so the measuring changes neither.
+SizeCost measure_size(const models::TransformerConfig& config, int64_t max_tokens, double peak,
+                      const Measuring& m) {
+  const auto started = Clock::now();
+  models::Seq2SeqTransformer model(config);
+  models::init_weights(model, config.initializer_range);
+  Encoded train = m.train;  // as the run trains it: without the pairs too long for the model
+  drop_too_long(train, config.max_position_embeddings);
+  SizeCost cost;
+  cost.tokens_per_second = training_rate(model, config, train, max_tokens, peak, m);
+  cost.epoch_overhead = evaluation_seconds(model, max_tokens, m);
+  nn::AdamW opt(model.parameters(), adamw_options(peak));
+  cost.epoch_overhead += saving_seconds(model, opt);
+  cost.seconds = seconds_since(started);
+  return cost;
+}
+
+// run.json's `plan`: what a corpus run sized for its budget measured and planned.
+nlohmann::json plan_json(const CorpusPlan& plan, double time_budget, int64_t steps_per_epoch) {
+  nlohmann::json measured = nlohmann::json::object();
+  for (const auto& [name, rate] : plan.measured) measured[name] = rate;
+  return {{"size", plan.size.name},
+          {"threads", plan.threads},
+          {"tokens_per_second", plan.tokens_per_second},
+          {"epoch_overhead", plan.epoch_overhead},
+          {"measure_seconds", plan.measure_seconds},
+          {"time_budget", time_budget},
+          {"epochs", plan.epochs},
+          {"steps_per_epoch", steps_per_epoch},
+          {"measured", measured}};
+}
+
+// A new run's model: the preset's (or --config's) sizes laid out for translation, with the
+// tokenizers' vocabularies (`target_vocab` 0 when `shared`). `longest` is the data's longest
+// sequence in tokens.
+models::TransformerConfig translation_config(const TrainOptions& o, const std::string& preset,
+                                             size_t longest, bool is_task, int64_t source_vocab,
+                                             int64_t target_vocab, bool shared) {
+  models::TransformerConfig config = build_config(o, preset, [&](models::TransformerConfig& c) {
+    // Room for inputs a bit longer than any seen in training.
+    c.max_position_embeddings =
+        std::clamp<int64_t>((static_cast<int64_t>(longest) * 3 / 2 + 31) / 32 * 32, 64, 512);
+    c.hidden_dropout_prob = c.attention_probs_dropout_prob = 0.1;
+    c.pre_layer_norm = true;
+    c.final_layer_norm = true;
+    c.tie_word_embeddings = true;
+    // A corpus trains from a larger init: std 0.06, near Xavier's for these sizes (what
+    // nn.Transformer uses). On Tatoeba, 2 epochs reached validation BLEU 14.4 with it, 4.2 with
+    // BERT's 0.02 and 10.1 with 0.1. The toy tasks keep 0.02, which they were tuned with.
+    if (!is_task) c.initializer_range = 0.06;
+  });
+  config.vocab_size = source_vocab;  // the tokenizers decide these
+  config.target_vocab_size = target_vocab;
+  config.share_embeddings = shared;
+  config.pad_token_id = 0;
+  config.validate();
+  return config;
+}
+
+// A corpus run's size and epochs, each candidate size measured with the run's own options,
+// batches and threads (a budget of 0 measures nothing).
+CorpusPlan plan_size(const TrainOptions& o, const Encoded& train, const Encoded& valid,
+                     uint64_t seed, const text::Tokenizer& target,
+                     const std::function<models::TransformerConfig(const std::string&)>& config) {
+  int64_t target_tokens = 0;  // per epoch, [EOS] included: what the loss is the mean over
+  for (const auto& v : train.tgt) target_tokens += static_cast<int64_t>(v.size()) + 1;
+  // A few seconds of steps per size: a hundredth of the budget, within 1-5 s.
+  const Measuring m{.train = train,
+                    .valid = valid,
+                    .seed = seed,
+                    .clip = o.clip,
+                    .smoothing = static_cast<float>(o.label_smoothing),
+                    .bos = target.vocab().id("[BOS]"),
+                    .eos = target.vocab().id("[EOS]"),
+                    .window = std::clamp(o.time_budget / 100, 1.0, 5.0)};
+  CorpusPlan plan =
+      plan_corpus_run(target_tokens, o.time_budget, get_num_threads(), [&](const CorpusSize& s) {
+        const auto c = config(s.name);
+        return measure_size(c, o.max_tokens > 0 ? o.max_tokens : recipe(s.name).max_tokens,
+                            o.lr > 0 ? o.lr : s.lr, m);
+      });
+  // --epochs stops a run before its budget does.
+  if (o.epochs > 0) plan.epochs = std::min(plan.epochs, static_cast<double>(o.epochs));
+  return plan;
 }
 
 }  // namespace
@@ -158,14 +371,25 @@ int train_translation(const TrainOptions& o) {
   }
   Encoded train = encode(splits.train, *src_tok, *tgt_tok),
           valid = encode(splits.valid, *src_tok, *tgt_tok);
-  // A corpus without --preset or --config gets the size its time budget buys (corpus_recipe.hpp);
-  // a task, its preset.
+  size_t longest = 0;  // of the data's sequences, in tokens (a target's end token counted)
+  for (const auto* e : {&train, &valid}) {
+    for (const auto& v : e->src) longest = std::max(longest, v.size());
+    for (const auto& v : e->tgt) longest = std::max(longest, v.size() + 1);
+  }
+  auto new_config = [&](const std::string& preset) {
+    return translation_config(o, preset, longest, d.is_task, src_tok->vocab().size(),
+                              shared ? 0 : tgt_tok->vocab().size(), shared);
+  };
+  // A corpus without --preset or --config gets the size its time budget buys on this machine
+  // (corpus_recipe.hpp), measured here; a task, its preset.
   const bool sized = !o.resume && !d.is_task && o.preset.empty() && o.config_file.empty();
-  std::optional<CorpusChoice> size;
+  std::optional<CorpusPlan> size;
   if (sized) {
-    int64_t target_tokens = 0;  // per epoch, [EOS] included: what the loss is the mean over
-    for (const auto& v : train.tgt) target_tokens += static_cast<int64_t>(v.size()) + 1;
-    size = choose_corpus_size(target_tokens, o.time_budget, get_num_threads());
+    size = plan_size(o, train, valid, seed, *tgt_tok, new_config);
+    if (interrupted()) {  // Ctrl-C while measuring: nothing was made yet
+      fmt::print("interrupted while measuring the sizes: nothing was saved\n");
+      return 130;
+    }
   }
   const std::string preset_name = o.resume            ? meta.value("preset", "small")
                                   : !o.preset.empty() ? o.preset
@@ -178,29 +402,7 @@ int train_translation(const TrainOptions& o) {
   if (o.resume) {
     config = run.read_config();
   } else {
-    size_t longest = 0;
-    for (const auto* e : {&train, &valid}) {
-      for (const auto& v : e->src) longest = std::max(longest, v.size());
-      for (const auto& v : e->tgt) longest = std::max(longest, v.size() + 1);
-    }
-    config = build_config(o, preset_name, [&](models::TransformerConfig& c) {
-      // Room for inputs a bit longer than any seen in training.
-      c.max_position_embeddings =
-          std::clamp<int64_t>((static_cast<int64_t>(longest) * 3 / 2 + 31) / 32 * 32, 64, 512);
-      c.hidden_dropout_prob = c.attention_probs_dropout_prob = 0.1;
-      c.pre_layer_norm = true;
-      c.final_layer_norm = true;
-      c.tie_word_embeddings = true;
-      // A corpus trains from a larger init: std 0.06, near Xavier's for these sizes (what
-      // nn.Transformer uses). On Tatoeba, 2 epochs reached validation BLEU 14.4 with it, 4.2 with
-      // BERT's 0.02 and 10.1 with 0.1. The toy tasks keep 0.02, which they were tuned with.
-      if (!d.is_task) c.initializer_range = 0.06;
-    });
-    config.vocab_size = src_tok->vocab().size();  // the tokenizers decide these
-    config.target_vocab_size = shared ? 0 : tgt_tok->vocab().size();
-    config.share_embeddings = shared;
-    config.pad_token_id = 0;
-    config.validate();
+    config = new_config(preset_name);
     // Training memory, from the config and the batch, before the run folder is made.
     config.check_training_memory(max_tokens, std::min(max_tokens, config.max_position_embeddings),
                                  "--max-tokens");
@@ -243,8 +445,7 @@ int train_translation(const TrainOptions& o) {
           .size());
   const int64_t warmup =
       o.warmup > 0 ? o.warmup : std::clamp<int64_t>(steps_per_epoch / 2, 20, p.warmup);
-  nn::AdamW opt(model.parameters(),
-                {.lr = peak, .beta1 = 0.9, .beta2 = 0.98, .eps = 1e-9, .weight_decay = 0.01});
+  nn::AdamW opt(model.parameters(), adamw_options(peak));
   // With a time budget and no --epochs the budget is the run's length (epochs 0 in run.json);
   // otherwise the task's number of epochs.
   const int64_t default_epochs = symbols ? 6 : o.task == "numbers" ? 40 : 20;
@@ -252,9 +453,16 @@ int train_translation(const TrainOptions& o) {
                          : o.resume          ? meta.value("epochs", int64_t{10})
                          : o.time_budget > 0 ? 0
                                              : default_epochs;
-  // The steps a decaying schedule aims at first; a budget-long run re-plans them as it goes.
-  const int64_t planned_steps =
-      std::max(warmup, steps_per_epoch * (epochs > 0 ? epochs : default_epochs));
+  // The steps a decaying schedule aims at first: the planned epochs' for a corpus run sized for
+  // its budget (a resumed one kept them in run.json); a budget-long run re-plans them as it goes.
+  const double plan_epochs = size                    ? size->epochs
+                             : meta.contains("plan") ? meta["plan"].value("epochs", 0.0)
+                                                     : 0.0;
+  const int64_t planned_steps = std::max(
+      warmup, epochs > 0 ? steps_per_epoch * epochs
+              : plan_epochs > 0
+                  ? static_cast<int64_t>(static_cast<double>(steps_per_epoch) * plan_epochs)
+                  : steps_per_epoch * default_epochs);
   // The paper's warmup schedule (noam), scaled so that its peak (at step `warmup`) is `peak`; or
   // warmup then linear/cosine decay to zero at the end of the planned epochs.
   const std::string schedule_name = o.resume                ? meta.value("schedule", "noam")
@@ -288,7 +496,10 @@ int train_translation(const TrainOptions& o) {
             {"description", description},
             {"options", training_options(used)}};
   }
-  if (size) meta["size"] = {{"name", size->size.name}, {"why", size->why}};
+  if (size) {
+    meta["size"] = {{"name", size->size.name}, {"why", size->why}};
+    if (o.time_budget > 0) meta["plan"] = plan_json(*size, o.time_budget, steps_per_epoch);
+  }
   meta["epochs"] = epochs;
   meta.erase("decoding");  // chosen again for the model this run ends with
   // Everything the loop below does, spelled out for `anatomy export` (PyTorch continues it).
@@ -313,6 +524,10 @@ int train_translation(const TrainOptions& o) {
                       {"d_model", config.hidden_size},
                       {"factor", noam_factor}}}};
   if (size) fmt::print("size: {}, as {}\n", size->size.name, size->why);
+  if (size && o.time_budget > 0) fmt::print("{}\n", describe(*size, o.time_budget));
+  if (o.resume && meta.contains("plan"))
+    fmt::print("plan (as the run first made it): {}, about {:.0f} epochs\n",
+               meta["plan"].value("size", "?"), meta["plan"].value("epochs", 0.0));
   fmt::print("model: {} parameters; vocab {} -> {}\n  {}\n", model.num_parameters(),
              config.vocab_size, config.target_vocab(), config.architecture(true, true));
 
@@ -321,6 +536,7 @@ int train_translation(const TrainOptions& o) {
       model, opt, schedule.get(),
       {.epochs = epochs,
        .time_budget = o.time_budget,
+       .seconds_before = size ? size->measure_seconds : 0.0,
        .clip = o.clip,
        .log_every = o.log_every,
        .run_dir = o.out,
@@ -345,21 +561,7 @@ int train_translation(const TrainOptions& o) {
     const data::Batch& batch = batches[b];
     return std::vector<Tensor>{batch.source, batch.target_in, batch.target_out};
   };
-  trainer.batch_loss = [smoothing](nn::Module& m, const std::vector<Tensor>& batch) {
-    Tensor logits = static_cast<models::Seq2SeqTransformer&>(m).forward(batch[0], batch[1]);
-    logits = logits.reshape({-1, logits.size(-1)});  // [B * T, V]
-    const Tensor targets = batch[2].reshape({-1});
-    // The plain NLL comes from the same pass: the validation loss is one (fairseq's nll_loss).
-    double nll = 0;
-    BatchLoss out{cross_entropy(logits, targets,
-                                {.ignore_index = 0,
-                                 .label_smoothing = smoothing,
-                                 .reduction = "mean",
-                                 .nll = smoothing > 0 ? &nll : nullptr}),
-                  non_pad(targets)};
-    if (smoothing > 0) out.nll = nll;
-    return out;
-  };
+  trainer.batch_loss = translation_batch_loss(smoothing);
   // Each thread trains on its own rows of the batch (nn::DataParallel).
   trainer.replicate = [&] { return std::make_shared<models::Seq2SeqTransformer>(config); };
   trainer.evaluate = [&](bool) { return validate(tr, valid, max_tokens); };
@@ -375,6 +577,10 @@ int train_translation(const TrainOptions& o) {
                  ? fmt::format("; the last {} evaluated models averaged at the end", average)
                  : "");
   const TrainResult r = trainer.fit();
+  if (meta.contains("plan") && steps_per_epoch > 0)
+    fmt::print("trained {:.1f} epochs; the plan was about {:.0f}\n",
+               static_cast<double>(r.step) / static_cast<double>(steps_per_epoch),
+               meta["plan"].value("epochs", 0.0));
   // A budget-long run planned its decay as it went: run.json's recipe keeps where it ends (what
   // `anatomy export` hands on to PyTorch), not the first guess.
   if (const auto* decay = dynamic_cast<const nn::WarmupDecaySchedule*>(schedule.get());

@@ -228,7 +228,7 @@ TrainResult Trainer::fit() {
   // "/20" after an epoch's number, or nothing when the budget decides.
   const std::string of_epochs = until_budget ? "" : fmt::format("/{}", o_.epochs);
   started_ = Clock::now();
-  seconds_before_ = 0;
+  seconds_before_ = o_.resume ? 0 : o_.seconds_before;
   const bool saving = !o_.run_dir.empty();
   if (o_.resume) {
     restore();

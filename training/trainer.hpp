@@ -40,6 +40,9 @@ struct TrainerOptions {
   // Seconds for the whole run (0: none), counted over every process of it (a resumed run has
   // what is left); the last evaluation fits in.
   double time_budget = 0;
+  // Seconds a new run spent before fit() that its budget counts (planning it: measuring what
+  // its model costs); run.json's `seconds` includes them.
+  double seconds_before = 0;
   double clip = 1.0;            // clip the gradient norm to this (0: no clipping)
   int64_t eval_every = 0;       // also evaluate every N steps inside an epoch (0: only at its end)
   int64_t curve_every = 20;     // a loss-curve point is the mean over this many steps

@@ -357,6 +357,9 @@ TEST_CASE("run.json is checked field by field before a resume trusts it") {
   refused(R"({"decoding": {"beam": 4, "length_penalty": -1}})", "'decoding.length_penalty' is -1");
   refused(R"({"decoding": {"beam": 4}})", "'decoding.length_penalty' is missing");
   refused(R"({"options": {"time_budget": -5}})", "'options.time_budget' is -5");
+  refused(R"({"plan": {"size": 3}})", "'plan.size' is 3 (expected a string)");
+  refused(R"({"plan": {"measured": {"small": "fast"}}})", "'plan.measured.small' is \"fast\"");
+  refused(R"({"plan": [1]})", "'plan' is [1] (expected an object)");
   refused(R"({"options": [1, 2]})", "'options' is [1,2] (expected an object)");
   refused(R"({"seed": -4})", "'seed' is -4 (expected an integer in [0, 1.84467e+19])");
   refused(R"({"kind": 3})", "'kind' is 3 (expected a string)");
@@ -475,6 +478,16 @@ TEST_CASE("run.json's numbers are taken at each end of their ranges and refused 
       {"options.limit", in("options", "limit"), true, 0, 1e9},
       {"options.average", in("options", "average"), true, 0, 1e6},
       {"options.time_budget", in("options", "time_budget"), false, 0, 1e9},
+      {"plan.threads", in("plan", "threads"), true, 1, 1e6},
+      {"plan.tokens_per_second", in("plan", "tokens_per_second"), false, 0, 1e15},
+      {"plan.epoch_overhead", in("plan", "epoch_overhead"), false, 0, 1e12},
+      {"plan.measure_seconds", in("plan", "measure_seconds"), false, 0, 1e12},
+      {"plan.time_budget", in("plan", "time_budget"), false, 0, 1e12},
+      {"plan.epochs", in("plan", "epochs"), false, 0, 1e12},
+      {"plan.steps_per_epoch", in("plan", "steps_per_epoch"), true, 0, max_int},
+      {"plan.measured.small",
+       [](const std::string& v) { return R"({"plan": {"measured": {"small": )" + v + "}}}"; },
+       false, 0, 1e15},
       {"history[0].step",
        [](const std::string& v) { return R"({"history": [{"step": )" + v + "}]}"; }, true, 0,
        max_int},
