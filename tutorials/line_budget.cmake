@@ -1,7 +1,9 @@
 # Runs a tutorial with --fast, shows what it printed, and fails when it fails or prints more
-# than BUDGET lines (ctest -P script: TUTORIAL, BUDGET, OUT).
-execute_process(COMMAND ${TUTORIAL} --fast --out ${OUT} OUTPUT_VARIABLE out ERROR_VARIABLE err
-                RESULT_VARIABLE code)
+# than BUDGET lines (ctest -P script: TUTORIAL, BUDGET, OUT; EMULATOR, the command that runs a
+# cross-compiled program, empty otherwise).
+separate_arguments(emulator UNIX_COMMAND "${EMULATOR}")
+execute_process(COMMAND ${emulator} ${TUTORIAL} --fast --out ${OUT} OUTPUT_VARIABLE out
+                ERROR_VARIABLE err RESULT_VARIABLE code)
 message("${out}${err}")
 string(REGEX MATCHALL "\n" newlines "${out}")
 list(LENGTH newlines lines)
