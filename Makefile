@@ -3,7 +3,7 @@
 #   make test    the whole test suite (what CI runs)
 PRESET ?= release
 
-.PHONY: demo setup test test-deps test-stress build deps bench golden format asan sanitize fuzz mutation pictures length-generalization exercises exercise-start exercise clean
+.PHONY: demo setup test test-deps test-stress build deps bench golden format asan sanitize test-aarch64 fuzz mutation pictures length-generalization exercises exercise-start exercise clean
 
 deps:
 	@cmake/install-deps.sh core
@@ -71,6 +71,20 @@ sanitize:
 	cmake --build --preset sanitize
 	ctest --preset sanitize -j2
 	fuzz/run.sh build/sanitize/fuzz 10
+
+# 64-bit ARM: Debian's g++-aarch64-linux-gnu builds only what runs here (the unit tests, with the
+# `anatomy` command they start, and tutorials 00-02), and qemu-user runs the unit tests, the
+# kernel-vs-reference table among them, and the three tutorials with --fast (the aarch64 presets,
+# cmake/toolchains/aarch64-linux-gnu.cmake). Left out, besides what the sanitize run leaves out
+# (labels end-to-end and pretrained) and the tutorials not built: the checks of the docs and
+# comments (the same on any machine) and the two cases that take minutes under emulation and
+# compute nothing the others do not: train --detect-anomaly (training through the command) and
+# bert-base-uncased's shapes. Every kernel's cases, the table's and tests/kernels/, still run.
+test-aarch64:
+	@cmake/install-deps.sh core aarch64
+	cmake --preset aarch64 > /dev/null
+	cmake --build --preset aarch64
+	ctest --preset aarch64
 
 # Mutation testing (tools/mutation.py): COUNT mutants per folder, sampled by SEED, each built and
 # tested in a copy under build/mutation; the report is build/mutation/report.md.

@@ -127,8 +127,12 @@ class Collect : public benchmark::ConsoleReporter {
 
 // The core type to ask OpenBLAS for when the kernels it runs (its choice or OPENBLAS_CORETYPE's)
 // are older than this CPU: SkylakeX on a CPU with AVX-512 for any kernels without it, Haswell for
-// Prescott (its fallback for a CPU it does not know) on one with AVX2; nullptr to keep them.
+// Prescott (its fallback for a CPU it does not know) on one with AVX2; nullptr to keep them. Only
+// x86 has those core types (and GCC's __builtin_cpu_supports): elsewhere OpenBLAS's choice stays.
 const char* better_openblas_core() {
+#if !defined(__x86_64__) && !defined(__i386__)
+  return nullptr;
+#else
   const std::string chosen = openblas_get_corename();
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
@@ -141,6 +145,7 @@ const char* better_openblas_core() {
   if (chosen == "Prescott" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     return "Haswell";
   return nullptr;
+#endif
 }
 
 }  // namespace

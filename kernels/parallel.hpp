@@ -44,10 +44,14 @@ bool running_alone();
 // For the tests: how long loops first run alone after a stall (20 ms unless set).
 void set_first_backoff_for_testing(int milliseconds);
 // One step of a spin-wait: x86's pause, which tells the core that this thread only waits (less
-// power, and a waiting loop that does not flood the memory system); nothing elsewhere.
+// power, and a waiting loop that does not flood the memory system). On 64-bit ARM an isb, which
+// stalls the core for a few dozen cycles as pause does (ARM's yield hint is a no-op on most
+// cores, so a loop of it spins at full speed); nothing elsewhere.
 inline void spin_pause() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("isb" ::: "memory");
 #endif
 }
 }  // namespace detail
