@@ -38,7 +38,7 @@ test: test-deps
 	ctest --preset $(PRESET) -j2
 
 test-deps: build
-	@cmake/setup-pretrained.sh || echo "the pretrained BERT could not be set up: the tests of the fresh set-up will be skipped"
+	@cmake/setup-pretrained.sh || echo "the pretrained BERT could not be set up: the tutorials' tests on it use build/venv's"
 	@cmake/install-deps.sh browser || echo "chromium could not be installed: the browser test will be skipped"
 	@cmake/test-venv.sh || echo "the test environment could not be made: the tests against transformers will be skipped"
 

@@ -119,7 +119,8 @@ Runner add_attention_command(CLI::App& app) {
         throw Error(fmt::format(
             "attention: give --checkpoint RUN (a trained model) or --model-dir DIR (a BERT "
             "folder); no pretrained BERT is set up to use by default (make setup puts one in {})",
-            checkpoints::pretrained_cache_dir()));
+            checkpoints::pretrained_cache_dir().empty() ? std::string("~/.cache/anatomy")
+                                                        : checkpoints::pretrained_cache_dir()));
       fmt::print("(pretrained BERT: {})\n", o->bert);
     }
     if (!o->text_pair.empty() && o->bert.empty())

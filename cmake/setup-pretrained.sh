@@ -68,7 +68,11 @@ for f in $files; do
   mv "$src" "$work/folder/"
 done
 cp "$requirement" "$work/folder/.requirement"
-# The finished folder takes the place of an old one in one rename: a reader never sees half.
-rm -rf "$dest"
-mv "$work/folder" "$dest"
+# The finished folder is renamed into place, so a reader never sees half of one: an old one is
+# moved aside first. rename(2) refuses to replace a folder that another set-up finished in the
+# meantime, and that one is as good as this.
+[ -e "$dest" ] && mv "$dest" "$work/old"
+"$python" -c 'import os, sys; os.rename(sys.argv[1], sys.argv[2])' "$work/folder" "$dest" \
+  2> /dev/null || cmp -s "$requirement" "$dest/.requirement" ||
+  fail "the finished folder could not be moved to $dest"
 echo "the pretrained BERT and bert-base-uncased's vocabulary: $dest"

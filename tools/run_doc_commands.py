@@ -6,7 +6,8 @@ illustrative (```sh illustrative: why), e.g. a synopsis with [options] or a comm
 needs a folder of the reader's own. The runnable blocks of a page run in order, in a fresh
 folder of their own, under bash -e, with:
 - ./build/release/ pointing at the build being tested, ./build/venv at the test environment
-  (a block that uses it is skipped without it, unless ANATOMY_REQUIRE_TEST_VENV=1), and
+  (a block that uses it, or the pretrained BERT make setup puts in ~/.cache/anatomy, is skipped
+  without it, unless ANATOMY_REQUIRE_TEST_VENV=1), and
   ../shared/data at the data beside the source tree;
 - tiny budgets: --time-budget N becomes 2, --epochs N becomes 1, --iters N becomes 5, so that
   the commands run through in seconds and still write what the next command reads.
@@ -26,6 +27,8 @@ build = Path(sys.argv[2]).resolve()
 pages = [source / "README.md"] + sorted((source / "docs").glob("*.md"))
 fence = re.compile(r"^```(\S*)([^\n]*)\n(.*?)^```", re.S | re.M)
 failures, ran = [], 0
+# What make setup puts in the cache, which the blocks name as ~/.cache/anatomy/pretrained/...
+pretrained = Path.home() / ".cache" / "anatomy" / "pretrained" / "all-MiniLM-L6-v2" / ".requirement"
 
 for page in pages:
     blocks = []
@@ -52,6 +55,11 @@ for page in pages:
         if (venv / ".requirements").exists():
             (work / "build" / "venv").symlink_to(venv)
         for line, body in blocks:
+            if ".cache/anatomy/pretrained" in body and not pretrained.exists():
+                print(f"{page.name}:{line}: skipped: make setup has not put the pretrained BERT in ~/.cache/anatomy")
+                if os.environ.get("ANATOMY_REQUIRE_TEST_VENV") == "1":
+                    failures.append(f"{page.name}:{line}: needs the pretrained BERT (make setup)")
+                continue
             if "build/venv" in body and not (work / "build" / "venv").exists():
                 print(f"{page.name}:{line}: skipped: the test environment build/venv is missing")
                 if os.environ.get("ANATOMY_REQUIRE_TEST_VENV") == "1":

@@ -26,22 +26,20 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Installs the Ctrl-C / SIGTERM handler for the duration of a fit() and restores the old one.
-struct SignalScope {
-  using Handler = void (*)(int);
-  Handler old_int, old_term;
-  SignalScope() {
-    stop_requested = false;
-    old_int = std::signal(SIGINT, on_signal);
-    old_term = std::signal(SIGTERM, on_signal);
-  }
-  ~SignalScope() {
-    std::signal(SIGINT, old_int);
-    std::signal(SIGTERM, old_term);
-  }
-};
-
 }  // namespace
+
+// The outermost scope starts with no stop requested; a nested one (a fit() inside a command's
+// own scope) keeps a stop already requested, so a Ctrl-C between two fits is not forgotten.
+StopOnSignal::StopOnSignal() {
+  old_int_ = std::signal(SIGINT, on_signal);
+  old_term_ = std::signal(SIGTERM, on_signal);
+  if (old_int_ != on_signal) stop_requested = false;
+}
+
+StopOnSignal::~StopOnSignal() {
+  std::signal(SIGINT, old_int_);
+  std::signal(SIGTERM, old_term_);
+}
 
 bool interrupted() { return stop_requested; }
 
@@ -244,7 +242,7 @@ TrainResult Trainer::fit() {
     }
     save(false, epoch_, batch_);  // a run from the start: resume and translate work at once
   }
-  SignalScope signals;
+  StopOnSignal signals;
   std::optional<DetectAnomaly> anomaly;
   if (o_.detect_anomaly) anomaly.emplace(model_.named_parameters());
   TrainResult result;

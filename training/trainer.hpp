@@ -147,7 +147,21 @@ std::string format_metrics(const Metrics& m);
 double time_left(double seconds_per_batch, int64_t batches_left, double time_budget,
                  double elapsed);
 
-// Set by Ctrl-C (SIGINT) or SIGTERM while a Trainer runs.
+// Installs the Ctrl-C / SIGTERM handler that interrupted() reads, for one scope (each fit(), or
+// a command's work around several), and restores the old one after.
+class StopOnSignal {
+ public:
+  StopOnSignal();
+  ~StopOnSignal();
+  StopOnSignal(const StopOnSignal&) = delete;
+  StopOnSignal& operator=(const StopOnSignal&) = delete;
+
+ private:
+  void (*old_int_)(int);
+  void (*old_term_)(int);
+};
+
+// Set by Ctrl-C (SIGINT) or SIGTERM while a StopOnSignal scope is open (every Trainer::fit).
 bool interrupted();
 
 }  // namespace anatomy::training

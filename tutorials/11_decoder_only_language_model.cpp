@@ -21,6 +21,10 @@ int main(int argc, char** argv) {
   std::string text;
   if (const std::string path = t.option("--text"); !path.empty()) {
     std::ifstream f{path};
+    if (!f) {
+      fmt::print(stderr, "error: --text {}: cannot be read\n", path);
+      return 2;
+    }
     std::stringstream ss;
     ss << f.rdbuf();
     text = ss.str().substr(0, 200000);

@@ -22,6 +22,7 @@
 #include <limits>
 #include <set>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "io/io.hpp"
@@ -58,13 +59,19 @@ class Tutorial {
         std::exit(2);
       }
     }
-    // A path that does not exist is refused before anything runs: never silently replaced by
-    // the default.
-    for (const auto& [flag, path] : options_)
-      if (is_path_flag(flag) && !std::filesystem::exists(path)) {
-        fmt::print(stderr, "{}: {} {}: no such file or folder\n", argv[0], flag, path);
+    // A path that is not there is refused before anything runs: never silently replaced by
+    // the default. --vocab and --text name files, --model and --bert folders.
+    for (const auto& [flag, path] : options_) {
+      if (!is_path_flag(flag)) continue;
+      const bool folder = flag == "--model" || flag == "--bert";
+      std::error_code ec;
+      if (folder ? !std::filesystem::is_directory(path, ec)
+                 : !std::filesystem::is_regular_file(path, ec)) {
+        fmt::print(stderr, "{}: {} {}: no such {}\n", argv[0], flag, path,
+                   folder ? "folder" : "file");
         std::exit(2);
       }
+    }
     std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a log or `| tee` sees each line as it comes
     fmt::print("{}\n{}\n\n{}\n", title, std::string(title.size(), '='), intro);
   }

@@ -7,8 +7,8 @@ set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
 # ctest, doctest_discover_tests and the tests that start a program run it through qemu. The ARM
 # dynamic loader and libraries are the multiarch ones of libc6:arm64 (/lib/aarch64-linux-gnu, which
 # the arm64 packages of fmt and ICU pull in), not the cross compiler's copy in
-# /usr/aarch64-linux-gnu: with qemu's -L pointing there, that loader found the multiarch libc.so.6
-# anyway, of another Debian revision, and the first pthread_create of a program never returned.
+# /usr/aarch64-linux-gnu: qemu's -L pointing there would mix that loader with the multiarch
+# libc.so.6 of another Debian revision, which hangs a program's first pthread_create.
 set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64)
 
 # Libraries and their CMake files from the arm64 packages (multiarch: /usr/lib/aarch64-linux-gnu,

