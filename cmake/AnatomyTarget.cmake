@@ -49,10 +49,10 @@ function(anatomy_add_library name)
   target_include_directories(anatomy_${name} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
                                                     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/anatomy>)
   anatomy_set_flags(anatomy_${name})
-  if(ANATOMY_NATIVE)
+  if(ANATOMY_NATIVE_FLAG)
     # This machine's SIMD width. PRIVATE: no public header depends on it (SIMD code lives in
     # .cpp files), so a consumer compiled without it links fine.
-    target_compile_options(anatomy_${name} PRIVATE -march=native)
+    target_compile_options(anatomy_${name} PRIVATE ${ANATOMY_NATIVE_FLAG})
   endif()
   install(TARGETS anatomy_${name} EXPORT anatomyTargets
           ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
