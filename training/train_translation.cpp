@@ -296,8 +296,12 @@ CorpusPlan plan_size(const TrainOptions& o, const Encoded& train, const Encoded&
         return measure_size(c, o.max_tokens > 0 ? o.max_tokens : recipe(s.name).max_tokens,
                             o.lr > 0 ? o.lr : s.lr, m);
       });
-  // --epochs stops a run before its budget does.
-  if (o.epochs > 0) plan.epochs = std::min(plan.epochs, static_cast<double>(o.epochs));
+  // --epochs stops a run before its budget does; the log's size line says so beside what the
+  // budget would buy.
+  if (o.epochs > 0 && static_cast<double>(o.epochs) < plan.epochs) {
+    plan.epochs = static_cast<double>(o.epochs);
+    plan.why += fmt::format("; --epochs {} stops it there", o.epochs);
+  }
   return plan;
 }
 

