@@ -90,7 +90,7 @@ test-aarch64:
 # tested in a copy under build/mutation; the report is build/mutation/report.md.
 COUNT ?= 20
 SEED ?= 1
-FOLDERS ?= autograd,kernels,io,nn,models,checkpoints,generation,tokenizers,data,viz,training,cli
+FOLDERS ?= autograd,kernels,io,nn,models,checkpoints,generation,tokenizers,data,viz,run_folders,inference,training,export,cli
 mutation:
 	@cmake/install-deps.sh core
 	/usr/bin/python3 tools/mutation.py --count $(COUNT) --seed $(SEED) --folders $(FOLDERS)

@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "export/export.hpp"
+#include "run_folders/run_dir.hpp"
 #include "training/checkpoint_average.hpp"
-#include "training/export.hpp"
-#include "training/run_dir.hpp"
 #include "training/train_options.hpp"
 #include "training/trainer.hpp"
 

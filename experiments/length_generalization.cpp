@@ -15,8 +15,8 @@
 
 #include "autograd/random.hpp"
 #include "data/tasks.hpp"
+#include "inference/translator.hpp"
 #include "training/train_options.hpp"
-#include "training/translator.hpp"
 
 using namespace anatomy;
 

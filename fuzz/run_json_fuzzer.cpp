@@ -1,7 +1,7 @@
 // run.json, as --resume, translate, evaluate and export read it: the checked object, the options
 // a resumed run takes back, and the history and loss curve the Trainer continues.
 #include "fuzz/fuzz.hpp"
-#include "training/run_dir.hpp"
+#include "run_folders/run_dir.hpp"
 #include "training/train_options.hpp"
 #include "training/trainer.hpp"
 

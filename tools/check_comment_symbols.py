@@ -12,7 +12,8 @@ import re
 import sys
 
 ROOT = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parent.parent)
-FOLDERS = ["platform", "autograd", "nn", "models", "tokenizers", "data", "viz", "training", "cli", "tutorials",
+FOLDERS = ["platform", "autograd", "nn", "models", "tokenizers", "data", "viz", "run_folders", "inference",
+           "training", "export", "cli", "tutorials",
            "tests", "benchmarks"]
 # Names from other projects that comments mention without a dot.
 EXTERNAL = {"get_linear_schedule_with_warmup", "get_cosine_schedule_with_warmup", "average_checkpoints",

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include "checkpoints/checkpoints.hpp"
-#include "training/run_dir.hpp"
+#include "inference/translation_data.hpp"
+#include "run_folders/run_dir.hpp"
 #include "training/trainer.hpp"
-#include "training/translation_data.hpp"
 
 namespace anatomy::training {
 

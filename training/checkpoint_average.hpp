@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "inference/translator.hpp"
 #include "nn/nn.hpp"
-#include "training/translator.hpp"
 
 namespace anatomy::training {
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "training/progress_bar.hpp"
+#include "run_folders/progress_bar.hpp"
 
 namespace anatomy::training {
 

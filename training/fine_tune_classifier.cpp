@@ -11,9 +11,9 @@
 #include "checkpoints/checkpoints.hpp"
 #include "io/input_file.hpp"
 #include "kernels/parallel.hpp"
+#include "run_folders/run_dir.hpp"
 #include "tokenizers/hugging_face_tokenizer.hpp"
-#include "training/run_dir.hpp"
-#include "training/text_classifier.hpp"
+#include "training/classifier_hooks.hpp"
 #include "training/train_options.hpp"
 #include "training/trainer.hpp"
 

@@ -5,8 +5,8 @@
 
 #include "data/data.hpp"
 #include "kernels/parallel.hpp"
-#include "training/run_dir.hpp"
-#include "training/text_classifier.hpp"
+#include "run_folders/run_dir.hpp"
+#include "training/classifier_hooks.hpp"
 #include "training/train_options.hpp"
 #include "training/trainer.hpp"
 

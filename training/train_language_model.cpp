@@ -6,12 +6,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "inference/text_generator.hpp"
 #include "io/input_file.hpp"
 #include "kernels/frozen_weights.hpp"
 #include "kernels/parallel.hpp"
+#include "run_folders/run_dir.hpp"
 #include "tokenizers/unicode.hpp"
-#include "training/run_dir.hpp"
-#include "training/text_generator.hpp"
 #include "training/train_options.hpp"
 #include "training/trainer.hpp"
 

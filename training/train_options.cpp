@@ -6,7 +6,7 @@
 
 #include "autograd/tensor.hpp"
 #include "data/tasks.hpp"
-#include "training/run_dir.hpp"
+#include "run_folders/run_dir.hpp"
 
 namespace anatomy::training {
 

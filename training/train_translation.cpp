@@ -15,16 +15,16 @@
 
 #include "data/data.hpp"
 #include "generation/generation.hpp"
+#include "inference/translation_data.hpp"
+#include "inference/translator.hpp"
 #include "kernels/frozen_weights.hpp"
 #include "kernels/parallel.hpp"
+#include "run_folders/run_dir.hpp"
 #include "tokenizers/unicode.hpp"
 #include "training/checkpoint_average.hpp"
 #include "training/corpus_recipe.hpp"
-#include "training/run_dir.hpp"
 #include "training/train_options.hpp"
 #include "training/trainer.hpp"
-#include "training/translation_data.hpp"
-#include "training/translator.hpp"
 
 namespace anatomy::training {
 

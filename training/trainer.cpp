@@ -12,7 +12,7 @@
 
 #include "checkpoints/checkpoints.hpp"
 #include "kernels/parallel.hpp"
-#include "training/progress_bar.hpp"
+#include "run_folders/progress_bar.hpp"
 
 namespace anatomy::training {
 

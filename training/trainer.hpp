@@ -20,8 +20,8 @@
 #include <string>
 
 #include "nn/nn.hpp"
-#include "training/loss_curve.hpp"
-#include "training/run_dir.hpp"
+#include "run_folders/loss_curve.hpp"
+#include "run_folders/run_dir.hpp"
 
 namespace anatomy::training {
 

@@ -1,17 +1,19 @@
-// Everything of the training layer in one include: the Trainer (the one training loop), run
-// folders, and the inference API over them (Translator, TextGenerator, TextClassifier).
+// Everything of training and what it builds on in one include: the Trainer (the one training loop)
+// and its task recipes, run folders (run_folders/), and the inference API over them (inference/:
+// Translator, TextGenerator, TextClassifier). Export (export/export.hpp) sits above training and
+// has its own include.
 #pragma once
 
 #include "checkpoints/checkpoints.hpp"
 #include "generation/generation.hpp"
+#include "inference/text_classifier.hpp"
+#include "inference/text_generator.hpp"
+#include "inference/translation_data.hpp"
+#include "inference/translator.hpp"
+#include "run_folders/loss_curve.hpp"
+#include "run_folders/progress_bar.hpp"
+#include "run_folders/run_dir.hpp"
 #include "training/checkpoint_average.hpp"
-#include "training/export.hpp"
-#include "training/loss_curve.hpp"
-#include "training/progress_bar.hpp"
-#include "training/run_dir.hpp"
-#include "training/text_classifier.hpp"
-#include "training/text_generator.hpp"
+#include "training/classifier_hooks.hpp"
 #include "training/train_options.hpp"
 #include "training/trainer.hpp"
-#include "training/translation_data.hpp"
-#include "training/translator.hpp"

@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
       train(examples.begin() + 500, examples.end());
   std::vector<std::string> texts;
   for (const auto& e : train) texts.push_back(e.text);
-  // TextClassifier (training/text_classifier.hpp) pairs a tokenizer with the model: it puts a
+  // TextClassifier (inference/text_classifier.hpp) pairs a tokenizer with the model: it puts a
   // [BOS] token first (the [CLS] slot the head reads) and pads batches with their masks.
   training::TextClassifier classifier;
   classifier.tokenizer = std::make_shared<text::WordTokenizer>(text::WordTokenizer::train(texts));

@@ -10,11 +10,11 @@
 #include <fstream>
 
 #include "helpers.hpp"
+#include "inference/translator.hpp"
 #include "models/models.hpp"
 #include "platform/platform.hpp"
 #include "tokenizers/tokenizers.hpp"
 #include "training/trainer.hpp"
-#include "training/translator.hpp"
 
 using namespace anatomy;
 using testing::check_error;

@@ -1,5 +1,5 @@
-// Running the `anatomy` program from the training tests: fresh run folders, a small text, and one
-// run on one thread against one on two.
+// Running the `anatomy` program from the tests of training and of the command line (tests/cli/):
+// fresh run folders, small texts and corpora, and one run on one thread against one on two.
 #pragma once
 
 #include <unistd.h>
@@ -113,6 +113,24 @@ inline std::string lm_text(const std::string& name) {
                          "Or to take arms against a sea of troubles,"};
   for (int i = 0; i < 400; ++i) f << lines[i % 4] << (i % 9 == 0 ? "\r\n" : "\n");
   return text;
+}
+
+// A toy corpus in Tatoeba's layout: `n` pairs over 35 sources, each source with several targets.
+inline std::string write_corpus(const std::string& path, int n, const std::string& tail = "") {
+  std::ofstream f(path);
+  for (int i = 0; i < n; ++i)
+    f << "w" << i % 7 << " x" << i % 5 << "\tv" << i % 7 << " y" << i % 5 << (i % 2 ? " z" : "")
+      << "\n";
+  f << tail;
+  return path;
+}
+
+// The lines of a file, as `wc -l` counts them.
+inline int64_t lines_of(const std::string& path) {
+  std::ifstream f(path);
+  int64_t n = 0;
+  for (std::string line; std::getline(f, line);) ++n;
+  return n;
 }
 
 }  // namespace anatomy::testing

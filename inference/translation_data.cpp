@@ -1,4 +1,4 @@
-#include "training/translation_data.hpp"
+#include "inference/translation_data.hpp"
 
 #include <fmt/format.h>
 

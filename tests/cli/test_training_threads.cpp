@@ -4,7 +4,7 @@
 
 #include "platform/platform.hpp"
 #include "training/trainer.hpp"
-#include "training_fixtures.hpp"
+#include "training/training_fixtures.hpp"
 
 using namespace anatomy;
 using namespace anatomy::testing;

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "helpers.hpp"
-#include "training/translation_data.hpp"
+#include "inference/translation_data.hpp"
 
 using namespace anatomy;
 

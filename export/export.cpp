@@ -1,4 +1,4 @@
-#include "training/export.hpp"
+#include "export/export.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -7,15 +7,15 @@
 #include <fstream>
 
 #include "checkpoints/checkpoints.hpp"
+#include "inference/translation_data.hpp"
 #include "io/input_file.hpp"
 #include "models/models.hpp"
-#include "training/run_dir.hpp"
+#include "run_folders/run_dir.hpp"
 #include "training/trainer.hpp"
-#include "training/translation_data.hpp"
 
 namespace anatomy::training {
 
-// The Python files of training/export/, embedded as strings by training/CMakeLists.txt.
+// The Python files of export/pytorch/, embedded as strings by export/CMakeLists.txt.
 extern const char* const kExportModelPy;
 extern const char* const kExportTrainPy;
 extern const char* const kExportSafetensorsPy;

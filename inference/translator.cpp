@@ -1,4 +1,4 @@
-#include "training/translator.hpp"
+#include "inference/translator.hpp"
 
 #include <fmt/format.h>
 
@@ -10,9 +10,9 @@
 #include "checkpoints/checkpoints.hpp"
 #include "data/data.hpp"
 #include "generation/generation.hpp"
+#include "inference/translation_data.hpp"
 #include "kernels/frozen_weights.hpp"
-#include "training/run_dir.hpp"
-#include "training/translation_data.hpp"
+#include "run_folders/run_dir.hpp"
 
 namespace anatomy::training {
 

@@ -8,7 +8,6 @@
 
 #include "models/models.hpp"
 #include "tokenizers/tokenizers.hpp"
-#include "training/trainer.hpp"
 
 namespace anatomy::training {
 
@@ -25,19 +24,5 @@ struct TextClassifier {
   // Percent of texts whose class is the label.
   double accuracy(const std::vector<std::string>& texts, const std::vector<int64_t>& labels) const;
 };
-
-// Labelled texts: texts[i] has the class labels[i].
-struct LabelledTexts {
-  std::vector<std::string> texts;
-  std::vector<int64_t> labels;
-};
-
-// The Trainer's hooks for `classifier` (both kinds of classifier run use them): each epoch a
-// fresh shuffle of `train` from `seed`, cut into batches of `batch_size` with a cross-entropy
-// loss; each evaluation the validation loss and accuracy on `valid`, the most accurate being the
-// best. `train` and `valid` must outlive trainer.fit().
-void set_classifier_hooks(Trainer& trainer, const TextClassifier& classifier,
-                          const LabelledTexts& train, const LabelledTexts& valid, uint64_t seed,
-                          size_t batch_size);
 
 }  // namespace anatomy::training

@@ -1,4 +1,4 @@
-#include "training/run_dir.hpp"
+#include "run_folders/run_dir.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "training/loss_curve.hpp"
+#include "run_folders/loss_curve.hpp"
 
 #include <fmt/format.h>
 

@@ -1,9 +1,9 @@
-#include "training/text_generator.hpp"
+#include "inference/text_generator.hpp"
 
 #include <fmt/format.h>
 
 #include "checkpoints/checkpoints.hpp"
-#include "training/run_dir.hpp"
+#include "run_folders/run_dir.hpp"
 
 namespace anatomy::training {
 

@@ -8,10 +8,10 @@
 #include <filesystem>
 
 #include "checkpoints/checkpoints.hpp"
+#include "export/export.hpp"
 #include "models/models.hpp"
+#include "run_folders/run_dir.hpp"
 #include "tokenizers/hugging_face_tokenizer.hpp"
-#include "training/export.hpp"
-#include "training/run_dir.hpp"
 
 namespace anatomy::training {
 

@@ -1,4 +1,4 @@
-#include "training/progress_bar.hpp"
+#include "run_folders/progress_bar.hpp"
 
 namespace anatomy::training {
 
