@@ -37,21 +37,20 @@ void add_rows(nn::StateDict& out, const std::string& name,
   out[name + "_offsets"] = from_vector(offsets, {static_cast<int64_t>(offsets.size())});
 }
 
-}  // namespace
-
-void export_to_pytorch(const std::string& run_dir, const std::string& to) {
-  RunDir run{run_dir};
-  const auto meta = run.read_run();
+// Refuses, before anything is read or written, a run that the exported package cannot continue:
+// another kind of run, one without a recipe, parts that model.py has no twin of, a destination
+// in use, no training state. Returns the training state's path.
+std::string check_exportable(const RunDir& run, const nlohmann::json& meta,
+                             const models::TransformerConfig& config, const std::string& to) {
   const std::string kind = meta.value("kind", "");
   if (kind != "translation" && kind != "lm")
     throw Error(fmt::format("export: {} holds a {} run; translation and lm runs can be exported",
-                            run_dir, kind.empty() ? "?" : kind));
+                            run.path, kind.empty() ? "?" : kind));
   if (!meta.contains("recipe"))
     throw Error(
         fmt::format("export: {}'s run.json has no 'recipe' (it was trained by an older "
                     "anatomy); train it again to export it",
-                    run_dir));
-  const auto config = run.read_config();
+                    run.path));
   for (const auto& [field, value, supported] :
        {std::tuple{"norm_type", config.norm_type, "layer_norm"},
         std::tuple{"ffn_type", config.ffn_type, "feed_forward"},
@@ -65,24 +64,36 @@ void export_to_pytorch(const std::string& run_dir, const std::string& to) {
   const std::string training_state = run.file("last/training.safetensors");
   if (!fs::exists(training_state))
     throw Error(
-        fmt::format("export: {} has no last/training.safetensors to continue from", run_dir));
+        fmt::format("export: {} has no last/training.safetensors to continue from", run.path));
+  return training_state;
+}
 
-  // --- the model and optimizer, by the book's names ---
+// The run's model with the training state's weights.
+std::shared_ptr<nn::Module> load_model(const std::string& kind,
+                                       const models::TransformerConfig& config,
+                                       const SafetensorsFile& file,
+                                       const std::string& training_state) {
   std::shared_ptr<nn::Module> model;
   if (kind == "translation")
     model = std::make_shared<models::Seq2SeqTransformer>(config);
   else
     model = std::make_shared<models::TransformerForCausalLM>(config);
-  auto file = load_safetensors(training_state);
   for (const std::string key : {"optimizer.step", "step"})
     if (!file.tensors.count(key) || file.tensors.at(key).numel() != 1)
       throw Error(
           fmt::format("export: {} has no scalar '{}': not a training state", training_state, key));
-  nn::StateDict weights, exp_avg, exp_avg_sq;
+  nn::StateDict weights;
   for (const auto& [k, t] : file.tensors)
     if (k.starts_with("model.")) weights[k.substr(6)] = t;
   checkpoints::check_finite(weights, training_state);
   model->load_state_dict(weights);
+  return model;
+}
+
+// AdamW's moments by the book's parameter names ("exp_avg.<name>", "exp_avg_sq.<name>") and its
+// step, as train.py loads them.
+nn::StateDict book_optimizer_state(nn::Module& model, const SafetensorsFile& file,
+                                   const std::string& training_state, int64_t H) {
   // The optimizer's state must be one --resume would load into this model: AdamW's buffers, for
   // parameters the model has, each of its parameter's shape (train.py would fail on it later,
   // in PyTorch's words).
@@ -90,14 +101,15 @@ void export_to_pytorch(const std::string& run_dir, const std::string& to) {
   for (const auto& [k, t] : file.tensors)
     if (k.starts_with("optimizer.")) optimizer_state[k.substr(10)] = t;
   try {
-    nn::AdamW(model->parameters(), {}).check_state_dict(optimizer_state);
+    nn::AdamW(model.parameters(), {}).check_state_dict(optimizer_state);
   } catch (const Error& e) {
     throw Error(fmt::format("export: {} holds an optimizer state this model cannot take: {}",
                             training_state, e.what()));
   }
-  // The optimizer's state is indexed like model->parameters(): name it like them, then convert
+  // The optimizer's state is indexed like model.parameters(): name it like them, then convert
   // the fused attention rows exactly as the weights are.
-  const auto named = model->named_parameters();
+  nn::StateDict exp_avg, exp_avg_sq;
+  const auto named = model.named_parameters();
   for (size_t i = 0; i < named.size(); ++i) {
     const std::string prefix = fmt::format("optimizer.state.{}.", i);
     if (file.tensors.count(prefix + "exp_avg") && file.tensors.count(prefix + "exp_avg_sq")) {
@@ -105,14 +117,19 @@ void export_to_pytorch(const std::string& run_dir, const std::string& to) {
       exp_avg_sq[named[i].first] = file.tensors.at(prefix + "exp_avg_sq");
     }
   }
-  const int64_t H = config.num_attention_heads;
   nn::StateDict optimizer;
   for (const auto& [k, t] : checkpoints::to_book_layout(exp_avg, H)) optimizer["exp_avg." + k] = t;
   for (const auto& [k, t] : checkpoints::to_book_layout(exp_avg_sq, H))
     optimizer["exp_avg_sq." + k] = t;
   optimizer["step"] = file.tensors.at("optimizer.step");
+  return optimizer;
+}
 
-  // --- the training data as ids ---
+// The training data as token ids, so that Python needs no tokenizer: a translation run's
+// training pairs read as training read them, or the first nine tenths of a language model's text.
+nn::StateDict training_data_as_ids(const RunDir& run, const nlohmann::json& meta,
+                                   const std::string& kind,
+                                   const models::TransformerConfig& config) {
   nn::StateDict data;
   if (kind == "translation") {
     const auto td = read_translation_data(
@@ -134,8 +151,12 @@ void export_to_pytorch(const std::string& run_dir, const std::string& to) {
                                      ids.begin() + static_cast<int64_t>(ids.size() * 9 / 10));
     data["ids"] = from_vector(train, {static_cast<int64_t>(train.size())});
   }
+  return data;
+}
 
-  // --- what the loop does ---
+// export.json: what the loop does (the run's recipe) and where it stands (epoch, schedule step).
+nlohmann::json loop_info(const RunDir& run, const nlohmann::json& meta, const std::string& kind,
+                         const SafetensorsFile& file, const std::string& training_state) {
   nlohmann::json info = run.field<nlohmann::json>(meta, "recipe");
   info["kind"] = kind;
   info["seed"] = meta["seed"];
@@ -145,8 +166,24 @@ void export_to_pytorch(const std::string& run_dir, const std::string& to) {
       file.tensors.count("scheduler.step") && file.tensors.at("scheduler.step").numel() == 1
           ? file.tensors.at("scheduler.step").item<int64_t>()
           : step;
+  return info;
+}
 
-  // --- write ---
+}  // namespace
+
+void export_to_pytorch(const std::string& run_dir, const std::string& to) {
+  RunDir run{run_dir};
+  const auto meta = run.read_run();
+  const auto config = run.read_config();
+  const std::string training_state = check_exportable(run, meta, config, to);
+  const std::string kind = meta.value("kind", "");
+  const auto file = load_safetensors(training_state);
+  const int64_t H = config.num_attention_heads;
+  const auto model = load_model(kind, config, file, training_state);
+  const nn::StateDict optimizer = book_optimizer_state(*model, file, training_state, H);
+  const nn::StateDict data = training_data_as_ids(run, meta, kind, config);
+  const nlohmann::json info = loop_info(run, meta, kind, file, training_state);
+
   write_folder_atomically(to, "export", [&](const fs::path& dir) {
     const auto out = [&](const std::string& name) { return (dir / name).string(); };
     write_file_atomically(out("model.py"), kExportModelPy);

@@ -78,8 +78,11 @@ void check_fields(const nlohmann::json& object, std::initializer_list<Rule> rule
 }
 
 constexpr double kMaxInt = 9.0e15;  // below 2^53: an integer a double holds exactly
+const Rule kFinite{"", Type::Number, -1e300, 1e300};
 
-void check_run_json(const nlohmann::json& run, const std::string& where) {
+// run.json's own fields, and the objects that describe the run: its data, its decoding, its plan
+// and its options.
+void check_run_fields(const nlohmann::json& run, const std::string& where) {
   check_fields(run,
                {{"kind", Type::String},
                 {"preset", Type::String},
@@ -124,6 +127,9 @@ void check_run_json(const nlohmann::json& run, const std::string& where) {
       if (!run["decoding"].contains(key))
         throw Error(fmt::format("{}: 'decoding.{}' is missing", where, key));
   }
+}
+
+void check_plan_and_options(const nlohmann::json& run, const std::string& where) {
   // What a corpus run sized for its budget measured and planned (informative: a resumed run
   // keeps it and reads only its epochs, for the first guess of its schedule).
   if (run.contains("plan")) {
@@ -156,28 +162,32 @@ void check_run_json(const nlohmann::json& run, const std::string& where) {
                   {"average", Type::Int, 0, 1e6},
                   {"time_budget", Type::Number, 0, 1e9}},
                  where, "options.");
-  // Metrics are finite numbers (or flags): the trainer never writes a NaN, which JSON would
-  // hold as null. The one null it writes is a history line's train_loss when no batch was
-  // trained since the line before (a Ctrl-C or a time budget right after an evaluation). The
-  // metrics the library reads back as numbers (the loss curve, a resumed run's best) may not be
-  // flags: a valid_loss of true reached read_history as nlohmann's raw type_error (the fuzzer
-  // found it). Any other metric may be a flag, as the trainer's own "complete".
-  const Rule finite{"", Type::Number, -1e300, 1e300};
-  auto read_as_number = [](const std::string& key) {
-    for (const char* k :
-         {"valid_loss", "bleu", "exact_match", "accuracy", "train_loss", "train_nll", "seconds"})
-      if (key == k) return true;
-    return false;
-  };
-  auto check_metrics = [&](const nlohmann::json& m, const std::string& prefix) {
-    for (const auto& [key, value] : m.items())
-      if (!(value.is_boolean() && !read_as_number(key)) &&
-          !(key == "train_loss" && value.is_null()))
-        check_value(value, finite, where, prefix + key);
-  };
+}
+
+// Metrics are finite numbers (or flags): the trainer never writes a NaN, which JSON would
+// hold as null. The one null it writes is a history line's train_loss when no batch was
+// trained since the line before (a Ctrl-C or a time budget right after an evaluation). The
+// metrics the library reads back as numbers (the loss curve, a resumed run's best) may not be
+// flags: a valid_loss of true reached read_history as nlohmann's raw type_error (the fuzzer
+// found it). Any other metric may be a flag, as the trainer's own "complete".
+bool read_as_number(const std::string& key) {
+  for (const char* k :
+       {"valid_loss", "bleu", "exact_match", "accuracy", "train_loss", "train_nll", "seconds"})
+    if (key == k) return true;
+  return false;
+}
+
+void check_metrics(const nlohmann::json& m, const std::string& where, const std::string& prefix) {
+  for (const auto& [key, value] : m.items())
+    if (!(value.is_boolean() && !read_as_number(key)) && !(key == "train_loss" && value.is_null()))
+      check_value(value, kFinite, where, prefix + key);
+}
+
+// The evaluations: the best one, and each line of the history.
+void check_evaluations(const nlohmann::json& run, const std::string& where) {
   if (run.contains("best") && !run["best"].is_null()) {
     check_value(run["best"], {"", Type::Object}, where, "best");
-    check_metrics(run["best"], "best.");
+    check_metrics(run["best"], where, "best.");
   }
   if (run.contains("history")) {
     for (size_t i = 0; i < run["history"].size(); ++i) {
@@ -186,9 +196,13 @@ void check_run_json(const nlohmann::json& run, const std::string& where) {
       check_value(h, {"", Type::Object}, where, name);
       check_fields(h, {{"step", Type::Int, 0, kMaxInt}, {"epoch", Type::Int, 0, kMaxInt}}, where,
                    name + ".");
-      check_metrics(h, name + ".");
+      check_metrics(h, where, name + ".");
     }
   }
+}
+
+// The loss curve's points: [step, loss, lr], each finite.
+void check_curve(const nlohmann::json& run, const std::string& where) {
   if (run.contains("curve")) {
     for (size_t i = 0; i < run["curve"].size(); ++i) {
       const auto& c = run["curve"][i];
@@ -197,10 +211,17 @@ void check_run_json(const nlohmann::json& run, const std::string& where) {
         throw Error(fmt::format("{}: '{}' is {} (expected [step, loss, lr])", where, name,
                                 c.dump().substr(0, 40)));
       check_value(c[0], {"", Type::Int, 0, kMaxInt}, where, name + "[0]");
-      check_value(c[1], finite, where, name + "[1]");
-      check_value(c[2], finite, where, name + "[2]");
+      check_value(c[1], kFinite, where, name + "[1]");
+      check_value(c[2], kFinite, where, name + "[2]");
     }
   }
+}
+
+void check_run_json(const nlohmann::json& run, const std::string& where) {
+  check_run_fields(run, where);
+  check_plan_and_options(run, where);
+  check_evaluations(run, where);
+  check_curve(run, where);
 }
 
 }  // namespace
