@@ -73,9 +73,4 @@ std::function<bool(const Metrics& now, const Metrics& best)> better_by(const std
 // "validation BLEU", "validation loss", "validation exact match".
 std::string describe_select(const std::string& select);
 
-// "12.3k", "1.2M" for tokens/s.
-std::string human(double x);
-// "1:05" / "1:02:03"
-std::string clock(double seconds);
-
 }  // namespace anatomy::training
