@@ -211,10 +211,10 @@ int train_language_model(const TrainOptions& o) {
   trainer.batches = [&](int64_t) { return iters; };
   trainer.batch = [&](int64_t, int64_t) {
     auto [x, y] = sample_windows(train_ids, p.batch, block, default_generator());
-    return std::vector<Tensor>{x, y};
+    return Batch{.input = x, .labels = y};
   };
-  trainer.batch_loss = [](nn::Module& m, const std::vector<Tensor>& xy) {
-    return BatchLoss{lm_loss(m, xy[0], xy[1]), xy[0].numel()};
+  trainer.batch_loss = [](nn::Module& m, const Batch& b) {
+    return BatchLoss{lm_loss(m, b.input, b.labels), b.input.numel()};
   };
   // Each thread trains on its own rows of the batch (nn::DataParallel).
   trainer.replicate = [&] { return std::make_shared<models::TransformerForCausalLM>(config); };

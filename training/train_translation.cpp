@@ -88,15 +88,14 @@ int64_t non_pad(const Tensor& targets) {
   return t.numel() - std::count(id, id + t.numel(), int64_t{0});
 }
 
-// A translation model's loss on a batch (source, target in, target out), label-smoothed by
-// `smoothing`, with the plain NLL from the same pass: the validation loss is one (fairseq's
-// nll_loss).
-std::function<BatchLoss(nn::Module&, const std::vector<Tensor>&)> translation_batch_loss(
-    float smoothing) {
-  return [smoothing](nn::Module& m, const std::vector<Tensor>& batch) {
-    Tensor logits = static_cast<models::Seq2SeqTransformer&>(m).forward(batch[0], batch[1]);
+// A translation model's loss on a batch, label-smoothed by `smoothing`, with the plain NLL from
+// the same pass: the validation loss is one (fairseq's nll_loss).
+std::function<BatchLoss(nn::Module&, const Batch&)> translation_batch_loss(float smoothing) {
+  return [smoothing](nn::Module& m, const Batch& batch) {
+    Tensor logits =
+        static_cast<models::Seq2SeqTransformer&>(m).forward(batch.input, batch.decoder_input);
     logits = logits.reshape({-1, logits.size(-1)});  // [B * T, V]
-    const Tensor targets = batch[2].reshape({-1});
+    const Tensor targets = batch.labels.reshape({-1});
     double nll = 0;
     BatchLoss out{cross_entropy(logits, targets,
                                 {.ignore_index = 0,
@@ -111,11 +110,6 @@ std::function<BatchLoss(nn::Module&, const std::vector<Tensor>&)> translation_ba
 
 nn::AdamWOptions adamw_options(double peak) {
   return {.lr = peak, .beta1 = 0.9, .beta2 = 0.98, .eps = 1e-9, .weight_decay = 0.01};
-}
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
 // What a corpus run's size is measured with: the run's data, batches and optimization.
@@ -148,7 +142,7 @@ double training_rate(models::Seq2SeqTransformer& model, const models::Transforme
     if (steps++ == kWarmup) measuring = Clock::now();
     tokens += batches[b].target_tokens;
     if (steps > kWarmup) measured_tokens += batches[b].target_tokens;
-    return std::vector<Tensor>{batches[b].source, batches[b].target_in, batches[b].target_out};
+    return Batch{batches[b].source, batches[b].target_in, batches[b].target_out};
   };
   trainer.batch_loss = translation_batch_loss(m.smoothing);
   trainer.replicate = [&] { return std::make_shared<models::Seq2SeqTransformer>(config); };
@@ -569,7 +563,7 @@ int train_translation(const TrainOptions& o) {
   const auto smoothing = static_cast<float>(o.label_smoothing);
   trainer.batch = [&](int64_t, int64_t b) {
     const data::Batch& batch = batches[b];
-    return std::vector<Tensor>{batch.source, batch.target_in, batch.target_out};
+    return Batch{batch.source, batch.target_in, batch.target_out};
   };
   trainer.batch_loss = translation_batch_loss(smoothing);
   // Each thread trains on its own rows of the batch (nn::DataParallel).

@@ -731,19 +731,35 @@ TEST_CASE("keep_last keeps the newest evaluations' models and removes the rest")
 TEST_CASE("a batch whose tensors disagree on their rows is refused with their shapes") {
   OneWeight model;
   nn::SGD opt(model.parameters(), {.lr = 0.01});
-  auto refused = [&](std::vector<Tensor> tensors, const std::string& fragment) {
+  auto refused = [&](const training::Batch& b, const std::string& fragment) {
     training::Trainer trainer(model, opt, nullptr, {.epochs = 1, .quiet = true});
     trainer.batches = [](int64_t) { return int64_t{1}; };
-    trainer.batch = [&](int64_t, int64_t) { return tensors; };
-    trainer.batch_loss = [&](nn::Module&, const std::vector<Tensor>&) {
+    trainer.batch = [&](int64_t, int64_t) { return b; };
+    trainer.batch_loss = [&](nn::Module&, const training::Batch&) {
       return training::BatchLoss{sum(model.w * model.w)};
     };
     check_error([&] { (void)trainer.fit(); }, {fragment});
   };
-  refused({}, "Trainer: batch returned no tensors");
-  refused({zeros({4, 2}), zeros({3, 2})}, "tensor 0 has shape [4, 2], tensor 1 [3, 2]");
-  refused({zeros({4}), zeros({})}, "tensor 0 has shape [4], tensor 1 []");
-  refused({zeros({0, 2})}, "tensor 0 has shape [0, 2], tensor 0 [0, 2]");
+  refused({}, "Trainer: batch returned a Batch that holds no tensor");
+  refused({.input = zeros({4, 2}), .labels = zeros({3, 2})},
+          "its input has shape [4, 2], its labels [3, 2]");
+  refused({.input = zeros({4, 2}), .decoder_input = zeros({4, 3}), .labels = zeros({5})},
+          "its input has shape [4, 2], its labels [5]");
+  refused({.input = zeros({4}), .labels = zeros({})}, "its input has shape [4], its labels []");
+  refused({.labels = zeros({0, 2})}, "its labels has shape [0, 2], its labels [0, 2]");
+}
+
+// A data-parallel part is the same rows of each tensor the batch holds; a tensor it does not
+// hold stays empty.
+TEST_CASE("a batch's slice takes the same rows of each tensor it holds") {
+  const training::Batch b{.input = from_vector(std::vector<float>{0, 1, 2, 3, 4, 5}, {3, 2}),
+                          .labels = from_vector(std::vector<float>{7, 8, 9}, {3})};
+  CHECK(b.rows() == 3);
+  const training::Batch part = b.slice(1, 3);
+  CHECK(part.rows() == 2);
+  CHECK(part.input.to_vector() == std::vector<float>{2, 3, 4, 5});
+  CHECK(part.labels.to_vector() == std::vector<float>{8, 9});
+  CHECK(!part.decoder_input.defined());
 }
 
 // A language model's windows: x is T ids from a start i and y the same shifted by one, and every
