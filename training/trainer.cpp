@@ -128,7 +128,7 @@ std::vector<std::string> kept_checkpoints(const RunDir& run) {
   return files;
 }
 
-void Trainer::save(bool is_best, int64_t epoch, int64_t batch) {
+void Trainer::checkpoint(bool is_best, int64_t epoch, int64_t batch) {
   if (o_.run_dir.empty()) return;
   RunDir run{o_.run_dir};
   model_.save(run.file("last/model.safetensors"));
@@ -315,7 +315,7 @@ void Trainer::start_run() {
         throw Error(fmt::format("Trainer: cannot create {} ({})", RunDir{o_.run_dir}.file(sub),
                                 ec.message()));
     }
-    save(false, epoch_, batch_);  // a run from the start: resume and translate work at once
+    checkpoint(false, epoch_, batch_);  // a run from the start: resume and translate work at once
   }
 }
 
@@ -361,7 +361,7 @@ void Trainer::train_epoch(Loop& loop) {
       loop.stop = true;
       break;
     }
-    step(loop);
+    train_step(loop);
     report_progress(loop);
     if (o_.eval_every > 0 && step_ % o_.eval_every == 0 && batch_ < loop.batches) {
       loop.bar->clear();
@@ -375,7 +375,7 @@ void Trainer::train_epoch(Loop& loop) {
     evaluate_and_checkpoint(loop, false, true);
 }
 
-void Trainer::step(Loop& loop) {
+void Trainer::train_step(Loop& loop) {
   const BatchLoss b = forward(loop);
   const double l = b.loss.item<double>();
   if (!std::isfinite(l)) {  // before backward: the weights and the last checkpoint stay finite
@@ -492,9 +492,9 @@ void Trainer::evaluate_and_checkpoint(Loop& loop, bool complete, bool final) {
   if (evaluate) record_history(loop, m, complete);
   // Where a resumed run starts: after a whole epoch, the next one's first batch.
   if (complete)
-    save(is_best, epoch_ + 1, 0);
+    checkpoint(is_best, epoch_ + 1, 0);
   else
-    save(is_best, epoch_, batch_);
+    checkpoint(is_best, epoch_, batch_);
   if (!o_.quiet) print_evaluation(loop, m, complete, final, is_best);
   if (evaluate && should_stop && should_stop(m)) loop.stop = true;
   loop.since_line = LossSum{};  // the next line's train loss is the mean since this one

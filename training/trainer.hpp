@@ -129,7 +129,7 @@ class Trainer {
   void start_run();          // a resumed run's restore, or a new run's folder and first save
   void restore();            // from run_dir's last checkpoint and run.json
   void train_epoch(Loop& loop);
-  void step(Loop& loop);  // one optimization step on the next batch
+  void train_step(Loop& loop);  // one optimization step on the next batch
   BatchLoss forward(Loop& loop);
   void backward(Loop& loop);
   void plan_schedule(const Loop& loop);  // a budget-long run's decay, from its pace
@@ -141,7 +141,9 @@ class Trainer {
   void record_history(const Loop& loop, const Metrics& m, bool complete);
   void print_evaluation(const Loop& loop, const Metrics& m, bool complete, bool final,
                         bool is_best) const;
-  void save(bool is_best, int64_t epoch, int64_t batch);
+  // Writes the model (last/, best/, a kept checkpoint), the training state at the position
+  // (epoch, batch) a resume starts from, run.json and the loss curve.
+  void checkpoint(bool is_best, int64_t epoch, int64_t batch);
   void write_run_json() const;  // run_info plus history, curve, best and step
 
   nn::Module& model_;
