@@ -321,7 +321,7 @@ struct TranslationRun {
   size_t longest = 0;  // of the data's sequences, in tokens (a target's end token counted)
   std::optional<CorpusPlan> size;  // a corpus run sized for its budget
   std::string preset_name;
-  Recipe recipe_;
+  Recipe preset_recipe;
   int64_t max_tokens = 0;
   models::TransformerConfig config;
   Translator tr;
@@ -448,8 +448,8 @@ void TranslationRun::make_config() {
                 : symbols           ? "tiny"
                 : size              ? size->size.name
                                     : "small";
-  recipe_ = recipe(preset_name);
-  max_tokens = o.max_tokens > 0 ? o.max_tokens : symbols ? 512 : recipe_.max_tokens;
+  preset_recipe = recipe(preset_name);
+  max_tokens = o.max_tokens > 0 ? o.max_tokens : symbols ? 512 : preset_recipe.max_tokens;
   if (o.resume) {
     config = run.read_config();
   } else {
@@ -487,7 +487,7 @@ void TranslationRun::build_model() {
   // Plain N(0, 0.02): GPT-2's scaled residual init (which the language model uses) makes the
   // copy task learn an epoch later.
   models::init_weights(*tr.model, config.initializer_range);
-  peak = o.lr > 0 ? o.lr : size ? size->size.lr : recipe_.lr;
+  peak = o.lr > 0 ? o.lr : size ? size->size.lr : preset_recipe.lr;
   opt = std::make_unique<nn::AdamW>(tr.model->parameters(), adamw_options(peak));
 }
 
@@ -498,7 +498,8 @@ void TranslationRun::plan_steps() {
   steps_per_epoch = static_cast<int64_t>(
       data::make_batches(train_set.src, train_set.tgt, {.max_tokens = max_tokens, .shuffle = false})
           .size());
-  warmup = o.warmup > 0 ? o.warmup : std::clamp<int64_t>(steps_per_epoch / 2, 20, recipe_.warmup);
+  warmup =
+      o.warmup > 0 ? o.warmup : std::clamp<int64_t>(steps_per_epoch / 2, 20, preset_recipe.warmup);
   // With a time budget and no --epochs the budget is the run's length (epochs 0 in run.json);
   // otherwise the task's number of epochs.
   const int64_t default_epochs = symbols ? 6 : o.task == "numbers" ? 40 : 20;
