@@ -9,10 +9,9 @@
 namespace anatomy::training {
 
 const std::vector<CorpusSize>& corpus_sizes() {
-  // On Tatoeba eng-deu with one core for 15 minutes, small trained 31 epochs and medium 13, and
-  // both reached about the same test BLEU: a size pays once its budget buys it about 20 epochs.
-  // A peak learning rate of 2e-3 validated higher than the presets' 1e-3 in every 15-minute run
-  // that compared them: small in both directions, medium on two cores.
+  // A size pays once its budget buys it about 20 epochs, and a peak learning rate of 2e-3
+  // validates higher than the presets' 1e-3: the runs behind both are docs/training.md's "How a
+  // corpus run's defaults were chosen".
   static const std::vector<CorpusSize> sizes = {
       {"small", 0, 2e-3},
       {"medium", 100000, 2e-3},

@@ -20,10 +20,8 @@
 namespace anatomy::training {
 
 namespace {
-constexpr int64_t kBatchTexts = 16;  // texts a training step reads
-}  // namespace
 
-namespace {
+constexpr int64_t kBatchTexts = 16;  // texts a training step reads
 
 struct Labelled {
   std::vector<std::string> texts, labels;
@@ -61,6 +59,87 @@ std::vector<int64_t> label_ids(const std::vector<std::string>& labels,
   return ids;
 }
 
+// The labelled lines a run trains and validates on (held out: --valid FILE, else every fifth
+// line), and the labels: their names, sorted, and each line's label as an index into them.
+struct ClassifierData {
+  Labelled train, valid;
+  std::vector<std::string> names;
+  std::vector<int64_t> train_ids, valid_ids;
+};
+
+ClassifierData read_classifier_data(const TrainOptions& o) {
+  ClassifierData d;
+  const Labelled all = read_labelled(o.data);
+  if (!o.valid.empty()) {
+    d.train = all;
+    d.valid = read_labelled(o.valid);
+  } else {
+    for (size_t i = 0; i < all.texts.size(); ++i) {
+      Labelled& part = i % 5 == 4 ? d.valid : d.train;
+      part.texts.push_back(all.texts[i]);
+      part.labels.push_back(all.labels[i]);
+    }
+  }
+  if (o.limit > 0 && static_cast<int64_t>(d.train.texts.size()) > o.limit) {
+    d.train.texts.resize(o.limit);
+    d.train.labels.resize(o.limit);
+  }
+  d.names = d.train.labels;
+  std::sort(d.names.begin(), d.names.end());
+  d.names.erase(std::unique(d.names.begin(), d.names.end()), d.names.end());
+  if (d.names.size() < 2 || d.valid.texts.empty())
+    throw Error(fmt::format(
+        "train: {} gives {} label(s) and {} held-out line(s); a classifier needs at least two "
+        "labels and one held-out line",
+        o.data, d.names.size(), d.valid.texts.size()));
+  d.train_ids = label_ids(d.train.labels, d.names, o.data);
+  d.valid_ids = label_ids(d.valid.labels, d.names, o.valid.empty() ? o.data : o.valid);
+  return d;
+}
+
+// The pretrained encoder's config with a head of one output per label.
+models::TransformerConfig classifier_config(const TrainOptions& o,
+                                            const checkpoints::BertFolder& bert,
+                                            const ClassifierData& d) {
+  models::TransformerConfig config = bert.config;
+  config.num_labels = static_cast<int64_t>(d.names.size());
+  for (const auto& s : o.set) config.set(s);
+  config.validate();
+  return config;
+}
+
+// Training memory from the longest text as the model reads it, before the run folder exists.
+void check_memory(const models::TransformerConfig& config, const ClassifierData& d,
+                  const text::Tokenizer& tokenizer) {
+  int64_t longest = 1;
+  for (const auto& t : d.train.texts)
+    longest = std::max<int64_t>(longest, static_cast<int64_t>(tokenizer.encode(t).size()) + 2);
+  longest = std::min(longest, config.max_position_embeddings);
+  config.check_training_memory(
+      kBatchTexts * longest, longest,
+      fmt::format("the batch: {} texts, the longest of {} tokens", kBatchTexts, longest));
+}
+
+// Fine-tuning's usual rate (BERT's paper, Hugging Face's Trainer) is small, as the body already
+// knows the language; a head trained alone starts from nothing and takes a larger one.
+double fine_tune_lr(const TrainOptions& o) { return o.lr > 0 ? o.lr : o.freeze_body ? 1e-3 : 5e-5; }
+
+// The classifier: the encoder from the folder's weights (or random ones), the head from random
+// ones; returns the parameters it trains (--freeze-body: the head's only, the encoder and its
+// pooler staying as loaded).
+std::vector<Tensor> build_classifier(TextClassifier& classifier, const TrainOptions& o,
+                                     const models::TransformerConfig& config,
+                                     const checkpoints::BertFolder& bert) {
+  manual_seed(o.seed);
+  classifier.model = std::make_shared<models::TransformerForSequenceClassification>(config);
+  auto& model = *classifier.model;
+  models::init_weights(model, config.initializer_range);
+  if (!o.random_weights) model.encoder->load_state_dict(bert.model->state_dict());
+  if (!o.freeze_body) return model.parameters();
+  for (auto& p : model.encoder->parameters()) p.requires_grad_(false);
+  return model.classifier->parameters();
+}
+
 }  // namespace
 
 int fine_tune_classifier(const TrainOptions& o) {
@@ -70,91 +149,39 @@ int fine_tune_classifier(const TrainOptions& o) {
     throw Error("train: --task classify needs --data FILE.tsv (lines: text<TAB>label)");
   if (o.resume) throw Error("train: a --task classify run does not resume; start it again");
   if (o.threads > 0) set_num_threads(o.threads);
-  // Held out: --valid FILE, else every fifth line.
-  const Labelled all = read_labelled(o.data);
-  Labelled train, valid;
-  if (!o.valid.empty()) {
-    train = all;
-    valid = read_labelled(o.valid);
-  } else {
-    for (size_t i = 0; i < all.texts.size(); ++i) {
-      Labelled& part = i % 5 == 4 ? valid : train;
-      part.texts.push_back(all.texts[i]);
-      part.labels.push_back(all.labels[i]);
-    }
-  }
-  if (o.limit > 0 && static_cast<int64_t>(train.texts.size()) > o.limit) {
-    train.texts.resize(o.limit);
-    train.labels.resize(o.limit);
-  }
-  std::vector<std::string> names = train.labels;
-  std::sort(names.begin(), names.end());
-  names.erase(std::unique(names.begin(), names.end()), names.end());
-  if (names.size() < 2 || valid.texts.empty())
-    throw Error(fmt::format(
-        "train: {} gives {} label(s) and {} held-out line(s); a classifier needs at least two "
-        "labels and one held-out line",
-        o.data, names.size(), valid.texts.size()));
-  const auto train_ids = label_ids(train.labels, names, o.data);
-  const auto valid_ids = label_ids(valid.labels, names, o.valid.empty() ? o.data : o.valid);
-
+  const ClassifierData d = read_classifier_data(o);
   const auto bert = checkpoints::load_bert_folder(o.model_dir);
-  models::TransformerConfig config = bert.config;
-  config.num_labels = static_cast<int64_t>(names.size());
-  for (const auto& s : o.set) config.set(s);
-  config.validate();
-  // Training memory from the longest text as the model reads it, before the run folder exists.
-  const auto tokenizer = text::load_folder_tokenizer(bert.dir);
-  int64_t longest = 1;
-  for (const auto& t : train.texts)
-    longest = std::max<int64_t>(longest, static_cast<int64_t>(tokenizer->encode(t).size()) + 2);
-  longest = std::min(longest, config.max_position_embeddings);
-  config.check_training_memory(
-      kBatchTexts * longest, longest,
-      fmt::format("the batch: {} texts, the longest of {} tokens", kBatchTexts, longest));
+  const models::TransformerConfig config = classifier_config(o, bert, d);
+  TextClassifier classifier;
+  classifier.tokenizer = text::load_folder_tokenizer(bert.dir);
+  check_memory(config, d, *classifier.tokenizer);
   RunDir run{o.out};
   nlohmann::json meta = run.start(false, "classifier");
   RunLock lock = run.create();
-  TextClassifier classifier;
-  classifier.tokenizer = tokenizer;
   classifier.tokenizer->save(run.file("tokenizer"));
   write_file_atomically(run.file("config.json"),
                         config.to_json(models::TransformerConfig::Model::Classifier));
+  const int64_t epochs = o.epochs > 0 ? o.epochs : 3;
   meta = {{"kind", "classifier"},
           {"task", "classify"},
           {"seed", o.seed},
-          {"labels", names},
+          {"labels", d.names},
           {"model_dir", o.model_dir},
           {"pretrained", !o.random_weights},
           {"freeze_body", o.freeze_body},
-          {"options", classifier_options(o, o.lr > 0        ? o.lr
-                                            : o.freeze_body ? 1e-3
-                                                            : 5e-5)}};
-
-  manual_seed(o.seed);
-  classifier.model = std::make_shared<models::TransformerForSequenceClassification>(config);
-  auto& model = *classifier.model;
-  models::init_weights(model, config.initializer_range);
-  if (!o.random_weights) model.encoder->load_state_dict(bert.model->state_dict());
-  // --freeze-body trains the head alone: the encoder (its pooler included) stays as loaded.
-  std::vector<Tensor> trained = o.freeze_body ? model.classifier->parameters() : model.parameters();
-  if (o.freeze_body)
-    for (auto& p : model.encoder->parameters()) p.requires_grad_(false);
-  // Fine-tuning's usual rate (BERT's paper, Hugging Face's Trainer) is small, as the body already
-  // knows the language; a head trained alone starts from nothing and takes a larger one.
-  nn::AdamW opt(trained, {.lr = o.lr > 0 ? o.lr : o.freeze_body ? 1e-3 : 5e-5});
-  const int64_t epochs = o.epochs > 0 ? o.epochs : 3;
-  meta["epochs"] = epochs;
+          {"options", classifier_options(o, fine_tune_lr(o))},
+          {"epochs", epochs}};
+  const std::vector<Tensor> trained = build_classifier(classifier, o, config, bert);
+  nn::AdamW opt(trained, {.lr = fine_tune_lr(o)});
   fmt::print(
       "task classify: {} ({} train, {} held out, labels: {}); {} {} layers, {} parameters "
       "trained\n",
-      o.data, train.texts.size(), valid.texts.size(), fmt::join(names, ", "),
+      o.data, d.train.texts.size(), d.valid.texts.size(), fmt::join(d.names, ", "),
       o.random_weights ? "random-weight" : "pretrained", config.num_hidden_layers,
       std::accumulate(trained.begin(), trained.end(), int64_t{0},
                       [](int64_t n, const Tensor& p) { return n + p.numel(); }));
   fmt::print("  {}\n", config.architecture(true, false));
-
-  Trainer trainer(model, opt, nullptr,
+  Trainer trainer(*classifier.model, opt, nullptr,
                   {.epochs = epochs,
                    .time_budget = o.time_budget,
                    .clip = o.clip,
@@ -163,7 +190,7 @@ int fine_tune_classifier(const TrainOptions& o) {
                    .title = "classify: loss",
                    .detect_anomaly = o.detect_anomaly});
   trainer.run_info = meta;
-  const LabelledTexts train_set{train.texts, train_ids}, valid_set{valid.texts, valid_ids};
+  const LabelledTexts train_set{d.train.texts, d.train_ids}, valid_set{d.valid.texts, d.valid_ids};
   set_classifier_hooks(trainer, classifier, train_set, valid_set, o.seed, kBatchTexts);
   const TrainResult r = trainer.fit();
   fmt::print("saved {} (best held-out accuracy {:.1f}%)\n", o.out, r.best.value("accuracy", 0.0));

@@ -93,18 +93,50 @@ std::pair<Tensor, Tensor> sample_windows(const std::vector<int64_t>& ids, int64_
   return {from_vector(x, {batch, T}), from_vector(y, {batch, T})};
 }
 
-int train_language_model(const TrainOptions& o) {
-  if (o.threads > 0) set_num_threads(o.threads);
-  RunDir run{o.out};
-  nlohmann::json meta = run.start(o.resume, "lm");
-  RunLock lock = o.resume ? run.lock() : RunLock();  // a new run locks when it creates the folder
-  const std::string text = read_text(o.text);        // before creating anything in the run folder
-  const std::string preset_name = o.resume           ? meta.value("preset", "nanogpt")
-                                  : o.preset.empty() ? "nanogpt"
-                                                     : o.preset;
-  const LmRecipe p = lm_recipe(preset_name);
-  std::unique_ptr<text::Tokenizer> tok;
+namespace {
+
+// One language-model run, in the steps train_language_model takes: each reads what the ones
+// before it made. A resumed run reads back its tokenizer, config and seed.
+struct LanguageModelRun {
+  const TrainOptions& o;
+  RunDir run;
+  nlohmann::json meta;  // run.json's own fields
+  RunLock lock;
+  std::string text;
+  std::string preset_name;
+  LmRecipe p;
+  std::shared_ptr<text::Tokenizer> tok;
   models::TransformerConfig config;
+  int64_t block = 0;  // the model's positions: a window's length
+  std::vector<int64_t> ids, train_ids, val_ids;
+  uint64_t seed = 0;
+  std::shared_ptr<models::TransformerForCausalLM> model;
+  int64_t iters = 0, warmup = 0, schedule_steps = 0;
+  double lr = 0, min_lr = 0;
+  std::unique_ptr<nn::AdamW> opt;
+  std::unique_ptr<nn::WarmupDecaySchedule> schedule;
+
+  explicit LanguageModelRun(const TrainOptions& options);
+  void make_config();
+  void split_text();
+  void build_model();
+  void describe();
+  nlohmann::json recipe_json() const;
+  TrainResult train();
+  void print_sample();
+};
+
+LanguageModelRun::LanguageModelRun(const TrainOptions& options) : o(options), run{options.out} {
+  meta = run.start(o.resume, "lm");
+  lock = o.resume ? run.lock() : RunLock();  // a new run locks when it creates the folder
+  text = read_text(o.text);                  // before creating anything in the run folder
+  preset_name = o.resume           ? meta.value("preset", "nanogpt")
+                : o.preset.empty() ? "nanogpt"
+                                   : o.preset;
+  p = lm_recipe(preset_name);
+}
+
+void LanguageModelRun::make_config() {
   if (o.resume) {
     tok = text::load_tokenizer(run.file("tokenizer"));
     config = run.read_config();
@@ -123,79 +155,97 @@ int train_language_model(const TrainOptions& o) {
     config.vocab_size = tok->vocab().size();
     config.validate();
   }
-  const int64_t block = config.max_position_embeddings;
+  block = config.max_position_embeddings;
   config.check_training_memory(
       p.batch * block, block,
       fmt::format("the batch: {} windows of max_position_embeddings {}", p.batch, block));
-  const std::vector<int64_t> ids = tok->encode(text);
+}
+
+// The first 90% of the text trains, the rest validates; a new run's folder is created once
+// nothing before it can fail, so a run that cannot start leaves no folder.
+void LanguageModelRun::split_text() {
+  ids = tok->encode(text);
   const auto n_train = static_cast<int64_t>(ids.size() * 9 / 10);
-  const std::vector<int64_t> train_ids(ids.begin(), ids.begin() + n_train),
-      val_ids(ids.begin() + n_train, ids.end());
+  train_ids.assign(ids.begin(), ids.begin() + n_train);
+  val_ids.assign(ids.begin() + n_train, ids.end());
   // Each side must hold a window and its next id: block + 1 ids (see sample_windows).
   if (static_cast<int64_t>(train_ids.size()) <= block ||
       static_cast<int64_t>(val_ids.size()) <= block)
     throw Error(fmt::format("train: {} is too short for blocks of {} characters", o.text, block));
-  if (!o.resume) {  // only once nothing above can fail: a run that cannot start leaves no folder
+  if (!o.resume) {
     lock = run.create();
     tok->save(run.file("tokenizer"));
     write_file_atomically(run.file("config.json"),
                           config.to_json(models::TransformerConfig::Model::CausalLM));
   }
-  const uint64_t seed = o.resume ? run.field<uint64_t>(meta, "seed") : o.seed;
+}
+
+void LanguageModelRun::build_model() {
+  seed = o.resume ? run.field<uint64_t>(meta, "seed") : o.seed;
   manual_seed(seed);
-  auto model_ptr = std::make_shared<models::TransformerForCausalLM>(config);
-  auto& model = *model_ptr;
-  models::init_weights(model, config.initializer_range, config.num_hidden_layers);
-  const int64_t iters = o.iters > 0 ? o.iters : o.resume ? meta.value("iters", p.iters) : p.iters;
-  const double lr = o.lr > 0 ? o.lr : p.lr;
-  nn::AdamW opt(model.parameters(), {.lr = lr, .beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.1});
-  opt.no_decay_for_vectors();  // biases and LayerNorm gains are not decayed (nanoGPT's rule)
-  const int64_t warmup = o.warmup > 0 ? o.warmup : p.warmup;
+  model = std::make_shared<models::TransformerForCausalLM>(config);
+  models::init_weights(*model, config.initializer_range, config.num_hidden_layers);
+  iters = o.iters > 0 ? o.iters : o.resume ? meta.value("iters", p.iters) : p.iters;
+  lr = o.lr > 0 ? o.lr : p.lr;
+  opt = std::make_unique<nn::AdamW>(
+      model->parameters(),
+      nn::AdamWOptions{.lr = lr, .beta1 = 0.9, .beta2 = 0.99, .weight_decay = 0.1});
+  opt->no_decay_for_vectors();  // biases and LayerNorm gains are not decayed (nanoGPT's rule)
+  warmup = o.warmup > 0 ? o.warmup : p.warmup;
   // A warmup longer than the run (the preset's 100 steps in a run of --iters 50) warms up through
   // all of it, as the translation schedules and Hugging Face's do, rather than stopping the run.
-  const int64_t schedule_steps = std::max(warmup, iters);
+  schedule_steps = std::max(warmup, iters);
   // The floor keeps the preset's ratio to the peak (nanoGPT's min_lr = learning_rate / 10).
-  const double min_lr = lr * p.min_lr / p.lr;
-  nn::WarmupDecaySchedule schedule(opt, lr, warmup, schedule_steps,
-                                   nn::WarmupDecaySchedule::Decay::Cosine, min_lr);
-  if (!o.resume)
+  min_lr = lr * p.min_lr / p.lr;
+  schedule = std::make_unique<nn::WarmupDecaySchedule>(
+      *opt, lr, warmup, schedule_steps, nn::WarmupDecaySchedule::Decay::Cosine, min_lr);
+}
+
+// run.json's own fields, and the log's line on the model.
+void LanguageModelRun::describe() {
+  if (!o.resume) {
+    TrainOptions used = o;  // the values the run uses, the preset's included
+    used.lr = lr;
+    used.warmup = warmup;
+    used.max_tokens = p.batch * block;
     meta = {{"kind", "lm"},
             {"seed", seed},
             {"preset", preset_name},
             {"text", o.text},
-            {"options", training_options([&] {
-               TrainOptions used = o;  // the values the run uses, the preset's included
-               used.lr = lr;
-               used.warmup = warmup;
-               used.max_tokens = p.batch * block;
-               return used;
-             }())}};
+            {"options", training_options(used)}};
+  }
   meta["iters"] = iters;
-  // Everything the loop below does, spelled out for `anatomy export` (PyTorch continues it).
-  meta["recipe"] = {{"block", block},
-                    {"batch", p.batch},
-                    {"label_smoothing", 0.0},
-                    {"clip", o.clip},
-                    {"optimizer",
-                     {{"lr", lr},
-                      {"beta1", 0.9},
-                      {"beta2", 0.99},
-                      {"eps", 1e-8},
-                      {"weight_decay", 0.1},
-                      {"decay_vectors", false}}},
-                    {"schedule",
-                     {{"name", "cosine"},
-                      {"warmup", warmup},
-                      {"total_steps", schedule_steps},
-                      {"min_lr", min_lr}}}};
+  meta["recipe"] = recipe_json();
   fmt::print(
       "character language model on {} ({} characters, vocabulary {}): {} parameters, block {}, "
       "batch {}\n",
-      o.text, ids.size(), tok->vocab().size(), model.num_parameters(), block, p.batch);
+      o.text, ids.size(), tok->vocab().size(), model->num_parameters(), block, p.batch);
   fmt::print("  {}\n", config.architecture(false, true));
+}
 
-  // One "epoch" of `iters` random batches, evaluated 8 times on the way.
-  Trainer trainer(model, opt, &schedule,
+// Everything the loop does, spelled out for `anatomy export` (PyTorch continues it).
+nlohmann::json LanguageModelRun::recipe_json() const {
+  return {{"block", block},
+          {"batch", p.batch},
+          {"label_smoothing", 0.0},
+          {"clip", o.clip},
+          {"optimizer",
+           {{"lr", lr},
+            {"beta1", 0.9},
+            {"beta2", 0.99},
+            {"eps", 1e-8},
+            {"weight_decay", 0.1},
+            {"decay_vectors", false}}},
+          {"schedule",
+           {{"name", "cosine"},
+            {"warmup", warmup},
+            {"total_steps", schedule_steps},
+            {"min_lr", min_lr}}}};
+}
+
+// One "epoch" of `iters` random batches, evaluated 8 times on the way.
+TrainResult LanguageModelRun::train() {
+  Trainer trainer(*model, *opt, schedule.get(),
                   {.epochs = 1,
                    .time_budget = o.time_budget,
                    .clip = o.clip,
@@ -211,32 +261,48 @@ int train_language_model(const TrainOptions& o) {
   trainer.batches = [&](int64_t) { return iters; };
   trainer.batch = [&](int64_t, int64_t) {
     auto [x, y] = sample_windows(train_ids, p.batch, block, default_generator());
-    return std::vector<Tensor>{x, y};
+    return Batch{.input = x, .labels = y};
   };
-  trainer.batch_loss = [](nn::Module& m, const std::vector<Tensor>& xy) {
-    return BatchLoss{lm_loss(m, xy[0], xy[1]), xy[0].numel()};
+  trainer.batch_loss = [](nn::Module& m, const Batch& b) {
+    return BatchLoss{lm_loss(m, b.input, b.labels), b.input.numel()};
   };
   // Each thread trains on its own rows of the batch (nn::DataParallel).
   trainer.replicate = [&] { return std::make_shared<models::TransformerForCausalLM>(config); };
   // 50 fixed batches on the way, 200 at the end (the number docs/training.md reports).
-  nn::DataParallel evaluators(model, trainer.replicate);
+  nn::DataParallel evaluators(*model, trainer.replicate);
   trainer.evaluate = [&](bool final) {
     return Metrics{{"valid_loss",
-                    estimate_loss(evaluators, model, val_ids, p.batch, block, final ? 200 : 50)}};
+                    estimate_loss(evaluators, *model, val_ids, p.batch, block, final ? 200 : 50)}};
   };
-  const TrainResult r = trainer.fit();
-  if (r.interrupted) {
-    fmt::print("resume with: anatomy train --task lm --text {} --out {} --resume\n", o.text, o.out);
-    return 130;
-  }
-  TextGenerator generator{std::move(tok), model_ptr};
-  // A sample from a line break, or from the text's first character when it has none (a prompt
-  // the vocabulary lacks would be [UNK], which the model never saw).
+  return trainer.fit();
+}
+
+// A sample from a line break, or from the text's first character when it has none (a prompt
+// the vocabulary lacks would be [UNK], which the model never saw).
+void LanguageModelRun::print_sample() {
+  TextGenerator generator{tok, model};
   const std::string prompt =
       generator.tokenizer->vocab().contains("\n") ? "\n" : anatomy::text::utf8_chars(text).at(0);
   fmt::print("sample:\n{}\n", generator.generate(prompt, 200, {.temperature = 0.8f, .top_k = 40})
                                   .substr(prompt == "\n" ? 1 : 0));
-  fmt::print("saved {}; loss curve in {}\n", o.out, run.file("loss.svg"));
+}
+
+}  // namespace
+
+int train_language_model(const TrainOptions& o) {
+  if (o.threads > 0) set_num_threads(o.threads);
+  LanguageModelRun lm(o);
+  lm.make_config();
+  lm.split_text();
+  lm.build_model();
+  lm.describe();
+  const TrainResult r = lm.train();
+  if (r.interrupted) {
+    fmt::print("resume with: anatomy train --task lm --text {} --out {} --resume\n", o.text, o.out);
+    return 130;
+  }
+  lm.print_sample();
+  fmt::print("saved {}; loss curve in {}\n", o.out, lm.run.file("loss.svg"));
   return 0;
 }
 

@@ -5,7 +5,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <numeric>
@@ -88,15 +87,14 @@ int64_t non_pad(const Tensor& targets) {
   return t.numel() - std::count(id, id + t.numel(), int64_t{0});
 }
 
-// A translation model's loss on a batch (source, target in, target out), label-smoothed by
-// `smoothing`, with the plain NLL from the same pass: the validation loss is one (fairseq's
-// nll_loss).
-std::function<BatchLoss(nn::Module&, const std::vector<Tensor>&)> translation_batch_loss(
-    float smoothing) {
-  return [smoothing](nn::Module& m, const std::vector<Tensor>& batch) {
-    Tensor logits = static_cast<models::Seq2SeqTransformer&>(m).forward(batch[0], batch[1]);
+// A translation model's loss on a batch, label-smoothed by `smoothing`, with the plain NLL from
+// the same pass: the validation loss is one (fairseq's nll_loss).
+std::function<BatchLoss(nn::Module&, const Batch&)> translation_batch_loss(float smoothing) {
+  return [smoothing](nn::Module& m, const Batch& batch) {
+    Tensor logits =
+        static_cast<models::Seq2SeqTransformer&>(m).forward(batch.input, batch.decoder_input);
     logits = logits.reshape({-1, logits.size(-1)});  // [B * T, V]
-    const Tensor targets = batch[2].reshape({-1});
+    const Tensor targets = batch.labels.reshape({-1});
     double nll = 0;
     BatchLoss out{cross_entropy(logits, targets,
                                 {.ignore_index = 0,
@@ -111,11 +109,6 @@ std::function<BatchLoss(nn::Module&, const std::vector<Tensor>&)> translation_ba
 
 nn::AdamWOptions adamw_options(double peak) {
   return {.lr = peak, .beta1 = 0.9, .beta2 = 0.98, .eps = 1e-9, .weight_decay = 0.01};
-}
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
 // What a corpus run's size is measured with: the run's data, batches and optimization.
@@ -148,7 +141,7 @@ double training_rate(models::Seq2SeqTransformer& model, const models::Transforme
     if (steps++ == kWarmup) measuring = Clock::now();
     tokens += batches[b].target_tokens;
     if (steps > kWarmup) measured_tokens += batches[b].target_tokens;
-    return std::vector<Tensor>{batches[b].source, batches[b].target_in, batches[b].target_out};
+    return Batch{batches[b].source, batches[b].target_in, batches[b].target_out};
   };
   trainer.batch_loss = translation_batch_loss(m.smoothing);
   trainer.replicate = [&] { return std::make_shared<models::Seq2SeqTransformer>(config); };
@@ -305,27 +298,76 @@ CorpusPlan plan_size(const TrainOptions& o, const Encoded& train, const Encoded&
   return plan;
 }
 
-}  // namespace
+// One translation run, in the steps train_translation takes: each reads what the ones before it
+// made. A resumed run reads back what its first command chose (data, seed, tokenizers, config,
+// schedule); a new run chooses them from the options and writes them to its folder.
+struct TranslationRun {
+  const TrainOptions& o;
+  RunDir run;
+  nlohmann::json meta;  // run.json's own fields
+  RunLock lock;
+  uint64_t seed = 0;
+  DataSpec spec;
+  TranslationData d;
+  std::string select;  // the model selection's metric
+  std::function<bool(const Metrics& now, const Metrics& best)> better;  // by `select`
+  int64_t average = 0;  // the last N evaluated models averaged at the end (0, 1: none)
+  // The symbol tasks learn fastest with a tiny model, small batches and a decay to zero (the
+  // small preset takes longer to reach the same exact match).
+  bool symbols = false;
+  std::unique_ptr<text::Tokenizer> source_tokenizer, target_tokenizer;
+  bool shared = false;  // one vocabulary and token table for both sides
+  Encoded train_set, valid_set;
+  size_t longest = 0;  // of the data's sequences, in tokens (a target's end token counted)
+  std::optional<CorpusPlan> size;  // a corpus run sized for its budget
+  std::string preset_name;
+  Recipe preset_recipe;
+  int64_t max_tokens = 0;
+  models::TransformerConfig config;
+  Translator tr;
+  // The optimization: the peak learning rate, its warmup, the epochs and the steps the schedule
+  // aims at.
+  double peak = 0;
+  int64_t steps_per_epoch = 0, warmup = 0, epochs = 0, planned_steps = 0;
+  std::string schedule_name;
+  std::unique_ptr<nn::AdamW> opt;
+  std::unique_ptr<nn::LRScheduler> schedule;
 
-int train_translation(const TrainOptions& o) {
-  if (o.threads > 0) set_num_threads(o.threads);
-  RunDir run{o.out};
-  nlohmann::json meta = run.start(o.resume, "translation");
-  RunLock lock = o.resume ? run.lock() : RunLock();  // a new run locks when it creates the folder
+  explicit TranslationRun(const TrainOptions& options);
+  void read_data();
+  void make_tokenizers();
+  models::TransformerConfig new_config(const std::string& preset) const;
+  bool plan_size();  // false: interrupted while measuring
+  void make_config();
+  void build_model();
+  void plan_steps();
+  void make_schedule();
+  void describe();
+  nlohmann::json recipe_json() const;
+  TrainResult train();
+  void after_training(const TrainResult& r);
+  void choose_decoding_and_test();
+};
+
+TranslationRun::TranslationRun(const TrainOptions& options) : o(options), run{options.out} {
+  meta = run.start(o.resume, "translation");
+  lock = o.resume ? run.lock() : RunLock();  // a new run locks when it creates the folder
   if (o.resume) {
-    const auto d = run.field<nlohmann::json>(meta, "data");
-    const std::string was = d.value("task", "") + d.value("corpus", "");
+    const auto data = run.field<nlohmann::json>(meta, "data");
+    const std::string was = data.value("task", "") + data.value("corpus", "");
     const std::string now = o.task + o.corpus;
     if (was != now)
       throw Error(
           fmt::format("{} was trained on '{}', not '{}'; resume with the same --task or --corpus",
                       o.out, was, now));
   }
+  symbols = o.task == "copy" || o.task == "reverse";
+}
 
-  // --- data (read before anything is created in the run folder) ---
-  const uint64_t seed = o.resume ? run.field<uint64_t>(meta, "seed") : o.seed;
-  // A resumed run reads its data as it was first read, whatever this command line says.
-  DataSpec spec;
+// The data, read before anything is created in the run folder; a resumed run reads its data as
+// it was first read, whatever this command line says.
+void TranslationRun::read_data() {
+  seed = o.resume ? run.field<uint64_t>(meta, "seed") : o.seed;
   if (o.resume) {
     spec = DataSpec::from_json(run.field<nlohmann::json>(meta, "data"));
   } else {
@@ -336,34 +378,28 @@ int train_translation(const TrainOptions& o) {
     spec.reverse = o.reverse;
     spec.read = {.max_chars = o.max_chars, .skip_malformed = o.skip_malformed};
   }
-  TranslationData d = read_translation_data(spec, seed, o.limit);
-  const int64_t vocab_size = o.vocab_size > 0 ? o.vocab_size : d.is_task ? 200 : 8000;
-  auto& splits = d.splits;
-  const std::string description = d.description;
-  fmt::print("{}\n", description);
+  d = read_translation_data(spec, seed, o.limit);
+  fmt::print("{}\n", d.description);
   for (const auto& line : d.report) fmt::print("  {}\n", line);
-  fmt::print("  train {} / valid {} / test {} pairs\n", splits.train.size(), splits.valid.size(),
-             splits.test.size());
+  fmt::print("  train {} / valid {} / test {} pairs\n", d.splits.train.size(),
+             d.splits.valid.size(), d.splits.test.size());
   // The best checkpoint: by validation BLEU for a corpus; by exact match for the toy tasks,
   // whose outputs are often a word or two (BLEU 0 whatever their quality).
-  const std::string select = !o.select.empty() ? o.select : d.is_task ? "exact_match" : "bleu";
-  const auto better = better_by(select);
+  select = !o.select.empty() ? o.select : d.is_task ? "exact_match" : "bleu";
+  better = better_by(select);
   // A corpus run averages its last 5 evaluated models at the end and keeps the mean when it
   // validates better than the best of them (docs/training.md has the runs); a task does not.
-  const int64_t average = o.average >= 0 ? o.average : d.is_task ? 0 : 5;
+  average = o.average >= 0 ? o.average : d.is_task ? 0 : 5;
+}
 
-  // --- tokenizers and config ---
-  // The symbol tasks learn fastest with a tiny model, small batches and a decay to zero (the
-  // small preset takes longer to reach the same exact match).
-  const bool symbols = o.task == "copy" || o.task == "reverse";
-  std::unique_ptr<text::Tokenizer> src_tok, tgt_tok;
-  bool shared = false;  // one vocabulary and token table for both sides
+void TranslationRun::make_tokenizers() {
+  const int64_t vocab_size = o.vocab_size > 0 ? o.vocab_size : d.is_task ? 200 : 8000;
   if (o.resume) {
-    src_tok = text::load_tokenizer(run.file("source_tokenizer"));
-    tgt_tok = text::load_tokenizer(run.file("target_tokenizer"));
+    source_tokenizer = text::load_tokenizer(run.file("source_tokenizer"));
+    target_tokenizer = text::load_tokenizer(run.file("target_tokenizer"));
   } else {
     std::vector<std::string> s, t;
-    for (const auto& pr : splits.train) s.push_back(pr.source), t.push_back(pr.target);
+    for (const auto& pr : d.splits.train) s.push_back(pr.source), t.push_back(pr.target);
     shared = share_vocabulary(o.shared_vocab, d, s, t);
     if (shared) {
       // One vocabulary learned from both sides: a word spelled alike in both (a name, a number,
@@ -371,44 +407,49 @@ int train_translation(const TrainOptions& o) {
       std::vector<std::string> both = s;
       both.insert(both.end(), t.begin(), t.end());
       const auto bpe = text::BpeTokenizer::train(both, vocab_size);
-      src_tok = std::make_unique<text::BpeTokenizer>(bpe);
-      tgt_tok = std::make_unique<text::BpeTokenizer>(bpe);
+      source_tokenizer = std::make_unique<text::BpeTokenizer>(bpe);
+      target_tokenizer = std::make_unique<text::BpeTokenizer>(bpe);
     } else {
-      src_tok = train_tokenizer(d.source_tokenizer, s, vocab_size);
-      tgt_tok = train_tokenizer(d.target_tokenizer, t, vocab_size);
+      source_tokenizer = train_tokenizer(d.source_tokenizer, s, vocab_size);
+      target_tokenizer = train_tokenizer(d.target_tokenizer, t, vocab_size);
     }
   }
-  Encoded train = encode(splits.train, *src_tok, *tgt_tok),
-          valid = encode(splits.valid, *src_tok, *tgt_tok);
-  size_t longest = 0;  // of the data's sequences, in tokens (a target's end token counted)
-  for (const auto* e : {&train, &valid}) {
+  train_set = encode(d.splits.train, *source_tokenizer, *target_tokenizer);
+  valid_set = encode(d.splits.valid, *source_tokenizer, *target_tokenizer);
+  for (const auto* e : {&train_set, &valid_set}) {
     for (const auto& v : e->src) longest = std::max(longest, v.size());
     for (const auto& v : e->tgt) longest = std::max(longest, v.size() + 1);
   }
-  auto new_config = [&](const std::string& preset) {
-    return translation_config(o, preset, longest, d.is_task, src_tok->vocab().size(),
-                              shared ? 0 : tgt_tok->vocab().size(), shared);
-  };
-  // A corpus without --preset or --config gets the size its time budget buys on this machine
-  // (corpus_recipe.hpp), measured here; a task, its preset.
-  const bool sized = !o.resume && !d.is_task && o.preset.empty() && o.config_file.empty();
-  std::optional<CorpusPlan> size;
-  if (sized) {
-    StopOnSignal signals;  // one Ctrl-C stops the whole measuring, not one size's fit
-    size = plan_size(o, train, valid, seed, *tgt_tok, new_config);
-    if (interrupted()) {  // Ctrl-C while measuring: nothing was made yet
-      fmt::print("interrupted while measuring the sizes: nothing was saved\n");
-      return 130;
-    }
+}
+
+models::TransformerConfig TranslationRun::new_config(const std::string& preset) const {
+  return translation_config(o, preset, longest, d.is_task, source_tokenizer->vocab().size(),
+                            shared ? 0 : target_tokenizer->vocab().size(), shared);
+}
+
+// A corpus without --preset or --config gets the size its time budget buys on this machine
+// (corpus_recipe.hpp), measured here; a task, its preset.
+bool TranslationRun::plan_size() {
+  if (o.resume || d.is_task || !o.preset.empty() || !o.config_file.empty()) return true;
+  StopOnSignal signals;  // one Ctrl-C stops the whole measuring, not one size's fit
+  size = training::plan_size(o, train_set, valid_set, seed, *target_tokenizer,
+                             [&](const std::string& preset) { return new_config(preset); });
+  if (interrupted()) {  // Ctrl-C while measuring: nothing was made yet
+    fmt::print("interrupted while measuring the sizes: nothing was saved\n");
+    return false;
   }
-  const std::string preset_name = o.resume            ? meta.value("preset", "small")
-                                  : !o.preset.empty() ? o.preset
-                                  : symbols           ? "tiny"
-                                  : size              ? size->size.name
-                                                      : "small";
-  const Recipe p = recipe(preset_name);
-  const int64_t max_tokens = o.max_tokens > 0 ? o.max_tokens : symbols ? 512 : p.max_tokens;
-  models::TransformerConfig config;
+  return true;
+}
+
+// The model's config; a new run's folder is created here, with its tokenizers, split and config.
+void TranslationRun::make_config() {
+  preset_name = o.resume            ? meta.value("preset", "small")
+                : !o.preset.empty() ? o.preset
+                : symbols           ? "tiny"
+                : size              ? size->size.name
+                                    : "small";
+  preset_recipe = recipe(preset_name);
+  max_tokens = o.max_tokens > 0 ? o.max_tokens : symbols ? 512 : preset_recipe.max_tokens;
   if (o.resume) {
     config = run.read_config();
   } else {
@@ -417,81 +458,90 @@ int train_translation(const TrainOptions& o) {
     config.check_training_memory(max_tokens, std::min(max_tokens, config.max_position_embeddings),
                                  "--max-tokens");
     lock = run.create();
-    src_tok->save(run.file("source_tokenizer"));
-    tgt_tok->save(run.file("target_tokenizer"));
+    source_tokenizer->save(run.file("source_tokenizer"));
+    target_tokenizer->save(run.file("target_tokenizer"));
     if (!d.is_task) {
       std::error_code ec;
       std::filesystem::create_directories(run.file("split"), ec);
       if (ec) throw Error(fmt::format("cannot create {} ({})", run.file("split"), ec.message()));
       for (const char* name : {"train", "valid", "test"})
-        write_split(run.file(fmt::format("split/{}.tsv", name)), splits.split(name));
+        write_split(run.file(fmt::format("split/{}.tsv", name)), d.splits.split(name));
     }
     write_file_atomically(run.file("config.json"),
                           config.to_json(models::TransformerConfig::Model::Seq2Seq));
   }
   // Pairs that do not fit the model's positions cannot be trained on.
-  if (const size_t dropped = drop_too_long(train, config.max_position_embeddings))
+  if (const size_t dropped = drop_too_long(train_set, config.max_position_embeddings))
     fmt::print("  {} training pairs longer than {} tokens dropped\n", dropped,
                config.max_position_embeddings);
+}
 
-  // --- model and optimizer ---
+void TranslationRun::build_model() {
   manual_seed(seed);
-  Translator tr;
   tr.config = config;
   tr.model = std::make_shared<models::Seq2SeqTransformer>(config);
-  tr.source = std::move(src_tok);
-  tr.target = std::move(tgt_tok);
+  tr.source = std::move(source_tokenizer);
+  tr.target = std::move(target_tokenizer);
   tr.bos = tr.target->vocab().id("[BOS]");
   tr.eos = tr.target->vocab().id("[EOS]");
-  auto& model = *tr.model;
   // Plain N(0, 0.02): GPT-2's scaled residual init (which the language model uses) makes the
   // copy task learn an epoch later.
-  models::init_weights(model, config.initializer_range);
-  const double peak = o.lr > 0 ? o.lr : size ? size->size.lr : p.lr;
+  models::init_weights(*tr.model, config.initializer_range);
+  peak = o.lr > 0 ? o.lr : size ? size->size.lr : preset_recipe.lr;
+  opt = std::make_unique<nn::AdamW>(tr.model->parameters(), adamw_options(peak));
+}
+
+// The run's epochs and the steps its schedule aims at.
+void TranslationRun::plan_steps() {
   // Warm up over the preset's steps, but never longer than half the first epoch: a short run on
   // a small dataset must reach its peak learning rate.
-  const int64_t steps_per_epoch = static_cast<int64_t>(
-      data::make_batches(train.src, train.tgt, {.max_tokens = max_tokens, .shuffle = false})
+  steps_per_epoch = static_cast<int64_t>(
+      data::make_batches(train_set.src, train_set.tgt, {.max_tokens = max_tokens, .shuffle = false})
           .size());
-  const int64_t warmup =
-      o.warmup > 0 ? o.warmup : std::clamp<int64_t>(steps_per_epoch / 2, 20, p.warmup);
-  nn::AdamW opt(model.parameters(), adamw_options(peak));
+  warmup =
+      o.warmup > 0 ? o.warmup : std::clamp<int64_t>(steps_per_epoch / 2, 20, preset_recipe.warmup);
   // With a time budget and no --epochs the budget is the run's length (epochs 0 in run.json);
   // otherwise the task's number of epochs.
   const int64_t default_epochs = symbols ? 6 : o.task == "numbers" ? 40 : 20;
-  const int64_t epochs = o.epochs > 0        ? o.epochs
-                         : o.resume          ? meta.value("epochs", int64_t{10})
-                         : o.time_budget > 0 ? 0
-                                             : default_epochs;
+  epochs = o.epochs > 0        ? o.epochs
+           : o.resume          ? meta.value("epochs", int64_t{10})
+           : o.time_budget > 0 ? 0
+                               : default_epochs;
   // The steps a decaying schedule aims at first: the planned epochs' for a corpus run sized for
   // its budget (a resumed one kept them in run.json); a budget-long run re-plans them as it goes.
   const double plan_epochs = size                    ? size->epochs
                              : meta.contains("plan") ? meta["plan"].value("epochs", 0.0)
                                                      : 0.0;
-  const int64_t planned_steps = std::max(
+  planned_steps = std::max(
       warmup, epochs > 0 ? steps_per_epoch * epochs
               : plan_epochs > 0
                   ? static_cast<int64_t>(static_cast<double>(steps_per_epoch) * plan_epochs)
                   : steps_per_epoch * default_epochs);
-  // The paper's warmup schedule (noam), scaled so that its peak (at step `warmup`) is `peak`; or
-  // warmup then linear/cosine decay to zero at the end of the planned epochs.
-  const std::string schedule_name = o.resume                ? meta.value("schedule", "noam")
-                                    : !o.schedule.empty()   ? o.schedule
-                                    : symbols || !d.is_task ? "linear"
-                                                            : "noam";
-  std::unique_ptr<nn::LRScheduler> schedule;
+}
+
+// The paper's warmup schedule (noam), scaled so that its peak (at step `warmup`) is `peak`; or
+// warmup then linear/cosine decay to zero at the end of the planned epochs.
+void TranslationRun::make_schedule() {
+  schedule_name = o.resume                ? meta.value("schedule", "noam")
+                  : !o.schedule.empty()   ? o.schedule
+                  : symbols || !d.is_task ? "linear"
+                                          : "noam";
   if (schedule_name == "noam")
     schedule = std::make_unique<nn::NoamSchedule>(
-        opt, config.hidden_size, warmup,
+        *opt, config.hidden_size, warmup,
         peak * std::sqrt(static_cast<double>(config.hidden_size * warmup)));  // its peak: `peak`
   else if (schedule_name == "linear" || schedule_name == "cosine")
     schedule = std::make_unique<nn::WarmupDecaySchedule>(
-        opt, peak, warmup, planned_steps,
+        *opt, peak, warmup, planned_steps,
         schedule_name == "linear" ? nn::WarmupDecaySchedule::Decay::Linear
                                   : nn::WarmupDecaySchedule::Decay::Cosine);
   else
     throw Error(
         fmt::format("train: unknown --schedule '{}' (noam, linear or cosine)", schedule_name));
+}
+
+// run.json's own fields, and the log's lines on the run's size and model.
+void TranslationRun::describe() {
   if (!o.resume) {
     TrainOptions used = o;  // run.json keeps the values the run uses, the preset's included
     used.lr = peak;
@@ -503,7 +553,7 @@ int train_translation(const TrainOptions& o) {
             {"preset", preset_name},
             {"schedule", schedule_name},
             {"data", spec.to_json()},
-            {"description", description},
+            {"description", d.description},
             {"options", training_options(used)}};
   }
   if (size) {
@@ -512,38 +562,43 @@ int train_translation(const TrainOptions& o) {
   }
   meta["epochs"] = epochs;
   meta.erase("decoding");  // chosen again for the model this run ends with
-  // Everything the loop below does, spelled out for `anatomy export` (PyTorch continues it).
-  const double noam_factor = peak * std::sqrt(static_cast<double>(config.hidden_size * warmup));
-  meta["recipe"] = {{"max_tokens", max_tokens},
-                    {"label_smoothing", o.label_smoothing},
-                    {"clip", o.clip},
-                    {"bos", tr.bos},
-                    {"eos", tr.eos},
-                    {"optimizer",
-                     {{"lr", peak},
-                      {"beta1", 0.9},
-                      {"beta2", 0.98},
-                      {"eps", 1e-9},
-                      {"weight_decay", 0.01},
-                      {"decay_vectors", true}}},
-                    {"schedule",
-                     {{"name", schedule_name},
-                      {"warmup", warmup},
-                      {"total_steps", planned_steps},
-                      {"min_lr", 0.0},
-                      {"d_model", config.hidden_size},
-                      {"factor", noam_factor}}}};
+  meta["recipe"] = recipe_json();
   if (size) fmt::print("size: {}, as {}\n", size->size.name, size->why);
-  if (size && o.time_budget > 0) fmt::print("{}\n", describe(*size, o.time_budget));
+  if (size && o.time_budget > 0) fmt::print("{}\n", training::describe(*size, o.time_budget));
   if (o.resume && meta.contains("plan"))
     fmt::print("plan (as the run first made it): {}, about {:.0f} epochs\n",
                meta["plan"].value("size", "?"), meta["plan"].value("epochs", 0.0));
-  fmt::print("model: {} parameters; vocab {} -> {}\n  {}\n", model.num_parameters(),
+  fmt::print("model: {} parameters; vocab {} -> {}\n  {}\n", tr.model->num_parameters(),
              config.vocab_size, config.target_vocab(), config.architecture(true, true));
+}
 
-  // --- the loop ---
+// Everything the loop does, spelled out for `anatomy export` (PyTorch continues it).
+nlohmann::json TranslationRun::recipe_json() const {
+  const double noam_factor = peak * std::sqrt(static_cast<double>(config.hidden_size * warmup));
+  return {{"max_tokens", max_tokens},
+          {"label_smoothing", o.label_smoothing},
+          {"clip", o.clip},
+          {"bos", tr.bos},
+          {"eos", tr.eos},
+          {"optimizer",
+           {{"lr", peak},
+            {"beta1", 0.9},
+            {"beta2", 0.98},
+            {"eps", 1e-9},
+            {"weight_decay", 0.01},
+            {"decay_vectors", true}}},
+          {"schedule",
+           {{"name", schedule_name},
+            {"warmup", warmup},
+            {"total_steps", planned_steps},
+            {"min_lr", 0.0},
+            {"d_model", config.hidden_size},
+            {"factor", noam_factor}}}};
+}
+
+TrainResult TranslationRun::train() {
   Trainer trainer(
-      model, opt, schedule.get(),
+      *tr.model, *opt, schedule.get(),
       {.epochs = epochs,
        .time_budget = o.time_budget,
        .seconds_before = size ? size->measure_seconds : 0.0,
@@ -563,18 +618,16 @@ int train_translation(const TrainOptions& o) {
   trainer.run_info = meta;
   std::vector<data::Batch> batches;
   trainer.batches = [&](int64_t epoch) {
-    batches = epoch_batches(train, max_tokens, seed, epoch);
+    batches = epoch_batches(train_set, max_tokens, seed, epoch);
     return static_cast<int64_t>(batches.size());
   };
-  const auto smoothing = static_cast<float>(o.label_smoothing);
   trainer.batch = [&](int64_t, int64_t b) {
-    const data::Batch& batch = batches[b];
-    return std::vector<Tensor>{batch.source, batch.target_in, batch.target_out};
+    return Batch{batches[b].source, batches[b].target_in, batches[b].target_out};
   };
-  trainer.batch_loss = translation_batch_loss(smoothing);
+  trainer.batch_loss = translation_batch_loss(static_cast<float>(o.label_smoothing));
   // Each thread trains on its own rows of the batch (nn::DataParallel).
   trainer.replicate = [&] { return std::make_shared<models::Seq2SeqTransformer>(config); };
-  trainer.evaluate = [&](bool) { return validate(tr, valid, max_tokens); };
+  trainer.evaluate = [&](bool) { return validate(tr, valid_set, max_tokens); };
   trainer.better = better;
   if (o.early_stop)
     trainer.should_stop = [](const Metrics& m) {
@@ -586,7 +639,12 @@ int train_translation(const TrainOptions& o) {
              average > 1
                  ? fmt::format("; the last {} evaluated models averaged at the end", average)
                  : "");
-  const TrainResult r = trainer.fit();
+  return trainer.fit();
+}
+
+// What a run that trained to its end does after: run.json's final schedule, the averaged
+// checkpoints, and for a corpus the decoding and the test score.
+void TranslationRun::after_training(const TrainResult& r) {
   if (meta.contains("plan") && steps_per_epoch > 0)
     fmt::print("trained {:.1f} epochs; the plan was about {:.0f}\n",
                static_cast<double>(r.step) / static_cast<double>(steps_per_epoch),
@@ -604,7 +662,7 @@ int train_translation(const TrainOptions& o) {
                o.task.empty() ? "--corpus " + o.corpus : "--task " + o.task, o.out,
                o.time_budget > 0 ? " (it keeps every option, and the rest of the time budget)"
                                  : " (it keeps every option)");
-    return 130;
+    return;
   }
   if (average > 1 && kept_checkpoints(run).size() >= 2) {
     const auto a = average_translation_run(o.out, average);
@@ -615,49 +673,71 @@ int train_translation(const TrainOptions& o) {
   const Metrics best = RunDir{o.out}.read_run().value("best", Metrics::object());
   fmt::print("saved {} (best:{}); loss curve in {} and {}\n", o.out, format_metrics(best),
              run.file("loss.svg"), run.file("loss.csv"));
-  if (!d.is_task) {
-    // How the best model decodes by default, chosen on (up to 500 of) the validation pairs: the
-    // later commands read it from run.json.
-    const auto started = std::chrono::steady_clock::now();
-    Translator best_model = Translator::load(o.out);
-    const std::vector<data::Pair> held(
-        splits.valid.begin(), splits.valid.begin() + std::min<size_t>(splits.valid.size(), 500));
-    const DecodingChoice c = choose_decoding(best_model, held);
-    // "greedy BLEU; beam 4 with length penalty P: BLEU, P: BLEU, ...", as choose_decoding tried
-    // them.
-    std::string tried;
-    std::vector<std::string> beams;
-    for (const auto& [beam, penalty, bleu] : c.tried)
-      if (beam == 1)
-        tried = fmt::format("greedy {:.2f}", bleu);
-      else
-        beams.push_back(fmt::format("{:g}: {:.2f}", penalty, bleu));
-    if (!beams.empty())
-      tried += fmt::format("; beam {} with length penalty {}", std::get<0>(c.tried.back()),
-                           fmt::join(beams, ", "));
-    fmt::print("decoding: {}, chosen on {} validation pairs (BLEU {}; {:.0f} s)\n",
-               c.beam > 1 ? fmt::format("beam {}, length penalty {:g}", c.beam, c.length_penalty)
-                          : std::string("greedy"),
-               held.size(), tried,
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-    nlohmann::json saved = run.read_run();
-    saved["decoding"] = {{"beam", c.beam},
-                         {"length_penalty", c.length_penalty},
-                         {"pairs", held.size()},
-                         {"greedy_bleu", c.greedy_bleu},
-                         {"beam_bleu", c.beam_bleu}};
-    run.write_run(saved);
-    best_model.default_beam = c.beam;
-    best_model.default_length_penalty = c.length_penalty;
-    // The held-out score, as `anatomy evaluate --split test` reports it.
-    std::vector<std::string> sources, refs;
-    for (const auto& p : splits.test) sources.push_back(p.source), refs.push_back(p.target);
-    const auto hyps = best_model.translate(sources, c.beam, c.length_penalty);
-    fmt::print("test ({} pairs, {}): {}\n", hyps.size(),
-               c.beam > 1 ? fmt::format("beam {}", c.beam) : std::string("greedy"),
-               data::corpus_bleu(hyps, {refs}).format());
-  }
-  return 0;
+  if (!d.is_task) choose_decoding_and_test();
+}
+
+// "greedy BLEU; beam 4 with length penalty P: BLEU, P: BLEU, ...", as choose_decoding tried them.
+std::string describe_tried(const DecodingChoice& c) {
+  std::string tried;
+  std::vector<std::string> beams;
+  for (const auto& [beam, penalty, bleu] : c.tried)
+    if (beam == 1)
+      tried = fmt::format("greedy {:.2f}", bleu);
+    else
+      beams.push_back(fmt::format("{:g}: {:.2f}", penalty, bleu));
+  if (!beams.empty())
+    tried += fmt::format("; beam {} with length penalty {}", std::get<0>(c.tried.back()),
+                         fmt::join(beams, ", "));
+  return tried;
+}
+
+// How the best model decodes by default, chosen on (up to 500 of) the validation pairs: the
+// later commands read it from run.json. Then its held-out score, as `anatomy evaluate --split
+// test` reports it.
+void TranslationRun::choose_decoding_and_test() {
+  const auto started = Clock::now();
+  Translator best_model = Translator::load(o.out);
+  const std::vector<data::Pair> held(
+      d.splits.valid.begin(),
+      d.splits.valid.begin() + std::min<size_t>(d.splits.valid.size(), 500));
+  const DecodingChoice c = choose_decoding(best_model, held);
+  fmt::print("decoding: {}, chosen on {} validation pairs (BLEU {}; {:.0f} s)\n",
+             c.beam > 1 ? fmt::format("beam {}, length penalty {:g}", c.beam, c.length_penalty)
+                        : std::string("greedy"),
+             held.size(), describe_tried(c), seconds_since(started));
+  nlohmann::json saved = run.read_run();
+  saved["decoding"] = {{"beam", c.beam},
+                       {"length_penalty", c.length_penalty},
+                       {"pairs", held.size()},
+                       {"greedy_bleu", c.greedy_bleu},
+                       {"beam_bleu", c.beam_bleu}};
+  run.write_run(saved);
+  best_model.default_beam = c.beam;
+  best_model.default_length_penalty = c.length_penalty;
+  std::vector<std::string> sources, refs;
+  for (const auto& p : d.splits.test) sources.push_back(p.source), refs.push_back(p.target);
+  const auto hyps = best_model.translate(sources, c.beam, c.length_penalty);
+  fmt::print("test ({} pairs, {}): {}\n", hyps.size(),
+             c.beam > 1 ? fmt::format("beam {}", c.beam) : std::string("greedy"),
+             data::corpus_bleu(hyps, {refs}).format());
+}
+
+}  // namespace
+
+int train_translation(const TrainOptions& o) {
+  if (o.threads > 0) set_num_threads(o.threads);
+  TranslationRun translation(o);
+  translation.read_data();
+  translation.make_tokenizers();
+  if (!translation.plan_size()) return 130;  // interrupted while measuring: nothing was made yet
+  translation.make_config();
+  translation.build_model();
+  translation.plan_steps();
+  translation.make_schedule();
+  translation.describe();
+  const TrainResult r = translation.train();
+  translation.after_training(r);
+  return r.interrupted ? 130 : 0;
 }
 
 }  // namespace anatomy::training

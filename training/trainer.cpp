@@ -21,11 +21,6 @@ namespace {
 std::atomic<bool> stop_requested{false};
 void on_signal(int) { stop_requested = true; }
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 }  // namespace
 
 // The outermost scope starts with no stop requested; a nested one (a fit() inside a command's
@@ -133,7 +128,7 @@ std::vector<std::string> kept_checkpoints(const RunDir& run) {
   return files;
 }
 
-void Trainer::save(bool is_best, int64_t epoch, int64_t batch) {
+void Trainer::checkpoint(bool is_best, int64_t epoch, int64_t batch) {
   if (o_.run_dir.empty()) return;
   RunDir run{o_.run_dir};
   model_.save(run.file("last/model.safetensors"));
@@ -198,39 +193,119 @@ std::string format_metrics(const Metrics& m) {
   return s;
 }
 
-// The rows of a batch (Trainer::batch): every tensor's size along dim 0, which must agree.
-static int64_t batch_rows(const std::vector<Tensor>& tensors) {
-  if (tensors.empty()) throw Error("Trainer: batch returned no tensors");
-  const int64_t rows = tensors[0].dim() > 0 ? tensors[0].size(0) : 0;
-  for (size_t i = 0; i < tensors.size(); ++i)
-    if (tensors[i].dim() == 0 || tensors[i].size(0) != rows || rows == 0)
+namespace {
+
+// The tensors a batch holds, by name, in its fields' order.
+std::vector<std::pair<const char*, const Tensor*>> held(const Batch& b) {
+  std::vector<std::pair<const char*, const Tensor*>> out;
+  for (const auto& [name, t] :
+       {std::pair{"input", &b.input}, std::pair{"decoder_input", &b.decoder_input},
+        std::pair{"labels", &b.labels}})
+    if (t->defined()) out.emplace_back(name, t);
+  return out;
+}
+
+}  // namespace
+
+int64_t Batch::rows() const {
+  const auto tensors = held(*this);
+  if (tensors.empty()) throw Error("Trainer: batch returned a Batch that holds no tensor");
+  const auto& [first, t0] = tensors[0];
+  const int64_t rows = t0->dim() > 0 ? t0->size(0) : 0;
+  for (const auto& [name, t] : tensors)
+    if (t->dim() == 0 || t->size(0) != rows || rows == 0)
       throw Error(fmt::format(
-          "Trainer: batch's tensors must share their first dimension, the batch (of at least one "
-          "row): tensor 0 has shape {}, tensor {} {}",
-          tensors[0].shape().str(), i, tensors[i].shape().str()));
+          "Trainer: a batch's tensors must share their first dimension, the batch (of at least "
+          "one row): its {} has shape {}, its {} {}",
+          first, t0->shape().str(), name, t->shape().str()));
   return rows;
+}
+
+Batch Batch::slice(int64_t begin, int64_t end) const {
+  auto part = [&](const Tensor& t) { return t.defined() ? t.slice(0, begin, end) : Tensor(); };
+  return {part(input), part(decoder_input), part(labels)};
 }
 
 double Trainer::elapsed() const { return seconds_before_ + seconds_since(started_); }
 
-TrainResult Trainer::fit() {
+namespace {
+
+// Token-weighted sums of the training loss, and of its plain NLL where a step has one, since
+// `since`: what a line reports as the mean since the previous one, and its tokens/s.
+struct LossSum {
+  double loss = 0, nll = 0;
+  int64_t tokens = 0, nll_tokens = 0;
+  Clock::time_point since = Clock::now();
+
+  void add(double step_loss, int64_t weight, double step_nll) {
+    loss += step_loss * static_cast<double>(weight);
+    tokens += weight;
+    if (std::isfinite(step_nll)) {
+      nll += step_nll * static_cast<double>(weight);
+      nll_tokens += weight;
+    }
+  }
+  double tokens_per_second() const {
+    return static_cast<double>(tokens) / std::max(1e-9, seconds_since(since));
+  }
+  // " (nll 1.2345)" when the loss was label-smoothed, else "".
+  std::string nll_part() const {
+    return nll_tokens ? fmt::format(" (nll {:.4f})", nll / static_cast<double>(nll_tokens))
+                      : std::string();
+  }
+};
+
+// A data-parallel batch's loss: its parts' means, weighted by their tokens.
+BatchLoss weighted_mean(const std::vector<BatchLoss>& parts) {
+  BatchLoss whole{Tensor(), 0, 0.0};
+  double sum = 0;
+  for (const BatchLoss& p : parts) {
+    whole.tokens += p.tokens;
+    sum += p.loss.item<double>() * static_cast<double>(p.tokens);
+    whole.nll += p.nll * static_cast<double>(p.tokens);  // NaN if any part has none
+  }
+  const double tokens = static_cast<double>(std::max<int64_t>(whole.tokens, 1));
+  whole.loss = full({}, static_cast<float>(sum / tokens));
+  whole.nll /= tokens;
+  return whole;
+}
+
+}  // namespace
+
+struct Trainer::Loop {
+  int64_t epochs = 0;         // the run's, or as many as the time budget allows
+  bool until_budget = false;  // no number of epochs: the time budget is the run's length
+  std::string of_epochs;      // "/20" after an epoch's number, or nothing when the budget decides
+  int64_t first_step = 0;     // this process's first: its pace is from there
+  int64_t batches = 0;        // in this epoch
+  int64_t first_batch = 0;    // where this process started this epoch
+  Clock::time_point epoch_started = Clock::now();  // for the ETA
+  LossSum since_line;    // since the last evaluation's line (or the epoch's start)
+  LossSum since_log;     // since the last log_every line
+  LossSum curve_window;  // each step's loss weighted 1: a loss-curve point every curve_every
+  double last_eval_seconds = 0;
+  bool stop = false;
+  TrainResult result;
+  std::optional<nn::DataParallel> parallel;
+  std::vector<BatchLoss> parts;  // this step's, until its backward
+  std::optional<ProgressBar> bar;
+};
+
+void Trainer::check_setup() const {
   if (!batches || (!loss && !(batch && batch_loss)))
     throw Error("Trainer: set batches, and loss (or batch and batch_loss), before fit()");
   if (o_.epochs < 0 || (o_.epochs == 0 && !(o_.time_budget > 0)))
     throw Error(fmt::format(
         "Trainer: epochs must be >= 1, or 0 with a time budget (got epochs {}, time budget {})",
         o_.epochs, o_.time_budget));
-  // Without a number of epochs, the time budget is the run's length.
-  const int64_t epochs = o_.epochs > 0 ? o_.epochs : std::numeric_limits<int64_t>::max();
-  const bool until_budget = o_.epochs == 0;
-  // "/20" after an epoch's number, or nothing when the budget decides.
-  const std::string of_epochs = until_budget ? "" : fmt::format("/{}", o_.epochs);
+}
+
+void Trainer::start_run() {
   started_ = Clock::now();
   seconds_before_ = o_.resume ? 0 : o_.seconds_before;
-  const bool saving = !o_.run_dir.empty();
   if (o_.resume) {
     restore();
-  } else if (saving) {
+  } else if (!o_.run_dir.empty()) {
     // A run folder of one's own (the guide's example) need not exist yet: `anatomy train`
     // creates it with RunDir::create, a program using the Trainer directly may not have.
     for (const char* sub : {"best", "last"}) {
@@ -240,254 +315,233 @@ TrainResult Trainer::fit() {
         throw Error(fmt::format("Trainer: cannot create {} ({})", RunDir{o_.run_dir}.file(sub),
                                 ec.message()));
     }
-    save(false, epoch_, batch_);  // a run from the start: resume and translate work at once
+    checkpoint(false, epoch_, batch_);  // a run from the start: resume and translate work at once
   }
+}
+
+TrainResult Trainer::fit() {
+  check_setup();
+  Loop loop;
+  loop.until_budget = o_.epochs == 0;
+  loop.epochs = loop.until_budget ? std::numeric_limits<int64_t>::max() : o_.epochs;
+  loop.of_epochs = loop.until_budget ? "" : fmt::format("/{}", o_.epochs);
+  start_run();
   StopOnSignal signals;
   std::optional<DetectAnomaly> anomaly;
   if (o_.detect_anomaly) anomaly.emplace(model_.named_parameters());
-  TrainResult result;
   model_.train();
-  double last_eval_seconds = 0;
-  bool stop = false;
-  auto out_of_time = [&] {
-    return o_.time_budget > 0 && elapsed() + last_eval_seconds > o_.time_budget;
-  };
-  // A run as long as its budget: the steps it will reach, from this process's pace so far
-  // (evaluations included), for a schedule that decays to the run's end.
-  const int64_t first_step = step_;
-  auto plan = [&] {
-    const int64_t done = step_ - first_step;
-    const double spent = seconds_since(started_);  // by this process: its pace
-    if (!until_budget || !schedule_ || done < 10 || spent <= 0) return;
-    const double left = std::max(0.0, o_.time_budget - elapsed() - last_eval_seconds);
-    schedule_->plan(step_ + static_cast<int64_t>(left * static_cast<double>(done) / spent));
-  };
-  // Evaluates, keeps the best, saves and prints one line; sets `stop` when should_stop says so.
-  double epoch_loss = 0, window_loss = 0, epoch_nll = 0;
-  int64_t epoch_tokens = 0, window = 0, tokens_seen = 0, epoch_nll_tokens = 0;
-  // Since the last --log-every line: the token-weighted loss (and NLL), tokens, and when.
-  double log_loss = 0, log_nll = 0;
-  int64_t log_tokens = 0, log_nll_tokens = 0;
-  Clock::time_point log_start = Clock::now();
-  // " (nll 1.2345)" when the loss was label-smoothed, else "".
-  auto nll_part = [](double nll_sum, int64_t tokens) {
-    return tokens ? fmt::format(" (nll {:.4f})", nll_sum / static_cast<double>(tokens))
-                  : std::string();
-  };
-  Clock::time_point epoch_start = Clock::now();
-  auto checkpoint = [&](bool complete, bool final, int64_t total_batches) {
-    const auto t0 = Clock::now();
-    Metrics m = evaluate ? evaluate(final) : Metrics::object();
-    model_.train();
-    last_eval_seconds = seconds_since(t0);
-    bool finite = true;  // a model whose metrics are NaN or infinite is never the best one
-    for (const auto& [k, v] : m.items())
-      finite = finite && (!v.is_number() || std::isfinite(v.get<double>()));
-    const bool is_best = evaluate && finite && (best_.empty() || better(m, best_));
-    if (is_best) best_ = m;
-    const double train_loss =
-        epoch_tokens ? epoch_loss / static_cast<double>(epoch_tokens) : static_cast<double>(NAN);
-    if (evaluate) {
-      nlohmann::json h = {{o_.unit, o_.unit == "epoch" ? epoch_ + 1 : step_},
-                          {"step", step_},
-                          {"train_loss", epoch_tokens ? nlohmann::json(train_loss) : nullptr}};
-      if (epoch_nll_tokens) h["train_nll"] = epoch_nll / static_cast<double>(epoch_nll_tokens);
-      for (const auto& [k, v] : m.items()) h[k] = v;
-      h["complete"] = complete;
-      h["seconds"] = elapsed();
-      history_.push_back(h);
-      curve_.eval.push_back(eval_point(h));
-    }
-    // Where a resumed run starts: after a whole epoch, the next one's first batch.
-    if (complete)
-      save(is_best, epoch_ + 1, 0);
-    else
-      save(is_best, epoch_, batch_);
-    if (!o_.quiet) {
-      const std::string where = o_.unit == "epoch"
-                                    ? fmt::format("epoch {}{}{}", epoch_ + 1, of_epochs,
-                                                  complete ? ""
-                                                  : final  ? " (partial)"
-                                                           : fmt::format(", step {}", step_))
-                                    : fmt::format("step {}/{}", step_, total_batches);
-      fmt::print(
-          "{}  train loss {}{}{}  ({} tok/s, {}){}\n", where,
-          epoch_tokens ? fmt::format("{:.4f}", train_loss) : "-",
-          nll_part(epoch_nll, epoch_nll_tokens), format_metrics(m),
-          human(static_cast<double>(tokens_seen) / std::max(1e-9, seconds_since(epoch_start))),
-          clock(elapsed()),
-          !is_best             ? ""
-          : o_.best_by.empty() ? "  best"
-                               : fmt::format("  best ({})", o_.best_by));
-      std::fflush(stdout);
-    }
-    if (evaluate && should_stop && should_stop(m)) stop = true;
-    // The next line's train loss is the mean since this one.
-    epoch_loss = 0, epoch_tokens = 0, tokens_seen = 0, epoch_nll = 0, epoch_nll_tokens = 0;
-    epoch_start = Clock::now();
-  };
-
-  // A step's forward, and its backward into the model's .grad: over the whole batch, or over
-  // the parts of a data-parallel one. (Anomaly checks see the ops of their own thread only, so
-  // detect_anomaly trains on one.)
-  std::optional<nn::DataParallel> parallel;
-  if (replicate && !o_.detect_anomaly) parallel.emplace(model_, replicate);
-  if (parallel && get_num_threads() > 1 && !o_.quiet)
+  loop.first_step = step_;
+  // Anomaly checks see the ops of their own thread only, so detect_anomaly trains on one.
+  if (replicate && !o_.detect_anomaly) loop.parallel.emplace(model_, replicate);
+  if (loop.parallel && get_num_threads() > 1 && !o_.quiet)
     fmt::print("data parallel: each batch's rows split between {} threads\n", get_num_threads());
-  std::vector<BatchLoss> parts;  // this step's, until its backward
-  auto forward = [&]() -> BatchLoss {
-    if (loss) {
-      parts = {loss(epoch_, batch_)};
-      return parts[0];
-    }
-    const std::vector<Tensor> tensors = batch(epoch_, batch_);
-    const int64_t rows = batch_rows(tensors);
-    const int64_t n = parallel ? parallel->parts(rows) : 1;
-    parts.assign(n, BatchLoss{});
-    if (n == 1) {
-      parts[0] = batch_loss(model_, tensors);
-      return parts[0];
-    }
-    parallel->run(n, [&](int64_t k, nn::Module& model) {
-      const auto [begin, end] = nn::DataParallel::part_rows(rows, k, n);
-      std::vector<Tensor> part;
-      for (const Tensor& t : tensors) part.push_back(t.slice(0, begin, end));
-      parts[k] = batch_loss(model, part);
-    });
-    // The batch's loss: the parts' means, weighted by their tokens.
-    BatchLoss whole{Tensor(), 0, 0.0};
-    double sum = 0;
-    for (const BatchLoss& p : parts) {
-      whole.tokens += p.tokens;
-      sum += p.loss.item<double>() * static_cast<double>(p.tokens);
-      whole.nll += p.nll * static_cast<double>(p.tokens);  // NaN if any part has none
-    }
-    const double tokens = static_cast<double>(std::max<int64_t>(whole.tokens, 1));
-    whole.loss = full({}, static_cast<float>(sum / tokens));
-    whole.nll /= tokens;
-    return whole;
-  };
-  auto backward = [&] {
-    if (parts.size() == 1) {
-      parts[0].loss.backward();
-    } else {
-      int64_t tokens = 0;
-      for (const BatchLoss& p : parts) tokens += p.tokens;
-      parallel->run(static_cast<int64_t>(parts.size()), [&](int64_t k, nn::Module&) {
-        const Tensor& l = parts[k].loss;
-        l.backward(full(l.shape(), static_cast<float>(parts[k].tokens) /
-                                       static_cast<float>(std::max<int64_t>(tokens, 1))));
-      });
-      parallel->reduce_gradients();
-    }
-    parts.clear();
-  };
-
-  for (; epoch_ < epochs && !stop; ++epoch_, batch_ = 0) {
-    const int64_t n = batches(epoch_);
-    ProgressBar bar(o_.unit == "epoch" ? fmt::format("epoch {}{}", epoch_ + 1, of_epochs)
-                                       : std::string("training"),
-                    n);
-    epoch_start = Clock::now();
-    epoch_loss = window_loss = epoch_nll = log_loss = log_nll = 0;
-    epoch_tokens = window = tokens_seen = epoch_nll_tokens = log_tokens = log_nll_tokens = 0;
-    log_start = Clock::now();
-    const int64_t first_batch = batch_;
-    const auto loop_start = Clock::now();  // for the ETA (epoch_start restarts at each log line)
-    while (batch_ < n) {
-      if (interrupted() || out_of_time()) {
-        result.interrupted = interrupted();
-        result.out_of_time = !result.interrupted;
-        stop = true;
-        break;
-      }
-      const BatchLoss b = forward();
-      const double l = b.loss.item<double>();
-      if (!std::isfinite(l)) {  // before backward: the weights and the last checkpoint stay finite
-        throw Error(fmt::format(
-            "Trainer: the loss became {} at step {} ({} {}, batch {}); stopped before it reached "
-            "the weights{}. A lower learning rate (--lr) or clipping (--clip) usually helps",
-            std::isnan(l) ? "NaN"
-            : l > 0       ? "inf"
-                          : "-inf",
-            step_ + 1, o_.unit == "epoch" ? "epoch" : "pass", epoch_ + 1, batch_,
-            saving ? fmt::format("; {} keeps its last checkpoint", o_.run_dir) : ""));
-      }
-      optimizer_.zero_grad();
-      backward();
-      if (o_.clip > 0) nn::clip_grad_norm_(model_.parameters(), static_cast<float>(o_.clip));
-      optimizer_.step();
-      if (schedule_) {
-        plan();
-        schedule_->step();
-      }
-      ++step_;
-      ++batch_;
-      epoch_loss += l * static_cast<double>(b.tokens);
-      epoch_tokens += b.tokens;
-      tokens_seen += b.tokens;
-      log_loss += l * static_cast<double>(b.tokens);
-      log_tokens += b.tokens;
-      if (std::isfinite(b.nll)) {
-        epoch_nll += b.nll * static_cast<double>(b.tokens);
-        epoch_nll_tokens += b.tokens;
-        log_nll += b.nll * static_cast<double>(b.tokens);
-        log_nll_tokens += b.tokens;
-      }
-      window_loss += l;
-      if (++window == o_.curve_every) {
-        curve_.train.push_back(
-            {step_, window_loss / static_cast<double>(o_.curve_every), optimizer_.lr()});
-        window = 0;
-        window_loss = 0;
-      }
-      if (!o_.quiet) {
-        const double eta =
-            time_left(seconds_since(loop_start) / static_cast<double>(batch_ - first_batch),
-                      n - batch_, o_.time_budget, elapsed());
-        bar.update(batch_,
-                   fmt::format("loss {:.3f} lr {:.1e} {} tok/s ETA {}",
-                               epoch_loss / static_cast<double>(epoch_tokens), optimizer_.lr(),
-                               human(static_cast<double>(tokens_seen) /
-                                     std::max(1e-9, seconds_since(epoch_start))),
-                               clock(eta)));
-      }
-      // A line a log can follow inside a long epoch (the bar draws only on a terminal).
-      if (!o_.quiet && o_.log_every > 0 && step_ % o_.log_every == 0 && batch_ < n) {
-        bar.clear();
-        const std::string where = o_.unit == "epoch" ? fmt::format("epoch {}{}, batch {}/{}",
-                                                                   epoch_ + 1, of_epochs, batch_, n)
-                                                     : fmt::format("step {}/{}", step_, n);
-        fmt::print(
-            "{}  train loss {:.4f}{}  lr {:.2e}  ({} tok/s, {})\n", where,
-            log_loss / static_cast<double>(std::max<int64_t>(log_tokens, 1)),
-            nll_part(log_nll, log_nll_tokens), optimizer_.lr(),
-            human(static_cast<double>(log_tokens) / std::max(1e-9, seconds_since(log_start))),
-            clock(elapsed()));
-        std::fflush(stdout);
-        log_loss = log_nll = 0;
-        log_tokens = log_nll_tokens = 0;
-        log_start = Clock::now();
-      }
-      if (o_.eval_every > 0 && step_ % o_.eval_every == 0 && batch_ < n) {
-        bar.clear();
-        checkpoint(false, false, n);
-      }
-    }
-    bar.clear();
-    if (batch_ == n) {
-      checkpoint(true, epoch_ + 1 == epochs, n);
-      continue;
-    }
-    // Stopped inside the epoch: evaluate and save what was trained since the last save.
-    if (batch_ > first_batch) checkpoint(false, true, n);
-  }
-  if (!o_.quiet && result.out_of_time)
+  for (; epoch_ < loop.epochs && !loop.stop; ++epoch_, batch_ = 0) train_epoch(loop);
+  if (!o_.quiet && loop.result.out_of_time)
     fmt::print("time budget of {} reached\n", clock(o_.time_budget));
-  if (!o_.quiet && result.interrupted) fmt::print("interrupted: saved a checkpoint\n");
-  result.step = step_;
-  result.best = best_;
-  return result;
+  if (!o_.quiet && loop.result.interrupted) fmt::print("interrupted: saved a checkpoint\n");
+  loop.result.step = step_;
+  loop.result.best = best_;
+  return loop.result;
+}
+
+void Trainer::train_epoch(Loop& loop) {
+  loop.batches = batches(epoch_);
+  loop.bar.emplace(o_.unit == "epoch" ? fmt::format("epoch {}{}", epoch_ + 1, loop.of_epochs)
+                                      : std::string("training"),
+                   loop.batches);
+  loop.since_line = loop.since_log = loop.curve_window = LossSum{};
+  loop.first_batch = batch_;
+  loop.epoch_started = Clock::now();
+  while (batch_ < loop.batches) {
+    const bool out_of_time =
+        o_.time_budget > 0 && elapsed() + loop.last_eval_seconds > o_.time_budget;
+    if (interrupted() || out_of_time) {
+      loop.result.interrupted = interrupted();
+      loop.result.out_of_time = !loop.result.interrupted;
+      loop.stop = true;
+      break;
+    }
+    train_step(loop);
+    report_progress(loop);
+    if (o_.eval_every > 0 && step_ % o_.eval_every == 0 && batch_ < loop.batches) {
+      loop.bar->clear();
+      evaluate_and_checkpoint(loop, false, false);
+    }
+  }
+  loop.bar->clear();
+  if (batch_ == loop.batches)
+    evaluate_and_checkpoint(loop, true, epoch_ + 1 == loop.epochs);
+  else if (batch_ > loop.first_batch)  // stopped inside the epoch: keep what it trained
+    evaluate_and_checkpoint(loop, false, true);
+}
+
+void Trainer::train_step(Loop& loop) {
+  const BatchLoss b = forward(loop);
+  const double l = b.loss.item<double>();
+  if (!std::isfinite(l)) {  // before backward: the weights and the last checkpoint stay finite
+    throw Error(fmt::format(
+        "Trainer: the loss became {} at step {} ({} {}, batch {}); stopped before it reached "
+        "the weights{}. A lower learning rate (--lr) or clipping (--clip) usually helps",
+        std::isnan(l) ? "NaN"
+        : l > 0       ? "inf"
+                      : "-inf",
+        step_ + 1, o_.unit == "epoch" ? "epoch" : "pass", epoch_ + 1, batch_,
+        o_.run_dir.empty() ? "" : fmt::format("; {} keeps its last checkpoint", o_.run_dir)));
+  }
+  optimizer_.zero_grad();
+  backward(loop);
+  if (o_.clip > 0) nn::clip_grad_norm_(model_.parameters(), static_cast<float>(o_.clip));
+  optimizer_.step();
+  if (schedule_) {
+    plan_schedule(loop);
+    schedule_->step();
+  }
+  ++step_;
+  ++batch_;
+  loop.since_line.add(l, b.tokens, b.nll);
+  loop.since_log.add(l, b.tokens, b.nll);
+  loop.curve_window.add(l, 1, NAN);
+  if (loop.curve_window.tokens == o_.curve_every) {
+    curve_.train.push_back(
+        {step_, loop.curve_window.loss / static_cast<double>(o_.curve_every), optimizer_.lr()});
+    loop.curve_window = LossSum{};
+  }
+}
+
+// A step's forward, over the whole batch or over the parts of a data-parallel one; the parts
+// stay in `loop.parts` for the backward.
+BatchLoss Trainer::forward(Loop& loop) {
+  if (loss) {
+    loop.parts = {loss(epoch_, batch_)};
+    return loop.parts[0];
+  }
+  const Batch whole = batch(epoch_, batch_);
+  const int64_t rows = whole.rows();
+  const int64_t n = loop.parallel ? loop.parallel->parts(rows) : 1;
+  loop.parts.assign(n, BatchLoss{});
+  if (n == 1) {
+    loop.parts[0] = batch_loss(model_, whole);
+    return loop.parts[0];
+  }
+  loop.parallel->run(n, [&](int64_t k, nn::Module& model) {
+    const auto [begin, end] = nn::DataParallel::part_rows(rows, k, n);
+    loop.parts[k] = batch_loss(model, whole.slice(begin, end));
+  });
+  return weighted_mean(loop.parts);
+}
+
+// The step's backward into the model's .grad: each part's weighted by its share of the tokens,
+// and the replicas' gradients added into the model's.
+void Trainer::backward(Loop& loop) {
+  auto& parts = loop.parts;
+  if (parts.size() == 1) {
+    parts[0].loss.backward();
+  } else {
+    int64_t tokens = 0;
+    for (const BatchLoss& p : parts) tokens += p.tokens;
+    loop.parallel->run(static_cast<int64_t>(parts.size()), [&](int64_t k, nn::Module&) {
+      const Tensor& l = parts[k].loss;
+      l.backward(full(l.shape(), static_cast<float>(parts[k].tokens) /
+                                     static_cast<float>(std::max<int64_t>(tokens, 1))));
+    });
+    loop.parallel->reduce_gradients();
+  }
+  parts.clear();
+}
+
+// A run as long as its budget: the steps it will reach, from this process's pace so far
+// (evaluations included), for a schedule that decays to the run's end.
+void Trainer::plan_schedule(const Loop& loop) {
+  const int64_t done = step_ - loop.first_step;
+  const double spent = seconds_since(started_);  // by this process: its pace
+  if (!loop.until_budget || done < 10 || spent <= 0) return;
+  const double left = std::max(0.0, o_.time_budget - elapsed() - loop.last_eval_seconds);
+  schedule_->plan(step_ + static_cast<int64_t>(left * static_cast<double>(done) / spent));
+}
+
+void Trainer::report_progress(Loop& loop) {
+  if (o_.quiet) return;
+  const double eta =
+      time_left(seconds_since(loop.epoch_started) / static_cast<double>(batch_ - loop.first_batch),
+                loop.batches - batch_, o_.time_budget, elapsed());
+  loop.bar->update(
+      batch_, fmt::format("loss {:.3f} lr {:.1e} {} tok/s ETA {}",
+                          loop.since_line.loss / static_cast<double>(loop.since_line.tokens),
+                          optimizer_.lr(), human(loop.since_line.tokens_per_second()), clock(eta)));
+  // A line a log can follow inside a long epoch (the bar draws only on a terminal).
+  if (o_.log_every <= 0 || step_ % o_.log_every != 0 || batch_ >= loop.batches) return;
+  loop.bar->clear();
+  const LossSum& s = loop.since_log;
+  const std::string where = o_.unit == "epoch" ? fmt::format("epoch {}{}, batch {}/{}", epoch_ + 1,
+                                                             loop.of_epochs, batch_, loop.batches)
+                                               : fmt::format("step {}/{}", step_, loop.batches);
+  fmt::print("{}  train loss {:.4f}{}  lr {:.2e}  ({} tok/s, {})\n", where,
+             s.loss / static_cast<double>(std::max<int64_t>(s.tokens, 1)), s.nll_part(),
+             optimizer_.lr(), human(s.tokens_per_second()), clock(elapsed()));
+  std::fflush(stdout);
+  loop.since_log = LossSum{};
+}
+
+void Trainer::evaluate_and_checkpoint(Loop& loop, bool complete, bool final) {
+  const Metrics m = run_evaluation(loop, final);
+  bool finite = true;  // a model whose metrics are NaN or infinite is never the best one
+  for (const auto& [k, v] : m.items())
+    finite = finite && (!v.is_number() || std::isfinite(v.get<double>()));
+  const bool is_best = evaluate && finite && (best_.empty() || better(m, best_));
+  if (is_best) best_ = m;
+  if (evaluate) record_history(loop, m, complete);
+  // Where a resumed run starts: after a whole epoch, the next one's first batch.
+  if (complete)
+    checkpoint(is_best, epoch_ + 1, 0);
+  else
+    checkpoint(is_best, epoch_, batch_);
+  if (!o_.quiet) print_evaluation(loop, m, complete, final, is_best);
+  if (evaluate && should_stop && should_stop(m)) loop.stop = true;
+  loop.since_line = LossSum{};  // the next line's train loss is the mean since this one
+}
+
+// The validation metrics (none without `evaluate`); the model goes back to training mode, and
+// the evaluation's seconds are what the time budget keeps for the last one.
+Metrics Trainer::run_evaluation(Loop& loop, bool final) {
+  const auto t0 = Clock::now();
+  Metrics m = evaluate ? evaluate(final) : Metrics::object();
+  model_.train();
+  loop.last_eval_seconds = seconds_since(t0);
+  return m;
+}
+
+void Trainer::record_history(const Loop& loop, const Metrics& m, bool complete) {
+  const LossSum& s = loop.since_line;
+  nlohmann::json h = {
+      {o_.unit, o_.unit == "epoch" ? epoch_ + 1 : step_},
+      {"step", step_},
+      {"train_loss",
+       s.tokens ? nlohmann::json(s.loss / static_cast<double>(s.tokens)) : nlohmann::json()}};
+  if (s.nll_tokens) h["train_nll"] = s.nll / static_cast<double>(s.nll_tokens);
+  for (const auto& [k, v] : m.items()) h[k] = v;
+  h["complete"] = complete;
+  h["seconds"] = elapsed();
+  history_.push_back(h);
+  curve_.eval.push_back(eval_point(h));
+}
+
+// "epoch 3/20  train loss 1.2345 (nll 1.1234)  valid loss ...  (12.3k tok/s, 1:05)  best".
+void Trainer::print_evaluation(const Loop& loop, const Metrics& m, bool complete, bool final,
+                               bool is_best) const {
+  const LossSum& s = loop.since_line;
+  const std::string where = o_.unit == "epoch"
+                                ? fmt::format("epoch {}{}{}", epoch_ + 1, loop.of_epochs,
+                                              complete ? ""
+                                              : final  ? " (partial)"
+                                                       : fmt::format(", step {}", step_))
+                                : fmt::format("step {}/{}", step_, loop.batches);
+  fmt::print("{}  train loss {}{}{}  ({} tok/s, {}){}\n", where,
+             s.tokens ? fmt::format("{:.4f}", s.loss / static_cast<double>(s.tokens)) : "-",
+             s.nll_part(), format_metrics(m), human(s.tokens_per_second()), clock(elapsed()),
+             !is_best             ? ""
+             : o_.best_by.empty() ? "  best"
+                                  : fmt::format("  best ({})", o_.best_by));
+  std::fflush(stdout);
 }
 
 }  // namespace anatomy::training

@@ -3,9 +3,12 @@
 // how to evaluate and which evaluation is best. The loop itself is the same everywhere:
 //
 //   for each epoch, for each batch:
-//     loss = loss(epoch, batch); zero_grad; backward; clip; optimizer.step; schedule.step
-//   evaluate at the end of each epoch (and every eval_every steps), keep the best, save, and
-//   print one line: the train loss (mean since the previous line), the metrics, tokens/s
+//     step:       loss = loss(epoch, batch); zero_grad; backward; clip; optimizer.step;
+//                 schedule.step
+//     report:     the progress bar, and a log line every log_every steps
+//     evaluate:   at the end of each epoch (and every eval_every steps): keep the best,
+//     checkpoint: save, and print one line: the train loss (mean since the previous line),
+//                 the metrics, tokens/s
 //
 // With a run folder it also writes best/ and last/ weights (and, with keep_last, the last N
 // evaluated models as checkpoints/step_NNNNNNNN.safetensors), last/training.safetensors (model,
@@ -25,6 +28,12 @@
 
 namespace anatomy::training {
 
+using Clock = std::chrono::steady_clock;
+// Seconds from `t` to now.
+inline double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
 using Metrics = nlohmann::ordered_json;  // {"valid_loss": 1.23, "bleu": 4.5, ...}
 
 struct BatchLoss {
@@ -33,6 +42,20 @@ struct BatchLoss {
   // The plain negative log-likelihood when `loss` is label-smoothed (fairseq's nll_loss), which
   // is what the validation loss measures; NaN when the loss is already it.
   double nll = std::numeric_limits<double>::quiet_NaN();
+};
+
+// One batch as a run gives it to the Trainer (Trainer::batch). Every tensor it holds has the
+// batch along dim 0, so a data-parallel step gives each thread the same rows of each. A task
+// fills what its model reads: a translation all three, a language model `input` and `labels`.
+struct Batch {
+  Tensor input;          // the model's input: (B, S) source ids, or a language model's (B, T)
+  Tensor decoder_input;  // a seq2seq decoder's input, the target shifted right (B, T); or none
+  Tensor labels;         // what the loss compares the output with: (B, T) target ids, or (B)
+  // The rows every tensor it holds shares (dim 0); a batch without a row, or whose tensors
+  // disagree, is refused with their shapes.
+  int64_t rows() const;
+  // Rows [begin, end) of each tensor it holds: one thread's part of a data-parallel step.
+  Batch slice(int64_t begin, int64_t end) const;
 };
 
 struct TrainerOptions {
@@ -78,10 +101,10 @@ class Trainer {
   // The loss of one batch, the model in training mode. Required, unless batch and batch_loss are
   // set instead.
   std::function<BatchLoss(int64_t epoch, int64_t batch)> loss;
-  // Or the same in two halves: the batch's tensors (inputs and targets, each with the batch
-  // along dim 0), and the loss that `model` gives (a part of) them, a mean over its `tokens`.
-  std::function<std::vector<Tensor>(int64_t epoch, int64_t batch)> batch;
-  std::function<BatchLoss(nn::Module& model, const std::vector<Tensor>& batch)> batch_loss;
+  // Or the same in two halves: the batch, and the loss that `model` gives (a part of) it, a mean
+  // over its `tokens`.
+  std::function<Batch(int64_t epoch, int64_t batch)> batch;
+  std::function<BatchLoss(nn::Module& model, const Batch& batch)> batch_loss;
   // With those two, data parallelism (nn::DataParallel): a new model like the trained one. A step
   // then splits its batch's rows between the threads, and each computes its part's loss and
   // gradient with a replica of the model; the batch's loss and gradient are the parts' weighted
@@ -101,8 +124,26 @@ class Trainer {
   int64_t step() const { return step_; }
 
  private:
-  void restore();  // from run_dir's last checkpoint and run.json
-  void save(bool is_best, int64_t epoch, int64_t batch);
+  struct Loop;               // one fit()'s state: its loss sums, data parallelism, and why it stops
+  void check_setup() const;  // the hooks fit() needs and the options' ranges
+  void start_run();          // a resumed run's restore, or a new run's folder and first save
+  void restore();            // from run_dir's last checkpoint and run.json
+  void train_epoch(Loop& loop);
+  void train_step(Loop& loop);  // one optimization step on the next batch
+  BatchLoss forward(Loop& loop);
+  void backward(Loop& loop);
+  void plan_schedule(const Loop& loop);  // a budget-long run's decay, from its pace
+  void report_progress(Loop& loop);      // the progress bar, and a log line every log_every
+  // Evaluates, keeps the best, checkpoints and prints the line; `complete`: at an epoch's end,
+  // `final`: the run's last evaluation.
+  void evaluate_and_checkpoint(Loop& loop, bool complete, bool final);
+  Metrics run_evaluation(Loop& loop, bool final);
+  void record_history(const Loop& loop, const Metrics& m, bool complete);
+  void print_evaluation(const Loop& loop, const Metrics& m, bool complete, bool final,
+                        bool is_best) const;
+  // Writes the model (last/, best/, a kept checkpoint), the training state at the position
+  // (epoch, batch) a resume starts from, run.json and the loss curve.
+  void checkpoint(bool is_best, int64_t epoch, int64_t batch);
   void write_run_json() const;  // run_info plus history, curve, best and step
 
   nn::Module& model_;

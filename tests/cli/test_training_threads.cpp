@@ -25,11 +25,12 @@ TEST_CASE("the data-parallel NLL is weighted by target tokens, and equals one th
                               {.epochs = 1, .run_dir = dir.str(), .quiet = true});
     trainer.batches = [](int64_t) { return int64_t{1}; };
     trainer.batch = [](int64_t, int64_t) {
-      return std::vector<Tensor>{from_vector(std::vector<float>{1, 1, 1, 9}, {4}),
-                                 from_vector(std::vector<float>{1, 1, 1, 5}, {4})};
+      // Each row: its target tokens (input) and their mean NLL (labels).
+      return training::Batch{.input = from_vector(std::vector<float>{1, 1, 1, 9}, {4}),
+                             .labels = from_vector(std::vector<float>{1, 1, 1, 5}, {4})};
     };
-    trainer.batch_loss = [](nn::Module& m, const std::vector<Tensor>& part) {
-      const Tensor counts = part[0].contiguous(), nlls = part[1].contiguous();
+    trainer.batch_loss = [](nn::Module& m, const training::Batch& part) {
+      const Tensor counts = part.input.contiguous(), nlls = part.labels.contiguous();
       double tokens = 0, nll = 0;
       for (int64_t i = 0; i < counts.numel(); ++i) {
         tokens += counts.data()[i];

@@ -286,10 +286,10 @@ TEST_CASE("Trainer with batch, batch_loss and replicate: two threads train as on
                               {.epochs = 1, .clip = 1.0, .curve_every = 1, .quiet = true});
     trainer.batches = [](int64_t) { return 8; };
     trainer.batch = [](int64_t, int64_t) {
-      return std::vector<Tensor>{randint(0, 23, {5, 16}), randint(0, 23, {5, 16})};
+      return training::Batch{.input = randint(0, 23, {5, 16}), .labels = randint(0, 23, {5, 16})};
     };
-    trainer.batch_loss = [](nn::Module& m, const std::vector<Tensor>& xy) {
-      return training::BatchLoss{lm_loss(m, xy[0], xy[1]), xy[0].numel()};
+    trainer.batch_loss = [](nn::Module& m, const training::Batch& b) {
+      return training::BatchLoss{lm_loss(m, b.input, b.labels), b.input.numel()};
     };
     if (parallel)
       trainer.replicate = [&] { return std::make_shared<models::TransformerForCausalLM>(config); };
@@ -315,14 +315,14 @@ TEST_CASE("Trainer with batch, batch_loss and replicate: two threads train as on
         training::Trainer trainer(model, opt, nullptr, {.quiet = true});
         trainer.batches = [](int64_t) { return 1; };
         trainer.batch = [](int64_t, int64_t) {
-          return std::vector<Tensor>{zeros({2, 3}), zeros({3, 3})};
+          return training::Batch{.input = zeros({2, 3}), .labels = zeros({3, 3})};
         };
-        trainer.batch_loss = [](nn::Module&, const std::vector<Tensor>& xy) {
-          return training::BatchLoss{xy[0].sum()};
+        trainer.batch_loss = [](nn::Module&, const training::Batch& b) {
+          return training::BatchLoss{b.input.sum()};
         };
         trainer.fit();
       },
-      {"Trainer", "first dimension", "[2, 3]", "tensor 1 [3, 3]"});
+      {"Trainer", "first dimension", "input has shape [2, 3]", "labels [3, 3]"});
 }
 
 TEST_CASE(
@@ -335,10 +335,10 @@ TEST_CASE(
   training::Trainer trainer(model, opt, nullptr, {.run_dir = dir.string(), .quiet = true});
   trainer.batches = [](int64_t) { return 2; };
   trainer.batch = [](int64_t, int64_t) {
-    return std::vector<Tensor>{randint(0, 23, {2, 16}), randint(0, 23, {2, 16})};
+    return training::Batch{.input = randint(0, 23, {2, 16}), .labels = randint(0, 23, {2, 16})};
   };
-  trainer.batch_loss = [](nn::Module& m, const std::vector<Tensor>& xy) {
-    return training::BatchLoss{lm_loss(m, xy[0], xy[1]), xy[0].numel()};
+  trainer.batch_loss = [](nn::Module& m, const training::Batch& b) {
+    return training::BatchLoss{lm_loss(m, b.input, b.labels), b.input.numel()};
   };
   CHECK(trainer.fit().step == 2);
   CHECK(std::filesystem::exists(dir / "last" / "model.safetensors"));

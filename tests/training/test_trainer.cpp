@@ -1,18 +1,16 @@
 // The Trainer's loop on a model of one weight, where what is checked is the loop itself: when
-// it evaluates and when it stops.
+// it evaluates, what it logs and records, and when it stops. Its time budget is
+// test_trainer_budget.cpp's, its loss curve test_loss_curve.cpp's.
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <csignal>
 #include <fstream>
 #include <numeric>
 #include <regex>
 #include <set>
-#include <sstream>
 
+#include "trainer_fixtures.hpp"
 #include "training/train_options.hpp"
 #include "training/trainer.hpp"
 #include "training_fixtures.hpp"
@@ -21,58 +19,6 @@ using namespace anatomy;
 using namespace anatomy::testing;
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// A model with one weight: a step costs next to nothing, so the evaluations are the time a run
-// spends.
-struct OneWeight : nn::Module {
-  Tensor w;
-  OneWeight() { w = register_parameter("w", tensor({1.0f})); }
-};
-
-// An evaluation that takes `seconds` on the clock the budget counts (so a loaded machine
-// stretches it no more than it stretches the budget), and returns a falling loss.
-training::Metrics evaluation_of(double seconds, int& evaluations) {
-  const auto start = Clock::now();
-  while (seconds_since(start) < seconds) {
-  }
-  ++evaluations;
-  return training::Metrics{{"valid_loss", 1.0 / evaluations}};
-}
-
-// A training step of OneWeight that takes `seconds` on the budget's clock and notes the learning
-// rate it ran at: the budget-plan tests read the schedule from `rates`.
-training::BatchLoss timed_step(OneWeight& model, const nn::Optimizer& opt,
-                               std::vector<double>& rates, double seconds) {
-  rates.push_back(opt.lr());
-  const auto start = Clock::now();
-  while (seconds_since(start) < seconds) {
-  }
-  return training::BatchLoss{sum(model.w * model.w)};
-}
-
-// The text of curve's loss.svg, written in a fresh folder named after `name`.
-std::string loss_svg(const training::LossCurve& curve, const std::string& name) {
-  const std::string dir = fresh_dir(name);
-  std::filesystem::create_directories(dir);
-  curve.write_svg(dir + "/loss.svg", "a title");
-  return bytes(dir + "/loss.svg");
-}
-
-// The number each match of `pattern` captures first, in the order they come.
-std::vector<double> captured_numbers(const std::string& text, const std::string& pattern) {
-  std::vector<double> out;
-  const std::regex re(pattern);
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator();
-       ++it)
-    out.push_back(std::stod((*it)[1]));
-  return out;
-}
 
 // What `f` prints on stdout, caught in a file of a fresh folder named after `name`: not a
 // terminal, so the progress bar stays silent and only the log lines are written.
@@ -112,37 +58,6 @@ std::string without_rates(const std::string& log) {
 }
 
 }  // namespace
-
-// The budget keeps room for the evaluation that ends the run: the loop stops once the time
-// spent and the last evaluation's length together pass the budget. Evaluations of 0.4 s at the
-// end of each epoch, a budget of 1 s: epochs 1 and 2 end at about 0.4 and 0.8 s, and epoch 3
-// would end at 1.2 s, past the budget, so the run stops after 2. A loop that did not count the
-// evaluation's length would start epoch 3 and end past its budget.
-TEST_CASE("the time budget counts the last evaluation's length: the run ends within it") {
-  OneWeight model;
-  nn::SGD opt(model.parameters(), {.lr = 0.01});
-  const double budget = 1.0, evaluation = 0.4;
-  training::Trainer trainer(model, opt, nullptr,
-                            {.epochs = 100, .time_budget = budget, .quiet = true});
-  trainer.batches = [](int64_t) { return int64_t{4}; };
-  trainer.loss = [&](int64_t, int64_t) { return training::BatchLoss{sum(model.w * model.w)}; };
-  int evaluations = 0;
-  trainer.evaluate = [&](bool) {
-    // An evaluation that takes its time: measured on the clock the budget counts, so a loaded
-    // machine stretches it no more than it stretches the budget.
-    const auto start = Clock::now();
-    while (seconds_since(start) < evaluation) {
-    }
-    ++evaluations;
-    return training::Metrics{{"valid_loss", 1.0 / evaluations}};
-  };
-  const auto start = Clock::now();
-  const training::TrainResult result = trainer.fit();
-  const double took = seconds_since(start);
-  CHECK(result.out_of_time);
-  CHECK(evaluations == 2);
-  CHECK_MESSAGE(took < budget, took);
-}
 
 // The evaluation a run ends with is told it is the last (a language model then estimates its
 // loss on 200 batches instead of 50); those on the way, every eval_every steps and at the end of
@@ -273,348 +188,6 @@ TEST_CASE("fit() without batches or without a loss is refused") {
   CHECK(model.w.item() != 1.0f);  // it trained
 }
 
-// Without a number of epochs, a time budget is the run's length: the loop goes on epoch after
-// epoch until the budget (epochs of 0.25 s, a budget of 1.2 s: 4 of them, or fewer when the
-// machine adds time between them; the fifth would end past it). A loop that took epochs 0 as
-// "none" would evaluate never; one that ignored the budget would not stop.
-TEST_CASE("with epochs 0, the time budget is the run's length") {
-  OneWeight model;
-  nn::SGD opt(model.parameters(), {.lr = 0.01});
-  training::Trainer trainer(model, opt, nullptr, {.epochs = 0, .time_budget = 1.2, .quiet = true});
-  trainer.batches = [](int64_t) { return int64_t{2}; };
-  trainer.loss = [&](int64_t, int64_t) { return training::BatchLoss{sum(model.w * model.w)}; };
-  int evaluations = 0;
-  trainer.evaluate = [&](bool) { return evaluation_of(0.25, evaluations); };
-  const training::TrainResult result = trainer.fit();
-  CHECK(result.out_of_time);
-  CHECK(evaluations >= 2);
-  CHECK(evaluations <= 4);
-  CHECK(result.step == 2 * evaluations);
-  // Without a budget, epochs 0 is refused, naming both.
-  training::Trainer endless(model, opt, nullptr, {.epochs = 0, .quiet = true});
-  endless.batches = trainer.batches;
-  endless.loss = trainer.loss;
-  CHECK_THROWS_WITH_AS(endless.fit(),
-                       doctest::Contains("epochs must be >= 1, or 0 with a time budget"), Error);
-}
-
-// A resumed run has what is left of its budget: it reads the seconds spent from run.json. Here
-// run.json says 1 s of a 1.5 s budget is spent and an epoch's evaluation takes 0.3 s: the
-// resumed run trains one epoch (which ends at 1.3 s, and a second would end past 1.5 s), where
-// a run counting from zero would train four.
-TEST_CASE("a resumed run continues the same time budget") {
-  const std::string dir = fresh_dir("trainer_budget");
-  int evaluations = 0;
-  auto fit = [&](bool resume, int64_t epochs, double budget, double evaluation) {
-    OneWeight model;
-    nn::SGD opt(model.parameters(), {.lr = 0.01});
-    training::Trainer trainer(
-        model, opt, nullptr,
-        {.epochs = epochs, .time_budget = budget, .run_dir = dir, .resume = resume, .quiet = true});
-    trainer.batches = [](int64_t) { return int64_t{2}; };
-    trainer.loss = [&](int64_t, int64_t) { return training::BatchLoss{sum(model.w * model.w)}; };
-    trainer.evaluate = [&](bool) { return evaluation_of(evaluation, evaluations); };
-    return trainer.fit();
-  };
-  // A first process: its run.json counts the seconds it took, no more.
-  const auto start = Clock::now();
-  fit(false, 1, 0, 0.1);
-  const double took = seconds_since(start);
-  const auto first = nlohmann::json::parse(bytes(dir + "/run.json"));
-  CHECK(first["seconds"].get<double>() >= 0.1);
-  CHECK(first["seconds"].get<double>() <= took);
-  // The same run, 1 s of its budget spent.
-  auto spent = first;
-  spent["seconds"] = 1.0;
-  std::ofstream(dir + "/run.json") << spent.dump();
-  evaluations = 0;
-  CHECK(fit(true, 100, 1.5, 0.3).out_of_time);
-  CHECK(evaluations == 1);
-  // Its seconds go on from the spent ones.
-  CHECK(nlohmann::json::parse(bytes(dir + "/run.json"))["seconds"].get<double>() >= 1.3);
-}
-
-// A schedule that decays to the end of the run, in a run as long as its budget: the trainer
-// re-plans the schedule's length from its pace, so the rate has decayed near its floor when the
-// budget ends. A schedule left at its first plan (here a length far past what the budget buys)
-// would still be near its peak.
-TEST_CASE("a budget-long run plans a decaying schedule for the steps the budget buys") {
-  OneWeight model;
-  nn::SGD opt(model.parameters(), {.lr = 1.0});
-  nn::WarmupDecaySchedule schedule(opt, 1.0, 5, 1000000);
-  training::Trainer trainer(model, opt, &schedule,
-                            {.epochs = 0, .time_budget = 1.0, .quiet = true});
-  trainer.batches = [](int64_t) { return int64_t{50}; };
-  std::vector<double> rates;
-  trainer.loss = [&](int64_t, int64_t) { return timed_step(model, opt, rates, 0.005); };
-  int evaluations = 0;
-  trainer.evaluate = [&](bool) { return evaluation_of(0.0, evaluations); };
-  CHECK(trainer.fit().out_of_time);
-  REQUIRE(rates.size() > 40);
-  CHECK(*std::max_element(rates.begin(), rates.end()) > 0.5);  // it reached near its peak
-  CHECK_MESSAGE(rates.back() < 0.25, rates.back());            // and decayed by the end
-  // Gradually, over the steps still to come: 40% into the run the linear decay is near 0.6 of
-  // the peak, where a plan that ended at once (or long ago) would be at the floor.
-  CHECK_MESSAGE(rates[rates.size() * 2 / 5] > 0.3, rates[rates.size() * 2 / 5]);
-  // The pace is measured over the first 10 steps: the 11th step plans, and the 12th already runs
-  // at the planned rate, which for at most 200 steps of 5 ms is below 0.97 of the peak. The 11th
-  // still runs on the first plan of a million steps.
-  CHECK_MESSAGE(rates[10] > 0.999, rates[10]);
-  CHECK_MESSAGE(rates[11] < 0.99, rates[11]);
-}
-
-// The plan keeps room for the evaluation that ends the run, as the loop's stop does: the steps
-// left are the seconds left less the last evaluation's length, at the run's pace. A first epoch
-// of 20 steps ends in an evaluation of 0.8 s; the second is longer than the budget of 2.4 s buys,
-// so the run stops inside it, 0.8 s before the budget, where the final evaluation just fits.
-// The plan ends there and the rate has decayed to about 0 (a step held up on a busy machine
-// leaves a few steps' worth). A plan that forgot the evaluation would count 0.8 s of steps still
-// to come, a third of the run's, and end with the rate near 0.3 of its peak. The times are set
-// by the evaluations and the budget, so a slower machine takes fewer steps of the same shape.
-TEST_CASE("a budget-long run plans its schedule to end before the final evaluation") {
-  OneWeight model;
-  nn::SGD opt(model.parameters(), {.lr = 1.0});
-  nn::WarmupDecaySchedule schedule(opt, 1.0, 5, 1000000);
-  training::Trainer trainer(model, opt, &schedule,
-                            {.epochs = 0, .time_budget = 2.4, .quiet = true});
-  trainer.batches = [](int64_t epoch) { return epoch == 0 ? int64_t{20} : int64_t{1000000}; };
-  std::vector<double> rates;
-  trainer.loss = [&](int64_t, int64_t) { return timed_step(model, opt, rates, 0.005); };
-  int evaluations = 0;
-  trainer.evaluate = [&](bool) { return evaluation_of(0.8, evaluations); };
-  CHECK(trainer.fit().out_of_time);
-  CHECK(evaluations == 2);  // the first epoch's and the final one
-  REQUIRE(rates.size() > 40);
-  CHECK_MESSAGE(rates.back() < 0.15, rates.back());
-}
-
-// The same plan in a resumed run: its pace is the steps this process took over the seconds it
-// took, not counting the steps a first process took before it. After 2,000 steps, the steps the
-// resumed budget buys (at most 1 s of 5 ms steps) are a small part of the run, so the linear
-// decay is already low 40% into them. Counting the first process's steps as this one's would
-// inflate the pace, plan thousands of steps past the budget and keep the rate near its peak.
-TEST_CASE("a resumed budget-long run plans from its own pace") {
-  const std::string dir = fresh_dir("trainer_budget_plan");
-  std::vector<double> rates;
-  auto fit = [&](bool resume, int64_t epochs, int64_t batches, double step_seconds) {
-    OneWeight model;
-    nn::SGD opt(model.parameters(), {.lr = 1.0});
-    nn::WarmupDecaySchedule schedule(opt, 1.0, 5, 1000000);
-    training::Trainer trainer(model, opt, &schedule,
-                              {.epochs = epochs,
-                               .time_budget = resume ? 2.0 : 0.0,
-                               .run_dir = dir,
-                               .resume = resume,
-                               .quiet = true});
-    trainer.batches = [=](int64_t) { return batches; };
-    trainer.loss = [&, step_seconds](int64_t, int64_t) {
-      return timed_step(model, opt, rates, step_seconds);
-    };
-    int evaluations = 0;
-    trainer.evaluate = [&](bool) { return evaluation_of(0.0, evaluations); };
-    return trainer.fit();
-  };
-  fit(false, 1, 2000, 0.0);
-  REQUIRE(rates.size() == 2000);
-  CHECK(rates.back() > 0.99);  // a schedule of a million steps has barely begun to decay
-  // The same run with 1 s of a 2 s budget spent.
-  auto spent = nlohmann::json::parse(bytes(dir + "/run.json"));
-  spent["seconds"] = 1.0;
-  std::ofstream(dir + "/run.json") << spent.dump();
-  rates.clear();
-  CHECK(fit(true, 0, 50, 0.005).out_of_time);
-  REQUIRE(rates.size() > 40);
-  // At most 200 steps to come after 2,000: the planned decay is under 0.1 of the peak.
-  CHECK_MESSAGE(rates[rates.size() * 2 / 5] < 0.3, rates[rates.size() * 2 / 5]);
-  CHECK_MESSAGE(rates.back() < 0.1, rates.back());
-}
-
-// loss.csv: one row per step in step order, an evaluation at a step with no training point
-// gets a row of its own between the others, and each metric has its named column.
-TEST_CASE("loss.csv names its columns and merges training and validation by step") {
-  training::LossCurve curve;
-  curve.train = {{20, 2.5, 0.001}, {40, 2.0, 0.002}, {60, 1.5, 0.003}};
-  curve.eval = {{30, 2.25, {{"bleu", 12.5}, {"exact_match", 5.0}}},
-                {60, 1.75, {{"bleu", 20.0}, {"exact_match", 10.0}}},
-                {70, 1.5, {{"bleu", 25.0}}}};
-  const std::string dir = fresh_dir("loss_csv");
-  std::filesystem::create_directories(dir);
-  curve.write_csv(dir + "/loss.csv");
-  CHECK(bytes(dir + "/loss.csv") ==
-        "step,train_loss,lr,valid_loss,valid_bleu,valid_exact_match\n"
-        "20,2.500000,0.001,,,\n"
-        "30,,,2.250000,12.5000,5.0000\n"
-        "40,2.000000,0.002,,,\n"
-        "60,1.500000,0.003,1.750000,20.0000,10.0000\n"
-        "70,,,1.500000,25.0000,\n");
-}
-
-// loss.svg: a loss sits at the height of the tick that names it, a step at the x of its tick, and
-// the y axis's title is centred on the axis, which spans exactly the ticks.
-TEST_CASE("loss.svg puts each point on the axes' scale and centres the y title on its axis") {
-  training::LossCurve curve;
-  curve.train = {{0, 3.0, 0.001}, {50, 2.0, 0.002}, {100, 1.0, 0.003}};
-  curve.eval = {{100, 1.5, {}}};
-  const std::string svg = loss_svg(curve, "loss_svg");
-  auto numbers_after = [&](const std::string& pattern) {
-    std::vector<std::pair<double, double>> found;  // (label or first number, coordinate)
-    const std::regex re(pattern);
-    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator();
-         ++it)
-      found.emplace_back(std::stod((*it)[2]), std::stod((*it)[1]));
-    return found;
-  };
-  // y ticks: <text class="y-tick" x=".." y="Y + 4">LABEL</text>, the label 4 px below its line.
-  std::map<double, double> y_of, x_of;
-  for (const auto& t : numbers_after(R"re(class="y-tick" x="[^"]*" y="([\d.]+)"[^>]*>([\d.]+)<)re"))
-    y_of[t.first] = t.second - 4;
-  for (const auto& t : numbers_after(R"re(class="x-tick" x="([\d.]+)"[^>]*>([\d.]+)<)re"))
-    x_of[t.first] = t.second;
-  REQUIRE(y_of.count(1.0));
-  REQUIRE(y_of.count(3.0));
-  REQUIRE(x_of.count(0.0));
-  REQUIRE(x_of.count(100.0));
-  // The axes span exactly the ticks: the first x tick at the grid's left end, the last at its
-  // right end, the lowest y tick on the x axis. (These anchor the ticks to the frame, so that a
-  // scale that put every tick in one place could not pass the checks below.)
-  std::smatch grid, axis;
-  REQUIRE(std::regex_search(
-      svg, grid,
-      std::regex(
-          R"re(<line x1="([\d.]+)" x2="([\d.]+)" y1="[\d.]+" y2="[\d.]+" stroke="#ddd")re")));
-  REQUIRE(std::regex_search(
-      svg, axis,
-      std::regex(R"re(<line x1="[\d.]+" x2="[\d.]+" y1="([\d.]+)" y2="[\d.]+" stroke="black")re")));
-  CHECK(x_of.begin()->second == doctest::Approx(std::stod(grid[1])));
-  CHECK(x_of.rbegin()->second == doctest::Approx(std::stod(grid[2])));
-  CHECK(y_of.begin()->second == doctest::Approx(std::stod(axis[1])));
-  // Each x tick's label sits 18 px below the x axis, inside the picture.
-  const auto x_label_ys = captured_numbers(svg, R"re(class="x-tick" x="[\d.]+" y="([\d.]+)")re");
-  CHECK(x_label_ys.size() == x_of.size());
-  for (const double y : x_label_ys) CHECK(y == doctest::Approx(std::stod(axis[1]) + 18));
-  // The training line: step 0 at loss 3, step 100 at loss 1.
-  const std::smatch line = [&] {
-    std::smatch m;
-    REQUIRE(std::regex_search(
-        svg, m, std::regex(R"re(points="([\d.]+),([\d.]+) [\d.]+,[\d.]+ ([\d.]+),([\d.]+) ")re")));
-    return m;
-  }();
-  CHECK(std::stod(line[1]) == doctest::Approx(x_of[0.0]).epsilon(1e-3));
-  CHECK(std::stod(line[2]) == doctest::Approx(y_of[3.0]).epsilon(1e-3));
-  CHECK(std::stod(line[3]) == doctest::Approx(x_of[100.0]).epsilon(1e-3));
-  CHECK(std::stod(line[4]) == doctest::Approx(y_of[1.0]).epsilon(1e-3));
-  std::smatch title;
-  REQUIRE(
-      std::regex_search(svg, title, std::regex(R"re(translate\(16,([\d.]+)\) rotate\(-90\))re")));
-  const double top = y_of.rbegin()->second, bottom = y_of.begin()->second;
-  CHECK(top < bottom);  // the highest loss is drawn highest
-  CHECK(std::stod(title[1]) == doctest::Approx((top + bottom) / 2).epsilon(1e-3));
-  // The plot's title is centred on the picture.
-  std::smatch size, heading;
-  REQUIRE(std::regex_search(svg, size, std::regex(R"re(<svg [^>]*width="([\d.]+)")re")));
-  REQUIRE(std::regex_search(svg, heading, std::regex(R"re(<text x="([\d.]+)"[^>]*>a title<)re")));
-  CHECK(std::stod(heading[1]) == doctest::Approx(std::stod(size[1]) / 2));
-}
-
-// The y axis starts at the lowest loss's tick, not at 0: losses between 5.2 and 6 (a language
-// model's first steps) drawn from 0 would be a flat line at the top of the picture.
-TEST_CASE("loss.svg's y axis spans the losses, not 0 to the highest") {
-  training::LossCurve curve;
-  curve.train = {{0, 6.0, 0.001}, {50, 5.6, 0.002}, {100, 5.2, 0.003}};
-  const std::vector<double> labels =
-      captured_numbers(loss_svg(curve, "loss_svg_range"), R"re(class="y-tick"[^>]*>([\d.]+)<)re");
-  REQUIRE(labels.size() >= 2);
-  const double lowest = *std::min_element(labels.begin(), labels.end());
-  CHECK(lowest >= 5.0);
-  CHECK(lowest <= 5.2);
-  CHECK(*std::max_element(labels.begin(), labels.end()) >= 6.0);
-}
-
-// The x axis reaches the last point of either kind: the final evaluation comes after the last
-// logged training loss (losses are logged every few steps), and its dot must not fall off the
-// plot.
-TEST_CASE("loss.svg's x axis reaches an evaluation after the last training point") {
-  training::LossCurve curve;
-  curve.train = {{0, 6.0, 0.001}, {50, 5.6, 0.002}, {100, 5.2, 0.003}};
-  curve.eval = {{40, 5.8, {}}, {130, 5.1, {}}};
-  const std::string svg = loss_svg(curve, "loss_svg_x_range");
-  const auto labels = captured_numbers(svg, R"re(class="x-tick"[^>]*>([\d.]+)<)re");
-  REQUIRE(labels.size() >= 2);
-  CHECK(*std::max_element(labels.begin(), labels.end()) >= 130.0);
-  const auto width = captured_numbers(svg, R"re(<svg [^>]*width="([\d.]+)")re");
-  REQUIRE(width.size() == 1);
-  // The evaluations' dots (the legend's dot is followed by its text, not a line break).
-  const auto dots =
-      captured_numbers(svg, R"re(<circle cx="([\d.]+)" cy="[\d.]+" r="4" fill="#d62728"/>\n)re");
-  REQUIRE(dots.size() == 2);
-  CHECK(dots[0] < dots[1]);
-  CHECK(dots[1] < width[0]);
-}
-
-// The legend, top right: the training line's sample, its label, the evaluations' dot and its
-// label, left to right on one row, inside the picture, each label with room for its ten
-// characters (about 70 px at 12 px sans-serif) and its baseline 4 px below the marks' middle, as
-// the y axis's labels have.
-TEST_CASE("loss.svg's legend is one row inside the picture, each label beside its mark") {
-  training::LossCurve curve;
-  curve.train = {{0, 3.0, 0.001}, {100, 1.0, 0.002}};
-  curve.eval = {{100, 1.5, {}}};
-  const std::string svg = loss_svg(curve, "loss_svg_legend");
-  std::smatch m;
-  REQUIRE(std::regex_search(
-      svg, m,
-      std::regex(R"re(<line x1="([\d.]+)" x2="([\d.]+)" y1="([\d.]+)" y2="([\d.]+)" )re"
-                 R"re(stroke="#1f77b4" stroke-width="2"/><text x="([\d.]+)" y="([\d.]+)">)re"
-                 R"re(train loss</text><circle cx="([\d.]+)" cy="([\d.]+)" r="4" )re"
-                 R"re(fill="#d62728"/><text x="([\d.]+)" y="([\d.]+)">valid loss</text>)re")));
-  std::vector<double> v;
-  for (size_t i = 1; i < m.size(); ++i) v.push_back(std::stod(m[i]));
-  const double line_x1 = v[0], line_x2 = v[1], line_y1 = v[2], line_y2 = v[3], train_x = v[4],
-               train_y = v[5], dot_x = v[6], dot_y = v[7], valid_x = v[8], valid_y = v[9];
-  const auto width = captured_numbers(svg, R"re(<svg [^>]*width="([\d.]+)")re");
-  REQUIRE(width.size() == 1);
-  CHECK(line_y1 == line_y2);
-  CHECK(dot_y == line_y1);
-  CHECK(train_y == line_y1 + 4);
-  CHECK(valid_y == line_y1 + 4);
-  const auto title = captured_numbers(svg, R"re(<text x="[\d.]+" y="([\d.]+)" font-size="15")re");
-  REQUIRE(title.size() == 1);
-  CHECK(line_y1 - 6 > title[0]);  // below the title's baseline
-  CHECK(0 < line_x1);
-  CHECK(line_x1 < line_x2);
-  CHECK(line_x2 < train_x);
-  CHECK(train_x + 70 <= dot_x - 4);
-  CHECK(dot_x + 4 < valid_x);
-  CHECK(valid_x + 70 <= width[0]);
-}
-
-// A diverged evaluation (an infinite or NaN loss) is left off the plot: the axes span the finite
-// losses, as they would without it, and no coordinate of the picture is "inf" or "nan".
-TEST_CASE("loss.svg leaves out a loss that is not finite and keeps the others' scale") {
-  training::LossCurve curve;
-  curve.train = {{0, 3.0, 0.001}, {100, 1.0, 0.002}};
-  curve.eval = {{50, INFINITY, {}}, {60, NAN, {}}, {100, 1.5, {}}};
-  const std::string svg = loss_svg(curve, "loss_svg_not_finite");
-  const auto labels = captured_numbers(svg, R"re(class="y-tick"[^>]*>([\d.]+)<)re");
-  REQUIRE(labels.size() >= 2);
-  CHECK(*std::min_element(labels.begin(), labels.end()) <= 1.0);
-  CHECK(*std::max_element(labels.begin(), labels.end()) >= 3.0);
-  CHECK(*std::max_element(labels.begin(), labels.end()) < 4.0);
-  CHECK(svg.find("inf") == std::string::npos);
-  CHECK(svg.find("nan") == std::string::npos);
-  const auto dots =
-      captured_numbers(svg, R"re(<circle cx="([\d.]+)" cy="[\d.]+" r="4" fill="#d62728"/>\n)re");
-  CHECK(dots.size() == 1);
-  // One loss alone: the axis is drawn around it, not from 0 to 1.
-  training::LossCurve one;
-  one.train = {{10, 5.0, 0.001}};
-  const auto one_labels =
-      captured_numbers(loss_svg(one, "loss_svg_one"), R"re(class="y-tick"[^>]*>([\d.]+)<)re");
-  REQUIRE(!one_labels.empty());
-  CHECK(*std::min_element(one_labels.begin(), one_labels.end()) <= 5.0);
-  CHECK(*std::max_element(one_labels.begin(), one_labels.end()) >= 5.0);
-}
-
 // The lines a run prints: every --log-every steps inside an epoch, the train loss (and its NLL)
 // since the line before with the learning rate; at each epoch's end the epoch's train loss over
 // all its tokens, the evaluation, and "best" when it is. Batch b (from 0) of each of the six
@@ -731,19 +304,35 @@ TEST_CASE("keep_last keeps the newest evaluations' models and removes the rest")
 TEST_CASE("a batch whose tensors disagree on their rows is refused with their shapes") {
   OneWeight model;
   nn::SGD opt(model.parameters(), {.lr = 0.01});
-  auto refused = [&](std::vector<Tensor> tensors, const std::string& fragment) {
+  auto refused = [&](const training::Batch& b, const std::string& fragment) {
     training::Trainer trainer(model, opt, nullptr, {.epochs = 1, .quiet = true});
     trainer.batches = [](int64_t) { return int64_t{1}; };
-    trainer.batch = [&](int64_t, int64_t) { return tensors; };
-    trainer.batch_loss = [&](nn::Module&, const std::vector<Tensor>&) {
+    trainer.batch = [&](int64_t, int64_t) { return b; };
+    trainer.batch_loss = [&](nn::Module&, const training::Batch&) {
       return training::BatchLoss{sum(model.w * model.w)};
     };
     check_error([&] { (void)trainer.fit(); }, {fragment});
   };
-  refused({}, "Trainer: batch returned no tensors");
-  refused({zeros({4, 2}), zeros({3, 2})}, "tensor 0 has shape [4, 2], tensor 1 [3, 2]");
-  refused({zeros({4}), zeros({})}, "tensor 0 has shape [4], tensor 1 []");
-  refused({zeros({0, 2})}, "tensor 0 has shape [0, 2], tensor 0 [0, 2]");
+  refused({}, "Trainer: batch returned a Batch that holds no tensor");
+  refused({.input = zeros({4, 2}), .labels = zeros({3, 2})},
+          "its input has shape [4, 2], its labels [3, 2]");
+  refused({.input = zeros({4, 2}), .decoder_input = zeros({4, 3}), .labels = zeros({5})},
+          "its input has shape [4, 2], its labels [5]");
+  refused({.input = zeros({4}), .labels = zeros({})}, "its input has shape [4], its labels []");
+  refused({.labels = zeros({0, 2})}, "its labels has shape [0, 2], its labels [0, 2]");
+}
+
+// A data-parallel part is the same rows of each tensor the batch holds; a tensor it does not
+// hold stays empty.
+TEST_CASE("a batch's slice takes the same rows of each tensor it holds") {
+  const training::Batch b{.input = from_vector(std::vector<float>{0, 1, 2, 3, 4, 5}, {3, 2}),
+                          .labels = from_vector(std::vector<float>{7, 8, 9}, {3})};
+  CHECK(b.rows() == 3);
+  const training::Batch part = b.slice(1, 3);
+  CHECK(part.rows() == 2);
+  CHECK(part.input.to_vector() == std::vector<float>{2, 3, 4, 5});
+  CHECK(part.labels.to_vector() == std::vector<float>{8, 9});
+  CHECK(!part.decoder_input.defined());
 }
 
 // A language model's windows: x is T ids from a start i and y the same shifted by one, and every
