@@ -12,6 +12,8 @@ set -euo pipefail
 shopt -s inherit_errexit # a failure inside $(...) fails its assignment, which stops the script
 here="$(cd "$(dirname "$0")" && pwd)"
 py="${ANATOMY_TORCH_PYTHON:-$here/../build/venv/bin/python}"
+# models_benchmark.py imports the model from its one PyTorch definition.
+export PYTHONPATH="$here/../training/export${PYTHONPATH:+:$PYTHONPATH}"
 if [ ! -x "$py" ]; then
   echo "bench_models: no PyTorch at $py: cmake/test-venv.sh makes it (make bench runs it)" >&2
   exit 1

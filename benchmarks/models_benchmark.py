@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The PyTorch side of W1, W2 and W4 (see models_benchmark.cpp). W1 and W2 use torch's own fused
 modules (nn.Transformer, nn.TransformerEncoder), PyTorch's fastest way to build these models;
-the embeddings are the book's. W4 is shakespeare_reference.py's model and step.
+the embeddings are the book's (training/export/model.py, the one PyTorch copy of the model). W4
+is shakespeare_reference.py's model and step.
 
-    models_benchmark.py THREADS [W1|W2|W4] [--compile] [--flops]
+    PYTHONPATH=training/export models_benchmark.py THREADS [W1|W2|W4] [--compile] [--flops]
 
 --compile runs each model through torch.compile (Inductor's CPU backend), its optimizer step too;
 the compiling happens in the warm-up, outside the timed runs. A workload that torch.compile
@@ -14,7 +15,6 @@ so the benchmarks divide it by either side's time.
 Runs with the test environment's PyTorch 2.13 (build/venv/bin/python, made by cmake/test-venv.sh).
 """
 import argparse
-import pathlib
 import statistics
 import sys
 import time
@@ -22,10 +22,15 @@ import time
 import torch
 from torch import nn
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests" / "parity"))
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import book_transformer as bt  # noqa: E402
-import shakespeare_reference as shakespeare  # noqa: E402
+import shakespeare_reference as shakespeare
+
+try:  # the one PyTorch model, training/export/model.py: the scripts that run this put it on PYTHONPATH
+    import model as book
+except ModuleNotFoundError as e:
+    if e.name != "model":
+        raise
+    sys.exit("models_benchmark.py: no module 'model' on PYTHONPATH; run it with "
+             "PYTHONPATH=training/export (bench_models.sh and bench_shakespeare.sh set it)")
 
 
 def median_ms(warmup, runs, f):
@@ -144,11 +149,11 @@ def w4(compile_it, count_flops):
 
 
 def w2(compile_it, count_flops):
-    cfg = bt.make_config(vocab_size=30522, hidden_size=768, num_attention_heads=12, num_hidden_layers=12,
+    cfg = book.make_config(vocab_size=30522, hidden_size=768, num_attention_heads=12, num_hidden_layers=12,
                          intermediate_size=3072, max_position_embeddings=512)
     bert = nn.TransformerEncoder(nn.TransformerEncoderLayer(768, 12, 3072, activation="gelu", batch_first=True,
                                                             norm_first=True), 12).eval()
-    emb = bt.Embeddings(cfg).eval()
+    emb = book.Embeddings(cfg).eval()
     ids = torch.randint(1, 30522, (1, 128))
     encode = compiled(lambda: bert(emb(ids)), compile_it)
 

@@ -59,3 +59,20 @@ function(anatomy_add_library name)
   install(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/anatomy/${name}
           FILES_MATCHING PATTERN "*.hpp")
 endfunction()
+
+# A text file of the source tree (a page's script or style sheet) compiled into a library as the
+# string constant NAMESPACE::SYMBOL. cmake/embed_text.cmake writes the source at build time: a
+# change to the file rebuilds the library, and nothing reads the file at run time, so a
+# cross-compiled or installed library needs no copy of it.
+function(anatomy_embed_text target namespace symbol file)
+  set(input ${CMAKE_CURRENT_SOURCE_DIR}/${file})
+  set(output ${CMAKE_CURRENT_BINARY_DIR}/${file}.cpp)
+  add_custom_command(
+    OUTPUT ${output}
+    COMMAND ${CMAKE_COMMAND} -DINPUT=${input} -DOUTPUT=${output} -DNAMESPACE=${namespace}
+            -DSYMBOL=${symbol} -P ${PROJECT_SOURCE_DIR}/cmake/embed_text.cmake
+    DEPENDS ${input} ${PROJECT_SOURCE_DIR}/cmake/embed_text.cmake
+    COMMENT "Embedding ${file} as ${namespace}::${symbol}"
+    VERBATIM)
+  target_sources(${target} PRIVATE ${output})
+endfunction()

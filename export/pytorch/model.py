@@ -1,11 +1,15 @@
 """The chapter's Transformer in PyTorch, written the book's way (NLP with Transformers, ch. 3) and
 extended as anatomy extends it: masks and cross-attention in the attention modules, pre- or
 post-layer norm, learned or sinusoidal positions, bias-free layers, tied embeddings, and the
-decoder the book leaves as homework. Parameter names are anatomy's (the book's, per-head
-attention), so a state_dict moves between the two by name.
+decoder the book leaves as homework; and the variants anatomy builds in, chosen by the config as
+anatomy chooses them: RMSNorm (norm_type), SwiGLU (ffn_type), relative positions (Hugging Face
+BertSelfAttention's relative_key / relative_key_query), ALiBi and rotary embeddings
+(position_embedding_type). Parameter names are anatomy's (the book's, per-head attention; Hugging
+Face's or LLaMA's for the variants), so a state_dict moves between the two by name.
 
-Written by `anatomy export`;
-config.json beside it says which options the run uses.
+This one file is the PyTorch model everywhere: `anatomy export` writes it into the package it
+exports (config.json beside it says which options the run uses), the parity tests build their
+golden values with it (tests/parity/), and the benchmarks time its embeddings (benchmarks/).
 """
 import json
 import math
@@ -15,32 +19,50 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-# anatomy's TransformerConfig defaults (models/config.hpp), for keys a config.json leaves out.
+# anatomy's TransformerConfig defaults (models/config.hpp), for keys a config leaves out.
 DEFAULTS = dict(vocab_size=30522, hidden_size=768, num_attention_heads=12, num_hidden_layers=12,
                 intermediate_size=3072, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
                 max_position_embeddings=512, layer_norm_eps=1e-12, num_labels=3, hidden_act="gelu",
                 pad_token_id=0, type_vocab_size=0, position_embedding_type="absolute",
-                tie_word_embeddings=False,
+                rope_theta=10000.0, tie_word_embeddings=False,
                 initializer_range=0.02, norm_type="layer_norm", ffn_type="feed_forward",
                 attention_type="fused", pre_layer_norm=True, final_layer_norm=False,
                 embedding_layer_norm=True, num_decoder_layers=0, target_vocab_size=0,
                 share_embeddings=False, bias=True)
 
 
-def load_config(path):
-    with open(path) as f:
-        c = SimpleNamespace(**{**DEFAULTS, **json.load(f)})
-    for key, supported in (("norm_type", ["layer_norm"]), ("ffn_type", ["feed_forward"]),
-                           ("position_embedding_type", ["absolute", "sinusoidal"])):
-        if getattr(c, key) not in supported:
-            raise ValueError(f"{path}: {key} '{getattr(c, key)}' has no PyTorch twin here "
-                             f"(supported: {', '.join(supported)})")
+# The values of the config's choices this module builds, field by field.
+CHOICES = dict(norm_type=("layer_norm", "rms_norm"), ffn_type=("feed_forward", "swiglu"),
+               position_embedding_type=("absolute", "sinusoidal", "relative_key",
+                                        "relative_key_query", "alibi", "rotary"),
+               hidden_act=("gelu", "gelu_new", "relu"))
+
+
+def make_config(where="config", **fields):
+    """A config: anatomy's defaults with the given fields replaced. `where` names the config in
+    the error a choice this module does not build raises."""
+    c = SimpleNamespace(**{**DEFAULTS, **fields})
+    for key, choices in CHOICES.items():
+        if getattr(c, key) not in choices:
+            raise ValueError(f"{where}: {key} '{getattr(c, key)}' has no PyTorch twin here "
+                             f"(the choices: {', '.join(choices)})")
     return c
+
+
+def load_config(path):
+    """The config.json beside this file in an exported run."""
+    with open(path) as f:
+        return make_config(path, **json.load(f))
 
 
 def scaled_dot_product_attention(query, key, value, mask=None, dropout=None):
     dim_k = query.size(-1)
     scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(dim_k)
+    return attend(scores, value, mask, dropout)
+
+
+def attend(scores, value, mask=None, dropout=None):
+    """The weights (the softmax of the scores, masked) and the weighted sum of the values."""
     if mask is not None:
         scores = scores.masked_fill(mask == 0, float("-inf"))
     weights = F.softmax(scores, dim=-1)
@@ -52,7 +74,11 @@ def scaled_dot_product_attention(query, key, value, mask=None, dropout=None):
 
 
 def layer_norm(config):
-    """nn.LayerNorm, without its bias when config.bias is off (torch 1.13 has no bias=False)."""
+    """The config's norm: nn.LayerNorm (without its bias when config.bias is off; torch 1.13 has
+    no bias=False), or nn.RMSNorm, whose eps sits inside the square root as in LLaMA's
+    LlamaRMSNorm."""
+    if config.norm_type == "rms_norm":
+        return nn.RMSNorm(config.hidden_size, eps=config.layer_norm_eps)
     norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
     if not config.bias:
         del norm.bias
@@ -68,26 +94,88 @@ class AttentionHead(nn.Module):
         self.v = nn.Linear(embed_dim, head_dim, bias=bias)
         self.dropout = nn.Dropout(dropout_p)
 
-    def forward(self, query_states, key_value_states, mask=None):
+    def forward(self, query_states, key_value_states=None, mask=None):
+        kv = query_states if key_value_states is None else key_value_states
         out, self.last_attention = scaled_dot_product_attention(
-            self.q(query_states), self.k(key_value_states), self.v(key_value_states), mask,
-            self.dropout)
+            self.q(query_states), self.k(kv), self.v(kv), mask, self.dropout)
         return out
 
 
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rotary(x, theta, start=0):
+    """GPT-NeoX / LLaMA's rotary embedding of x [B, T, D] at positions start, start + 1, ..."""
+    d = x.size(-1)
+    inv_freq = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d))
+    t = torch.arange(start, start + x.size(-2), dtype=torch.float64)
+    emb = torch.cat((torch.outer(t, inv_freq),) * 2, dim=-1)
+    return x * emb.cos().float() + rotate_half(x) * emb.sin().float()
+
+
+def alibi_slopes(n):
+    """The ALiBi paper's head slopes (Press et al., 2022, their reference code)."""
+    def power_of_2(n):
+        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        return [start * start ** i for i in range(n)]
+    if math.log2(n).is_integer():
+        return power_of_2(n)
+    closest = 2 ** math.floor(math.log2(n))
+    return power_of_2(closest) + alibi_slopes(2 * closest)[0::2][: n - closest]
+
+
 class MultiHeadAttention(nn.Module):
-    def __init__(self, config):
+    def __init__(self, config, self_attention=True):
         super().__init__()
         embed_dim = config.hidden_size
-        head_dim = embed_dim // config.num_attention_heads
+        num_heads = config.num_attention_heads
+        head_dim = embed_dim // num_heads
         self.heads = nn.ModuleList([
             AttentionHead(embed_dim, head_dim, config.attention_probs_dropout_prob, config.bias)
-            for _ in range(config.num_attention_heads)])
+            for _ in range(num_heads)])
         self.output_linear = nn.Linear(embed_dim, embed_dim, bias=config.bias)
+        # Position schemes inside attention act in self-attention only.
+        self.scheme = config.position_embedding_type if self_attention else "absolute"
+        self.max_positions = config.max_position_embeddings
+        self.theta = config.rope_theta
+        if self.scheme.startswith("relative_key"):  # Hugging Face's name and size
+            self.distance_embedding = nn.Embedding(2 * config.max_position_embeddings - 1, head_dim)
+        if self.scheme == "alibi":
+            self.slopes = alibi_slopes(num_heads)
 
-    def forward(self, query_states, key_value_states, mask=None):
-        x = torch.cat([h(query_states, key_value_states, mask) for h in self.heads], dim=-1)
-        return self.output_linear(x)
+    def forward(self, query_states, key_value_states=None, mask=None):
+        if self.scheme not in ("relative_key", "relative_key_query", "alibi", "rotary"):
+            x = torch.cat([h(query_states, key_value_states, mask) for h in self.heads], dim=-1)
+            self.last_attention = torch.stack([h.last_attention for h in self.heads], 1)  # [B, H, Tq, Tk]
+            return self.output_linear(x)
+        kv = query_states if key_value_states is None else key_value_states
+        outs, weights = [], []
+        for h, head in enumerate(self.heads):
+            q, k, v = head.q(query_states), head.k(kv), head.v(kv)
+            out, w = attend(self.position_scores(h, q, k), v, mask, head.dropout)
+            outs.append(out)
+            weights.append(w)
+        self.last_attention = torch.stack(weights, 1)
+        return self.output_linear(torch.cat(outs, dim=-1))
+
+    def position_scores(self, h, q, k):
+        """Head h's scaled scores with the position scheme's part in them."""
+        if self.scheme == "rotary":
+            q, k = apply_rotary(q, self.theta), apply_rotary(k, self.theta)
+        scores = torch.matmul(q, k.transpose(-2, -1))
+        tq, tk = q.size(1), k.size(1)
+        distance = torch.arange(tq).view(-1, 1) - torch.arange(tk).view(1, -1)
+        if self.scheme.startswith("relative_key"):  # as BertSelfAttention, before the scaling
+            r = self.distance_embedding(distance + self.max_positions - 1)  # [Tq, Tk, D]
+            scores = scores + torch.einsum("bld,lrd->blr", q, r)
+            if self.scheme == "relative_key_query":
+                scores = scores + torch.einsum("brd,lrd->blr", k, r)
+        scores = scores / math.sqrt(q.size(-1))
+        if self.scheme == "alibi":
+            scores = scores - self.slopes[h] * distance.abs().float()
+        return scores
 
 
 class FeedForward(nn.Module):
@@ -101,6 +189,26 @@ class FeedForward(nn.Module):
 
     def forward(self, x):
         return self.dropout(self.linear_2(self.gelu(self.linear_1(x))))
+
+
+class SwiGLUFeedForward(nn.Module):
+    """LLaMA's LlamaMLP: down_proj(silu(gate_proj(x)) * up_proj(x)), then the layer's dropout."""
+
+    def __init__(self, config):
+        super().__init__()
+        e, i = config.hidden_size, config.intermediate_size
+        self.gate_proj = nn.Linear(e, i, bias=config.bias)
+        self.up_proj = nn.Linear(e, i, bias=config.bias)
+        self.down_proj = nn.Linear(i, e, bias=config.bias)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, x):
+        return self.dropout(self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x)))
+
+
+def feed_forward(config):
+    """The config's feed-forward: the book's, or LLaMA's SwiGLU."""
+    return SwiGLUFeedForward(config) if config.ffn_type == "swiglu" else FeedForward(config)
 
 
 def sinusoidal_positions(max_len, d):
@@ -117,10 +225,12 @@ class Embeddings(nn.Module):
         super().__init__()
         self.token_embeddings = nn.Embedding(vocab_size or config.vocab_size, config.hidden_size)
         self.sinusoidal = config.position_embedding_type == "sinusoidal"
+        # Schemes inside attention (relative, ALiBi, rotary) add nothing here.
+        self.absolute = config.position_embedding_type == "absolute"
         if self.sinusoidal:
             self.register_buffer("pe", sinusoidal_positions(config.max_position_embeddings,
                                                             config.hidden_size), persistent=False)
-        else:
+        elif self.absolute:
             self.position_embeddings = nn.Embedding(config.max_position_embeddings,
                                                     config.hidden_size)
         # BERT's sentence A/B table, when the config has token types
@@ -132,13 +242,13 @@ class Embeddings(nn.Module):
 
     def forward(self, input_ids, token_type_ids=None):
         seq_length = input_ids.size(1)
-        position_ids = torch.arange(seq_length, dtype=torch.long,
-                                    device=input_ids.device).unsqueeze(0)
+        x = self.token_embeddings(input_ids)
         if self.sinusoidal:
-            positions = self.pe[:seq_length].unsqueeze(0)
-        else:
-            positions = self.position_embeddings(position_ids)
-        x = self.token_embeddings(input_ids) + positions
+            x = x + self.pe[:seq_length].unsqueeze(0)
+        elif self.absolute:
+            position_ids = torch.arange(seq_length, dtype=torch.long,
+                                        device=input_ids.device).unsqueeze(0)
+            x = x + self.position_embeddings(position_ids)
         if hasattr(self, "token_type_embeddings"):  # all sentence A when not given, as BERT
             if token_type_ids is None:
                 token_type_ids = torch.zeros_like(input_ids)
@@ -153,7 +263,7 @@ class TransformerEncoderLayer(nn.Module):
         self.layer_norm_1 = layer_norm(config)
         self.layer_norm_2 = layer_norm(config)
         self.attention = MultiHeadAttention(config)
-        self.feed_forward = FeedForward(config)
+        self.feed_forward = feed_forward(config)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, x, mask=None):
@@ -204,9 +314,9 @@ class TransformerDecoderLayer(nn.Module):
         self.layer_norm_2 = layer_norm(config)
         self.cross = cross_attention
         if cross_attention:
-            self.cross_attention = MultiHeadAttention(config)
+            self.cross_attention = MultiHeadAttention(config, self_attention=False)
             self.layer_norm_3 = layer_norm(config)
-        self.feed_forward = FeedForward(config)
+        self.feed_forward = feed_forward(config)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, x, memory=None, self_mask=None, memory_mask=None):

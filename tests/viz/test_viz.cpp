@@ -45,6 +45,28 @@ std::vector<std::vector<double>> svg_numbers(const std::string& svg, const std::
 
 }  // namespace
 
+// The page carries viz/attention_view.js and viz/attention_view.css whole, each in its element: the
+// build embeds the files as they are, and a change to either reaches the page.
+TEST_CASE("attention page: its script and style sheet are viz/attention_view.js and .css") {
+  const std::string path = temp_path("attention_assets.html");
+  const std::vector<std::string> tokens = {"a", "b"};
+  const viz::AttentionSection s{"self", tokens, tokens, {softmax(randn({1, 2, 2}), -1)}};
+  viz::write_attention_html(path, "t", {s});
+  const auto read = [](const std::string& file) {
+    std::ifstream f(file);
+    REQUIRE(f);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  const std::string html = read(path), viz_dir = std::string(ANATOMY_TEST_DIR) + "/../viz/";
+  const std::string script = read(viz_dir + "attention_view.js");
+  const std::string style = read(viz_dir + "attention_view.css");
+  CHECK(script.find("function drawAttention") != std::string::npos);
+  CHECK(style.find("table.neuron") != std::string::npos);
+  CHECK(html.find("<script>\n" + script + "</script>") != std::string::npos);
+  CHECK(html.find("<style>\n" + style + "</style>") != std::string::npos);
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("attention page: a pair, predictions and the neuron view's vectors reach the page") {
   const std::string path = temp_path("attention_view.html");
   const std::vector<std::string> tokens = {"[CLS]", "a", "[SEP]", "b", "[SEP]"};
