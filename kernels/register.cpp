@@ -4,9 +4,12 @@
 namespace anatomy {
 
 void register_attention_kernels();
+void register_clip_grad_kernels();
+void register_data_parallel_kernels();
 void register_elementwise_kernels();
 void register_functional_kernels();
 void register_linalg_kernels();
+void register_optimizer_kernels();
 void register_reduction_kernels();
 void register_tensor_kernels();
 
@@ -14,9 +17,12 @@ namespace {
 
 const bool registered = [] {
   register_attention_kernels();
+  register_clip_grad_kernels();
+  register_data_parallel_kernels();
   register_elementwise_kernels();
   register_functional_kernels();
   register_linalg_kernels();
+  register_optimizer_kernels();
   register_reduction_kernels();
   register_tensor_kernels();
   return true;

@@ -1,16 +1,11 @@
 #include "nn/clip_grad.hpp"
 
-#include <algorithm>
 #include <cmath>
-#include <limits>
-#include <mutex>
-#include <unordered_set>
-#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include "autograd/autograd.hpp"
-#include "kernels/simd.hpp"
-#include "nn/for_each_segment.hpp"
+#include "autograd/dispatch.hpp"
 
 namespace anatomy::nn {
 
@@ -23,11 +18,25 @@ T max_keeping_nan(T m, T a) {
   return std::isnan(a) || a > m ? a : m;
 }
 
-// max |x[i]|, NaN if any x[i] is NaN.
-float max_abs(const float* x, int64_t n) {
-  float m = 0.0f;
-  for (int64_t i = 0; i < n; ++i) m = max_keeping_nan(m, std::fabs(x[i]));
-  return m;
+// The norm of each tensor, a float32 value as torch._foreach_norm gives: √(Σ x²), or max |x|
+// for the infinity norm (NaN if any x is NaN). Fast kernel: kernels/clip_grad.cpp.
+std::vector<float> foreach_norm(const std::vector<Tensor>& tensors, bool inf) {
+  std::vector<float> norms;
+  for (const Tensor& t : tensors) {
+    const Tensor dense = t.contiguous();
+    const float* x = dense.data();
+    float v = 0.0f;  // max |x|, or Σ x²
+    for (int64_t i = 0; i < dense.numel(); ++i)
+      v = inf ? max_keeping_nan(v, std::fabs(x[i])) : v + x[i] * x[i];
+    norms.push_back(inf ? v : std::sqrt(v));
+  }
+  return norms;
+}
+
+// Each tensor times `scalar`, in place, as torch._foreach_mul_: a tensor listed twice is scaled
+// twice. Fast kernel: kernels/clip_grad.cpp.
+void foreach_mul_(const std::vector<Tensor>& tensors, float scalar) {
+  for (Tensor t : tensors) t.mul_(scalar);
 }
 
 }  // namespace
@@ -38,63 +47,24 @@ float clip_grad_norm_(const std::vector<Tensor>& parameters, float max_norm, flo
     throw Error(
         fmt::format("clip_grad_norm_: norm_type {} is not supported (2 or inf)", norm_type));
   NoGradGuard no_grad;
-  std::vector<Tensor> grads, dense;
-  std::vector<int64_t> sizes;
+  std::vector<Tensor> grads;
   for (const auto& p : parameters)
-    if (p.grad().defined()) {
-      grads.push_back(p.grad());
-      dense.push_back(p.grad().contiguous());
-      sizes.push_back(p.grad().numel());
-    }
+    if (p.grad().defined()) grads.push_back(p.grad());
   if (grads.empty()) return 0.0f;
-  // As torch: the norm of the per-tensor norms, each a float32 value. All the tensors go in one
-  // parallel pass (for_each_segment): a product, a sum and a read-back per tensor would be dozens
-  // of loops too small to split, run one after another on one core. A tensor's pieces are
-  // combined in the order of their offsets, so the norm depends only on the thread count, as the
-  // step's other reductions.
-  std::vector<std::vector<std::pair<int64_t, float>>> pieces(grads.size());
-  std::mutex pieces_mutex;
-  for_each_segment(sizes, [&](size_t i, int64_t b, int64_t e) {
-    const float* x = dense[i].data() + b;
-    const float v = inf ? max_abs(x, e - b) : simd::dot(x, x, e - b);
-    std::lock_guard lock(pieces_mutex);
-    pieces[i].push_back({b, v});
-  });
+  auto norms_of = foreach_norm;
+  if (auto fast = fast_kernel<decltype(foreach_norm)>("_foreach_norm")) norms_of = fast;
+  // As torch: the norm of the per-tensor norms, summed in double.
   double total = 0.0;
-  for (auto& tensor_pieces : pieces) {
-    std::sort(tensor_pieces.begin(), tensor_pieces.end());
-    float v = 0.0f;  // the tensor's max |g|, or its Σ g²
-    for (const auto& [begin, piece] : tensor_pieces)
-      v = inf ? max_keeping_nan(v, piece) : v + piece;
-    if (inf) {
-      total = max_keeping_nan(total, static_cast<double>(v));
-    } else {
-      const float n = std::sqrt(v);
-      total += static_cast<double>(n) * n;
-    }
-  }
+  for (const float n : norms_of(grads, inf))
+    total =
+        inf ? max_keeping_nan(total, static_cast<double>(n)) : total + static_cast<double>(n) * n;
   const float norm = inf ? static_cast<float>(total) : static_cast<float>(std::sqrt(total));
   const float coef = max_norm / (norm + 1e-6f);
   // As torch, which multiplies by min(coef, 1): a NaN norm makes every gradient NaN.
   if (!(coef < 1.0f) && !std::isnan(coef)) return norm;
-  // The scaling, in one pass too. A gradient that is not contiguous (`dense` is then a copy) is
-  // scaled where it lies, and so is one listed twice (torch then scales it twice): in the pass,
-  // two chunks could scale the same values at once.
-  std::vector<int64_t> in_pass(sizes.size(), 0);
-  std::vector<size_t> alone;
-  std::unordered_set<const float*> seen;
-  for (size_t i = 0; i < grads.size(); ++i) {
-    if (grads[i].is_contiguous() && seen.insert(grads[i].data()).second)
-      in_pass[i] = sizes[i];
-    else
-      alone.push_back(i);
-  }
-  const simd::batch c(coef);
-  for_each_segment(in_pass, [&](size_t i, int64_t b, int64_t e) {
-    float* x = grads[i].data() + b;
-    simd::map_range(x, x, e - b, [&](simd::batch v) { return v * c; });
-  });
-  for (size_t i : alone) grads[i].mul_(coef);
+  auto scale = foreach_mul_;
+  if (auto fast = fast_kernel<decltype(foreach_mul_)>("_foreach_mul_")) scale = fast;
+  scale(grads, coef);
   return norm;
 }
 

@@ -1,11 +1,31 @@
 #include "nn/data_parallel.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
-#include "kernels/simd.hpp"
-#include "nn/for_each_segment.hpp"
+#include "autograd/dispatch.hpp"
 
 namespace anatomy::nn {
+
+namespace {
+
+// The loops of the data-parallel step, plainly: one part (the whole batch on this thread), the
+// parts run one after another, and each gradient plus the replicas', added in part order. Their
+// fast kernels (kernels/data_parallel.cpp) split a batch into one part a thread, run the parts at
+// once, and add all the gradients in one parallel loop.
+int64_t parts_of(int64_t /*rows*/) { return 1; }
+
+void run_parts(int64_t n, const std::function<void(int64_t k)>& part) {
+  for (int64_t k = 0; k < n; ++k) part(k);
+}
+
+void add_gradients(const std::vector<Tensor>& into, const std::vector<std::vector<Tensor>>& from) {
+  for (size_t i = 0; i < into.size(); ++i)
+    for (const Tensor& g : from[i]) Tensor(into[i]).add_(g);
+}
+
+}  // namespace
 
 DataParallel::DataParallel(Module& module, std::function<std::shared_ptr<Module>()> replicate)
     : module_(module), replicate_(std::move(replicate)) {
@@ -13,8 +33,8 @@ DataParallel::DataParallel(Module& module, std::function<std::shared_ptr<Module>
 }
 
 int64_t DataParallel::parts(int64_t rows) const {
-  if (in_parallel()) return 1;
-  return std::clamp<int64_t>(rows, 1, get_num_threads());
+  if (auto fast = fast_kernel<decltype(parts_of)>("data_parallel.parts")) return fast(rows);
+  return parts_of(rows);
 }
 
 std::pair<int64_t, int64_t> DataParallel::part_rows(int64_t rows, int64_t k, int64_t n) {
@@ -99,11 +119,11 @@ void DataParallel::run(int64_t n, const std::function<void(int64_t, Module&)>& f
     generators.emplace_back(seed ^ (seed >> 29));
   }
   const std::vector<Generator> fresh = generators;
-  parallel_for(n, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t k = begin; k < end; ++k) {
-      GeneratorGuard own(generators[k]);
-      fn(k, *models[k]);
-    }
+  auto run_all = run_parts;
+  if (auto fast = fast_kernel<decltype(run_parts)>("data_parallel.run")) run_all = fast;
+  run_all(n, [&](int64_t k) {
+    GeneratorGuard own(generators[k]);
+    fn(k, *models[k]);
   });
   for (int64_t k = 0; k < n; ++k)
     if (generators[k].get_state().state != fresh[k].get_state().state) {
@@ -114,50 +134,35 @@ void DataParallel::run(int64_t n, const std::function<void(int64_t, Module&)>& f
 
 void DataParallel::reduce_gradients() {
   if (replicas_.empty()) return;
-  // Each parameter's gradients summed in part order (the module's, then replica 1's, 2's, ...),
-  // all parameters in one parallel loop: a loop per parameter would run the small ones on one
-  // core and wake the other for each large one. A module without a gradient takes the first
-  // replica's as it is.
+  // Each parameter's gradients summed in part order (the module's, then replica 1's, 2's, ...).
+  // A module without a gradient takes the first replica's as it is.
   std::vector<const Tie*> ties;
   for (int64_t k = 1; k <= static_cast<int64_t>(replicas_.size()); ++k) ties.push_back(&tie(k));
   const std::vector<Tensor>& mine = ties[0]->mine;
-  struct Sum {
-    Tensor into;
-    std::vector<Tensor> from;  // held: the replicas no longer hold them
-  };
-  std::vector<Sum> sums;
-  std::vector<int64_t> sizes;
+  std::vector<Tensor> into;
+  std::vector<std::vector<Tensor>> from;  // held: the replicas no longer hold them
   for (size_t i = 0; i < mine.size(); ++i) {
-    Tensor into = mine[i].grad();
-    std::vector<Tensor> from;
+    Tensor sum = mine[i].grad();
+    std::vector<Tensor> theirs;
     for (const Tie* t : ties) {
-      const Tensor& theirs = t->theirs[i];
-      const Tensor g = theirs.grad();
-      theirs.zero_grad();
+      const Tensor g = t->theirs[i].grad();
+      t->theirs[i].zero_grad();
       if (!g.defined()) continue;
-      if (into.defined()) {
-        from.push_back(g);
+      if (sum.defined()) {
+        theirs.push_back(g);
       } else {
         mine[i].set_grad(g);
-        into = g;
+        sum = g;
       }
     }
-    if (from.empty()) continue;
-    bool flat = into.is_contiguous();
-    for (const Tensor& g : from) flat = flat && g.is_contiguous();
-    if (!flat) {  // strided: added here, in the same order
-      for (const Tensor& g : from) into.add_(g);
-      continue;
-    }
-    sizes.push_back(into.numel());
-    sums.push_back({std::move(into), std::move(from)});
+    if (theirs.empty()) continue;
+    into.push_back(std::move(sum));
+    from.push_back(std::move(theirs));
   }
-  for_each_segment(sizes, [&](size_t k, int64_t b, int64_t e) {
-    float* into = sums[k].into.data();
-    for (const Tensor& g : sums[k].from)
-      simd::map2_range(into + b, 1, g.data() + b, 1, into + b, e - b,
-                       [](simd::batch a, simd::batch c) { return a + c; });
-  });
+  auto add = add_gradients;
+  if (auto fast = fast_kernel<decltype(add_gradients)>("data_parallel.reduce_gradients"))
+    add = fast;
+  add(into, from);
 }
 
 }  // namespace anatomy::nn

@@ -35,14 +35,16 @@ class DataParallel {
   // matter: its parameters are pointed at the module's).
   DataParallel(Module& module, std::function<std::shared_ptr<Module>()> replicate);
 
-  // How many parts a batch of `rows` rows is split into: one a thread (get_num_threads()), at
-  // most one a row, and 1 inside a parallel loop.
+  // How many parts a batch of `rows` rows is split into. On the fast kernels one a thread
+  // (get_num_threads()), at most one a row, and 1 inside a parallel loop; on the reference path
+  // 1, the whole batch as a plain step takes it.
   int64_t parts(int64_t rows) const;
   // Part k of n of `rows` rows: [begin, end), contiguous, the first parts one row longer when
   // rows do not divide evenly.
   static std::pair<int64_t, int64_t> part_rows(int64_t rows, int64_t k, int64_t n);
 
-  // fn(k, model) for every part k of n at once, one a thread: model is the module for part 0 and
+  // fn(k, model) for every part k of n, at once on the fast kernels (one a thread), one after
+  // another on the reference path: model is the module for part 0 and
   // replica k for the others, in the module's training mode. With n > 1 each part draws random
   // numbers (dropout) from a generator of its own, seeded from the default generator's state and
   // k, so the result is the same for a fixed seed and thread count (the default generator moves

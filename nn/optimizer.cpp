@@ -2,14 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
-#include "kernels/simd.hpp"
-#include "nn/for_each_segment.hpp"
+#include "autograd/dispatch.hpp"
 
 namespace anatomy::nn {
-
-using simd::batch;
 
 Optimizer::Optimizer(std::vector<Tensor> params, double lr, const char* name)
     : params_(std::move(params)), lr_(lr), state_(params_.size()), name_(name) {
@@ -162,34 +158,39 @@ AdamW::AdamW(std::vector<Tensor> params, AdamWOptions o)
 
 namespace {
 
-// f(p, g, m, v) -> updates p, m, v in place, for n elements; the last partial batch goes through
-// stack buffers so every element gets the same instructions wherever a segment starts.
-template <typename F>
-void update4(float* p, const float* g, float* m, float* v, int64_t n, F f) {
-  int64_t i = 0;
-  for (; i + simd::W <= n; i += simd::W) {
-    batch bp = batch::load_unaligned(p + i), bm = batch::load_unaligned(m + i);
-    batch bv = batch::load_unaligned(v + i);
-    f(bp, batch::load_unaligned(g + i), bm, bv);
-    bp.store_unaligned(p + i);
-    bm.store_unaligned(m + i);
-    bv.store_unaligned(v + i);
+// The loops of one Adam or AdamW step, over every parameter that has a gradient, as torch's
+// _fused_adam_ / _fused_adamw_ take them: parameter i, its gradient (contiguous), its two moment
+// buffers and its weight decay. The scalars are computed in double, as torch.optim computes them
+// in Python, then rounded once to float. The fast kernel "adam" (kernels/optimizer.cpp) runs the
+// same float operations on SIMD vectors, all the parameters in one parallel loop.
+void adam(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+          const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
+          const std::vector<double>& weight_decays, int64_t step, double lr, double beta1,
+          double beta2, double eps, bool decoupled) {
+  const auto b1 = static_cast<float>(beta1), a1 = static_cast<float>(1.0 - beta1);
+  const auto b2 = static_cast<float>(beta2), a2 = static_cast<float>(1.0 - beta2);
+  // The bias corrections: m and v start at zero, so their early averages are too small by these.
+  const double bc1 = 1.0 - std::pow(beta1, static_cast<double>(step));
+  const double bc2 = 1.0 - std::pow(beta2, static_cast<double>(step));
+  const auto step_size = static_cast<float>(lr / bc1);
+  const auto bc2_sqrt = static_cast<float>(std::sqrt(bc2));
+  const auto e = static_cast<float>(eps);
+  for (size_t i = 0; i < params.size(); ++i) {
+    float *p = params[i].data(), *m = exp_avgs[i].data(), *v = exp_avg_sqs[i].data();
+    const float* g = grads[i].data();
+    const auto wd = static_cast<float>(weight_decays[i]);
+    const auto decay = static_cast<float>(1.0 - lr * weight_decays[i]);
+    for (int64_t j = 0; j < params[i].numel(); ++j) {
+      float gj = g[j];
+      if (wd != 0 && decoupled) p[j] = p[j] * decay;   // AdamW: p = p (1 - lr·wd)
+      if (wd != 0 && !decoupled) gj = gj + p[j] * wd;  // Adam's L2 decay: g' = g + wd·p
+      // m = β1 m + (1-β1) g'     v = β2 v + (1-β2) g'²
+      // p = p - lr/(1-β1^t) · m / (√v / √(1-β2^t) + ε)
+      m[j] = m[j] * b1 + gj * a1;
+      v[j] = v[j] * b2 + gj * gj * a2;
+      p[j] = p[j] - step_size * m[j] / (std::sqrt(v[j]) / bc2_sqrt + e);
+    }
   }
-  if (i == n) return;
-  alignas(64) float sp[simd::W] = {}, sg[simd::W] = {}, sm[simd::W] = {}, sv[simd::W] = {};
-  const auto bytes = sizeof(float) * static_cast<size_t>(n - i);
-  std::memcpy(sp, p + i, bytes);
-  std::memcpy(sg, g + i, bytes);
-  std::memcpy(sm, m + i, bytes);
-  std::memcpy(sv, v + i, bytes);
-  batch bp = batch::load_aligned(sp), bm = batch::load_aligned(sm), bv = batch::load_aligned(sv);
-  f(bp, batch::load_aligned(sg), bm, bv);
-  bp.store_aligned(sp);
-  bm.store_aligned(sm);
-  bv.store_aligned(sv);
-  std::memcpy(p + i, sp, bytes);
-  std::memcpy(m + i, sm, bytes);
-  std::memcpy(v + i, sv, bytes);
 }
 
 }  // namespace
@@ -197,47 +198,21 @@ void update4(float* p, const float* g, float* m, float* v, int64_t n, F f) {
 void Adam::step() {
   NoGradGuard no_grad;
   ++step_;
-  // Scalars in double, as torch.optim computes them in Python, then rounded once to float.
-  const double bc1 = 1.0 - std::pow(options.beta1, static_cast<double>(step_));
-  const double bc2 = 1.0 - std::pow(options.beta2, static_cast<double>(step_));
-  const batch b1(static_cast<float>(options.beta1)), a1(static_cast<float>(1.0 - options.beta1));
-  const batch b2(static_cast<float>(options.beta2)), a2(static_cast<float>(1.0 - options.beta2));
-  const batch step_size(static_cast<float>(lr_ / bc1));
-  const batch bc2_sqrt(static_cast<float>(std::sqrt(bc2)));
-  const batch eps(static_cast<float>(options.eps));
-  // Every parameter with a gradient, updated in one loop (torch's foreach / multi-tensor form).
-  struct Item {
-    float *p, *m, *v;
-    Tensor g;  // contiguous, kept alive for the loop
-    float wd, decay;
-  };
-  std::vector<Item> items;
-  std::vector<int64_t> sizes;
+  std::vector<Tensor> params, grads, exp_avgs, exp_avg_sqs;
+  std::vector<double> weight_decays;
   for (size_t i = 0; i < params_.size(); ++i) {
-    Tensor& p = params_[i];
-    if (!p.grad().defined()) continue;
-    Tensor g = p.grad().contiguous();
-    const auto wd = static_cast<float>(weight_decay_[i]);
-    items.push_back({p.data(), buffer(i, "exp_avg").data(), buffer(i, "exp_avg_sq").data(), g, wd,
-                     static_cast<float>(1.0 - lr_ * weight_decay_[i])});
-    sizes.push_back(p.numel());
+    if (!params_[i].grad().defined()) continue;
+    params.push_back(params_[i]);
+    grads.push_back(params_[i].grad().contiguous());
+    exp_avgs.push_back(buffer(i, "exp_avg"));
+    exp_avg_sqs.push_back(buffer(i, "exp_avg_sq"));
+    weight_decays.push_back(weight_decay_[i]);
   }
-  const bool decoupled = decoupled_;
-  for_each_segment(sizes, [&](size_t k, int64_t b, int64_t e) {
-    const Item& it = items[k];
-    const batch wd(it.wd), decay(it.decay);
-    const bool decays = it.wd != 0;
-    update4(it.p + b, it.g.data() + b, it.m + b, it.v + b, e - b,
-            [&](batch& p, batch g, batch& m, batch& v) {
-              if (decays && decoupled) p = p * decay;    // AdamW: p = p (1 - lr·wd)
-              if (decays && !decoupled) g = g + p * wd;  // Adam's L2 decay: g' = g + wd·p
-              // m = β1 m + (1-β1) g'     v = β2 v + (1-β2) g'²
-              // p = p - lr/(1-β1^t) · m / (√v / √(1-β2^t) + ε)
-              m = m * b1 + g * a1;
-              v = v * b2 + g * g * a2;
-              p = p - step_size * m / (xsimd::sqrt(v) / bc2_sqrt + eps);
-            });
-  });
+  const auto& o = options;
+  auto loops = adam;
+  if (auto fast = fast_kernel<decltype(adam)>("adam")) loops = fast;
+  loops(params, grads, exp_avgs, exp_avg_sqs, weight_decays, step_, lr_, o.beta1, o.beta2, o.eps,
+        decoupled_);
 }
 
 }  // namespace anatomy::nn

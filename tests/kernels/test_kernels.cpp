@@ -2,7 +2,8 @@
 // of every input, on shapes with odd sizes and edge tiles, on transposed, strided and broadcast
 // inputs, with masks and dropout drawn from the same random stream, on one thread and two.
 //
-// Adding a kernel is one row in `table()`; a kernel registered without a row fails the first case.
+// Adding a kernel is one row in `table()` (`nn_table()` for nn/'s); a kernel registered without a
+// row fails the first case.
 #include <algorithm>
 #include <functional>
 #include <set>
@@ -10,6 +11,7 @@
 #include "autograd/autograd.hpp"
 #include "helpers.hpp"
 #include "kernels/parallel.hpp"
+#include "nn/nn.hpp"
 
 namespace anatomy {
 namespace {
@@ -346,6 +348,118 @@ std::vector<Row> table() {
   };
 }
 
+// --- The kernels of nn/: the optimizer, gradient clipping and the data-parallel step ---
+
+// Three Adam and three AdamW steps on copies of `x` (one of them without weight decay, the
+// matrices with a transposed gradient): every parameter and moment buffer after them, flat.
+Tensor adam_steps(const Inputs& x) {
+  std::vector<Tensor> out;
+  for (const bool decoupled : {false, true}) {
+    std::vector<Tensor> params;
+    for (const Tensor& t : x) params.push_back(t.detach().clone().requires_grad_());
+    Tensor no_grad = randn({3}).requires_grad_();  // never gets a gradient: not stepped
+    auto with_no_grad = params;
+    with_no_grad.push_back(no_grad);
+    std::unique_ptr<nn::Optimizer> opt;
+    if (decoupled)
+      opt = std::make_unique<nn::AdamW>(with_no_grad,
+                                        nn::AdamWOptions{.lr = 0.01, .weight_decay = 0.1});
+    else
+      opt = std::make_unique<nn::Adam>(with_no_grad,
+                                       nn::AdamOptions{.lr = 0.01, .weight_decay = 0.1});
+    opt->set_weight_decay({params[0]}, 0.0);
+    for (int step = 0; step < 3; ++step) {
+      for (Tensor& p : params) {
+        Tensor g = p.dim() == 2 ? randn({p.size(1), p.size(0)}).transpose(0, 1) : randn(p.shape());
+        p.set_grad(g);
+      }
+      opt->step();
+    }
+    for (const Tensor& p : with_no_grad) out.push_back(p.detach().reshape({-1}));
+    for (const auto& [name, buffer] : opt->state_dict())
+      if (name != "step") out.push_back(buffer.reshape({-1}));
+  }
+  return cat(out);
+}
+
+// clip_grad_norm_ of gradients `x` (plus one strided and one parameter listed twice), by the
+// 2-norm and the infinity norm, clipping and not: each norm, then every gradient after it.
+Tensor clip_grad_norms(const Inputs& x) {
+  std::vector<Tensor> out;
+  for (const float norm_type : {2.0f, INFINITY})
+    for (const float max_norm : {0.5f, 1e6f}) {
+      std::vector<Tensor> params;
+      for (const Tensor& g : x) {
+        params.push_back(zeros(g.shape()).requires_grad_());
+        params.back().set_grad(g.detach().clone());
+      }
+      Tensor wide = randn({41, 2});
+      params.push_back(zeros({41}).requires_grad_());
+      params.back().set_grad(wide.select(1, 0));  // stride 2
+      params.push_back(params[0]);                // scaled twice, as torch does
+      const float norm = nn::clip_grad_norm_(params, max_norm, norm_type);
+      out.push_back(full({1}, norm));
+      for (const Tensor& p : params) out.push_back(p.grad().reshape({-1}));
+    }
+  return cat(out);
+}
+
+// A data-parallel step of a Linear layer with weight x[1] and bias x[2] over the rows of x[0],
+// split by DataParallel::parts (`by_threads`) or into two parts: the module's gradients after
+// reduce_gradients, which are the whole batch's either way.
+Tensor data_parallel_step(const Inputs& x, bool by_threads) {
+  const int64_t rows = x[0].size(0), in = x[1].size(1), out = x[1].size(0);
+  nn::Linear model(in, out);
+  {
+    NoGradGuard no_grad;
+    model.weight.copy_(x[1].detach());
+    model.bias.copy_(x[2].detach());
+  }
+  nn::DataParallel dp(model, [=] { return std::make_shared<nn::Linear>(in, out); });
+  const int64_t n = by_threads ? dp.parts(rows) : 2;
+  std::vector<Tensor> losses(n);
+  const Tensor input = x[0].detach();
+  dp.run(n, [&](int64_t k, nn::Module& m) {
+    const auto [b, e] = nn::DataParallel::part_rows(rows, k, n);
+    const Tensor y = dynamic_cast<nn::Linear&>(m).forward(input.slice(0, b, e));
+    losses[k] = sum(mul(y, y));
+  });
+  dp.run(n, [&](int64_t k, nn::Module&) { losses[k].backward(); });
+  dp.reduce_gradients();
+  return cat({model.weight.grad().reshape({-1}), model.bias.grad()}).detach();
+}
+
+// The rows of the kernels of nn/'s training step, in a block of their own.
+std::vector<Row> nn_table() {
+  auto data_parallel_cases = [] {
+    return std::vector<Inputs>{{randn({7, 5}), randn({3, 5}), randn({3})},
+                               {randn({2, 33}), randn({70, 33}), randn({70})},
+                               {randn({65, 4}), randn({1, 4}), randn({1})}};
+  };
+  auto clip_cases = [] {
+    return std::vector<Inputs>{{randn({1})},
+                               {randn({37}), randn({4, 129}), randn({70001})},
+                               {randn({3, 5}), transposed({40, 9}), randn({17})}};
+  };
+  return {
+      Row{"adam",
+          [] {
+            return std::vector<Inputs>{{randn({1}), randn({37}), randn({4, 33}), randn({70001})},
+                                       {randn({17}), randn({16})}};
+          },
+          adam_steps, 1e-6, 1e-5},
+      Row{"_foreach_norm", clip_cases, clip_grad_norms, 1e-5, 1e-5},
+      Row{"_foreach_mul_", clip_cases, clip_grad_norms, 1e-5, 1e-5},
+      // On the reference path the batch is one part; on the fast one, a part a thread.
+      Row{"data_parallel.parts", data_parallel_cases,
+          [](const Inputs& x) { return data_parallel_step(x, true); }, 1e-5, 1e-5},
+      Row{"data_parallel.run", data_parallel_cases,
+          [](const Inputs& x) { return data_parallel_step(x, false); }, 1e-5, 1e-5},
+      Row{"data_parallel.reduce_gradients", data_parallel_cases,
+          [](const Inputs& x) { return data_parallel_step(x, false); }, 1e-5, 1e-5},
+  };
+}
+
 struct Result {
   Tensor out;
   std::vector<Tensor> grads;
@@ -371,7 +485,8 @@ Result run(const Row& row, const Inputs& inputs, const char* path, int threads, 
 
 TEST_CASE("every registered fast kernel equals its reference op, forward and gradients") {
   const std::string path = kernels();  // put back at the end
-  const auto rows = table();
+  auto rows = table();
+  for (Row& row : nn_table()) rows.push_back(std::move(row));
   std::set<std::string> listed;
   for (const auto& row : rows) listed.insert(row.kernel);
   for (const auto& name : registered_kernels())

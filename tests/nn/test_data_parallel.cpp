@@ -53,11 +53,13 @@ struct Pair : nn::Module {
                               b = register_module("b", std::make_shared<nn::Linear>(4, 4));
 };
 
-// One data-parallel step's forward and backward of the mean loss over `x`'s rows: the parts'
-// losses weighted by their rows, as the Trainer weights them by tokens. Returns the batch's loss.
+// One data-parallel step's forward and backward of the mean loss over `x`'s rows in two parts
+// (what dp.parts gives on two threads; on the reference path they run one after the other): the
+// parts' losses weighted by their rows, as the Trainer weights them by tokens. Returns the
+// batch's loss.
 double data_parallel_step(nn::DataParallel& dp, const Tensor& x, const Tensor& y,
                           std::vector<nn::Module*>* models_seen = nullptr) {
-  const int64_t rows = x.size(0), n = dp.parts(rows);
+  const int64_t rows = x.size(0), n = 2;
   std::vector<Tensor> losses(n);
   std::mutex m;
   dp.run(n, [&](int64_t k, nn::Module& model) {
@@ -95,12 +97,22 @@ TEST_CASE("DataParallel: parts of a batch are split in order, the first ones a r
   nn::DataParallel dp(
       model, [] { return std::make_shared<models::TransformerForCausalLM>(tiny_gpt(0.0)); });
   {
+    // One part a thread: the fast kernel "data_parallel.parts" (kernels/data_parallel.cpp).
+    FastKernels fast;
     Threads two(2);
     CHECK(dp.parts(12) == 2);
     CHECK(dp.parts(1) == 1);  // never more parts than rows
+    Threads one(1);
+    CHECK(dp.parts(12) == 1);
   }
-  Threads one(1);
-  CHECK(dp.parts(12) == 1);
+  {
+    // On the reference path the whole batch is one part, whatever the threads.
+    const std::string before = kernels();
+    set_kernels("reference");
+    Threads two(2);
+    CHECK(dp.parts(12) == 1);
+    set_kernels(before);
+  }
   check_error([&] { dp.run(0, [](int64_t, nn::Module&) {}); }, {"DataParallel", "got 0"});
 }
 

@@ -1,4 +1,5 @@
-// Schedules at chosen steps, optimizer argument checks, optimizer state round trip.
+// Schedules at chosen steps, optimizer argument checks, optimizer state round trip, and the
+// kernels path choosing the loops of a training step (the optimizer, clipping, data parallel).
 #include "helpers.hpp"
 #include "nn/nn.hpp"
 
@@ -233,4 +234,70 @@ TEST_CASE("Adam and AdamW step many parameters together as each alone, on 1 and 
     }
   }
   set_num_threads(before);
+}
+
+namespace {
+
+// A registered fast kernel replaced, while alive, by one that counts its calls and passes them
+// on. Tag tells the counters of kernels of the same type apart.
+template <int Tag, typename R, typename... A>
+struct CountCalls {
+  static inline R (*real)(A...) = nullptr;
+  static inline int calls = 0;
+  static R counted(A... a) {
+    ++calls;
+    return real(a...);
+  }
+  const char* op;
+  explicit CountCalls(const char* name) : op(name) {
+    testing::FastKernels fast;
+    real = fast_kernel<R(A...)>(op);
+    const bool registered = real != nullptr;
+    REQUIRE_MESSAGE(registered, op);
+    register_kernel<R(A...)>(op, counted);
+  }
+  ~CountCalls() { register_kernel<R(A...)>(op, real); }
+};
+
+using Tensors = const std::vector<Tensor>&;
+
+}  // namespace
+
+TEST_CASE("ANATOMY_KERNELS=reference runs nn/'s plain loops for a whole step, fast its kernels") {
+  CountCalls<0, void, Tensors, Tensors, Tensors, Tensors, const std::vector<double>&, int64_t,
+             double, double, double, double, bool>
+      adam("adam");
+  CountCalls<1, std::vector<float>, Tensors, bool> norm("_foreach_norm");
+  CountCalls<2, void, Tensors, float> scale("_foreach_mul_");
+  CountCalls<3, int64_t, int64_t> parts("data_parallel.parts");
+  CountCalls<4, void, int64_t, const std::function<void(int64_t)>&> run("data_parallel.run");
+  CountCalls<5, void, Tensors, const std::vector<std::vector<Tensor>>&> reduce(
+      "data_parallel.reduce_gradients");
+  const std::string before = kernels();
+  for (const char* path : {"reference", "fast"}) {
+    CAPTURE(path);
+    set_kernels(path);
+    manual_seed(1);
+    nn::Linear model(6, 3);
+    nn::DataParallel dp(model, [] { return std::make_shared<nn::Linear>(6, 3); });
+    nn::AdamW opt(model.parameters(), {.lr = 0.1});
+    const Tensor x = randn({4, 6});
+    dp.parts(4);
+    std::vector<Tensor> losses(2);
+    dp.run(2, [&](int64_t k, nn::Module& m) {
+      losses[k] = sum(dynamic_cast<nn::Linear&>(m).forward(x.slice(0, 2 * k, 2 * k + 2)));
+    });
+    dp.run(2, [&](int64_t k, nn::Module&) { losses[k].backward(); });
+    dp.reduce_gradients();
+    nn::clip_grad_norm_(model.parameters(), 1e-3f);  // clips: scales every gradient
+    opt.step();
+    const int fast = std::string(path) == "fast" ? 1 : 0;
+    CHECK(decltype(adam)::calls == fast);
+    CHECK(decltype(norm)::calls == fast);
+    CHECK(decltype(scale)::calls == fast);
+    CHECK(decltype(parts)::calls == fast);
+    CHECK(decltype(run)::calls == 2 * fast);
+    CHECK(decltype(reduce)::calls == fast);
+  }
+  set_kernels(before);
 }

@@ -1,5 +1,6 @@
 // for_each_segment: one parallel loop over many buffers (a model's parameters or gradients), as
-// torch's foreach / multi-tensor kernels. Internal: included by .cpp files only.
+// torch's foreach / multi-tensor kernels. Used by the kernels of nn/'s optimizer, gradient
+// clipping and data-parallel reduction.
 #pragma once
 
 #include <algorithm>
@@ -9,7 +10,7 @@
 #include "kernels/parallel.hpp"
 #include "kernels/simd.hpp"
 
-namespace anatomy::nn {
+namespace anatomy {
 
 // fn(i, begin, end) over element ranges of buffers 0..sizes.size()-1, as one parallel loop over
 // their concatenation. A model has dozens of small parameters; a loop per parameter would run
@@ -34,4 +35,4 @@ void for_each_segment(const std::vector<int64_t>& sizes, F&& fn) {
       simd::W);
 }
 
-}  // namespace anatomy::nn
+}  // namespace anatomy
