@@ -13,7 +13,7 @@ shopt -s inherit_errexit # a failure inside $(...) fails its assignment, which s
 here="$(cd "$(dirname "$0")" && pwd)"
 py="${ANATOMY_TORCH_PYTHON:-$here/../build/venv/bin/python}"
 # models_benchmark.py imports the model from its one PyTorch definition.
-export PYTHONPATH="$here/../training/export${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$here/../export/pytorch${PYTHONPATH:+:$PYTHONPATH}"
 if [ ! -x "$py" ]; then
   echo "bench_models: no PyTorch at $py: cmake/test-venv.sh makes it (make bench runs it)" >&2
   exit 1

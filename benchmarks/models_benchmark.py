@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """The PyTorch side of W1, W2 and W4 (see models_benchmark.cpp). W1 and W2 use torch's own fused
 modules (nn.Transformer, nn.TransformerEncoder), PyTorch's fastest way to build these models;
-the embeddings are the book's (training/export/model.py, the one PyTorch copy of the model). W4
+the embeddings are the book's (export/pytorch/model.py, the one PyTorch copy of the model). W4
 is shakespeare_reference.py's model and step.
 
-    PYTHONPATH=training/export models_benchmark.py THREADS [W1|W2|W4] [--compile] [--flops]
+    PYTHONPATH=export/pytorch models_benchmark.py THREADS [W1|W2|W4] [--compile] [--flops]
 
 --compile runs each model through torch.compile (Inductor's CPU backend), its optimizer step too;
 the compiling happens in the warm-up, outside the timed runs. A workload that torch.compile
@@ -24,13 +24,13 @@ from torch import nn
 
 import shakespeare_reference as shakespeare
 
-try:  # the one PyTorch model, training/export/model.py: the scripts that run this put it on PYTHONPATH
+try:  # the one PyTorch model, export/pytorch/model.py: the scripts that run this put it on PYTHONPATH
     import model as book
 except ModuleNotFoundError as e:
     if e.name != "model":
         raise
     sys.exit("models_benchmark.py: no module 'model' on PYTHONPATH; run it with "
-             "PYTHONPATH=training/export (bench_models.sh and bench_shakespeare.sh set it)")
+             "PYTHONPATH=export/pytorch (bench_models.sh and bench_shakespeare.sh set it)")
 
 
 def median_ms(warmup, runs, f):

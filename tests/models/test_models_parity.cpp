@@ -1,5 +1,5 @@
 // The chapter's components and models against PyTorch code written the book's way
-// (training/export/model.py): outputs, input gradients and every parameter's gradient,
+// (export/pytorch/model.py): outputs, input gradients and every parameter's gradient,
 // with the PyTorch modules' weights loaded by name. Each case runs twice: with the book's
 // per-head MultiHeadAttention, and with the fused one after converting the weights.
 #include "checkpoints/checkpoints.hpp"

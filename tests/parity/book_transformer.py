@@ -1,11 +1,11 @@
 """The chapter's Transformer as the parity goldens build it: the classes of
-training/export/model.py, the one PyTorch definition of the model (the file `anatomy export`
+export/pytorch/model.py, the one PyTorch definition of the model (the file `anatomy export`
 ships), with the goldens' small config (make_config). The golden generators import this file, so
 that this is the one place that knows where model.py lives."""
 import pathlib
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "training" / "export"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "export" / "pytorch"))
 import model  # noqa: E402
 from model import *  # noqa: E402,F401,F403  (the classes, by the names the goldens use)
 
