@@ -1,6 +1,7 @@
 // flash_attention: softmax(Q Kᵀ / √D + bias, masked) V, composed from the ops a student already
 // knows, so its gradients come from theirs. The name is the fast kernel's (kernels/
-// flash_attention.cpp), which computes the same without ever holding the [..., Tq, Tk] weights.
+// flash_attention.cpp), which computes the same in one node without holding the [..., Tq, Tk]
+// weights, forward or backward.
 //
 // Dimension letters: Tq queries, Tk keys, D the size of a query and key, Dv of a value.
 #include <fmt/format.h>
@@ -9,6 +10,8 @@
 #include <limits>
 
 #include "autograd/dispatch.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/fused_kernels.hpp"
 #include "autograd/ops.hpp"
 
 namespace anatomy {
@@ -46,9 +49,19 @@ Tensor flash_attention(const Tensor& query, const Tensor& key, const Tensor& val
   }
   if (o.bias.defined() && o.bias.dtype() != Dtype::Float32)
     throw Error("flash_attention: the bias must be float32");
-  using Attention =
-      Tensor(const Tensor&, const Tensor&, const Tensor&, const FlashAttentionOptions&);
-  if (auto fast = fast_kernel<Attention>("flash_attention")) return fast(query, key, value, o);
+  auto fast = fast_kernel<FlashAttentionKernel>("flash_attention");
+  auto fast_backward = fast_kernel<FlashAttentionBackward>("flash_attention_backward");
+  if (fast && fast_backward) {
+    FlashAttentionSaved s = fast(query, key, value, o);
+    return record(s.out, "ScaledDotProductFlashAttentionForCpuBackward0",
+                  {query, key, value, o.bias},
+                  [lse = s.lse, plan = s.plan, bias = o.bias, fast_backward](const Tensor& g) {
+                    const bool db = bias.defined() && bias.requires_grad();
+                    std::vector<Tensor> grads = fast_backward(g, lse, plan, db);
+                    if (db) grads[3] = sum_to(grads[3], bias.shape());  // from the scores' shape
+                    return grads;
+                  });
+  }
 
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const float scale = 1.0f / std::sqrt(static_cast<float>(query.size(-1)));

@@ -6,7 +6,6 @@
 #include "autograd/engine.hpp"
 #include "autograd/function.hpp"
 #include "autograd/gradcheck.hpp"
-#include "autograd/graph.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/random.hpp"
 #include "autograd/tensor.hpp"

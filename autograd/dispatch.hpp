@@ -1,19 +1,15 @@
-// Which implementation of an op runs: the plain reference in this folder, or a fast kernel that
-// registered itself for the op's name (kernels/).
+// Which loops fill an op's numbers: the plain ones in this folder, or a fast kernel that
+// registered itself under a name (kernels/). The op itself, its checks, its node and the rule of
+// its backward are written once, here; a fast kernel (SIMD, threads, a packed GEMM) computes the
+// same numbers, forward or backward, when fast kernels are chosen:
 //
-// Every op in autograd/ is written once, plainly: its forward as ordinary loops and its backward
-// beside it. A fast kernel (SIMD, threads, a packed GEMM) computes the same function; it
-// registers under the op's name, and the op hands its work over when fast kernels are chosen:
-//
-//   Tensor exp(const Tensor& a) {
-//     if (auto fast = fast_kernel<Tensor(const Tensor&)>("exp")) return fast(a);
-//     ...the reference...
-//   }
+//   auto fast = fast_kernel<Tensor(const Tensor&)>("exp");
+//   Tensor out = fast ? fast(a) : ...the plain loop...;
+//   return record(out, "ExpBackward0", {a}, ...);
 //
 // The choice, for the whole process: ANATOMY_KERNELS=reference|fast in the environment,
 // set_kernels("reference") in C++, or `--kernels reference` on the command line. The default is
-// "fast"; with no kernel registered for an op (a program that does not link kernels/), the
-// reference runs either way.
+// "fast"; with no kernel registered (a program that does not link kernels/), the plain loops run.
 #pragma once
 
 #include <string>

@@ -2,8 +2,8 @@
 // forward; the derivative is in the comment on the line that computes it. Broadcasting is undone
 // by sum_to(), once, for every op.
 //
-// Every op first checks its arguments, then hands its work to a registered fast kernel when
-// fast kernels are chosen (dispatch.hpp), else computes it here with plain loops.
+// Every op checks its arguments, computes its values and records its node; the values, and a
+// gradient that is a loop of its own, come from a fast kernel when one is chosen (dispatch.hpp).
 #include <fmt/format.h>
 
 #include <cmath>
@@ -24,12 +24,18 @@ using Binary = Tensor(const Tensor&, const Tensor&);
 // out[i] = f(a[i]).
 template <typename F>
 Tensor map(const Tensor& a, F f) {
-  Tensor x = a.contiguous();
-  Tensor out = empty(a.shape());
+  Tensor x = a.contiguous(), out = empty(a.shape());
   const float* px = x.data();
   float* po = out.data();
   for (int64_t i = 0; i < out.numel(); ++i) po[i] = f(px[i]);
   return out;
+}
+
+// The same values from the fast kernel registered as `kernel`, when fast kernels are chosen.
+template <typename F>
+Tensor map(const char* kernel, const Tensor& a, F f) {
+  if (auto fast = fast_kernel<Unary>(kernel)) return fast(a);
+  return map(a, f);
 }
 
 // out[i] = f(a[i], b[i]) after broadcasting a and b to a common shape.
@@ -55,6 +61,12 @@ Tensor grad_map(const Tensor& g, const Tensor& v, F f) {
   for (int64_t i = 0; i < dx.numel(); ++i) dx.data()[i] = f(gc.data()[i], vc.data()[i]);
   return dx;
 }
+// The same gradient from the fast kernel registered as `kernel`, when fast kernels are chosen.
+template <typename F>
+Tensor grad_map(const char* kernel, const Tensor& g, const Tensor& v, F f) {
+  if (auto fast = fast_kernel<Binary>(kernel)) return fast(g, v);  // (grad, saved)
+  return grad_map(g, v, f);
+}
 
 float sign(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : 0.0f; }
 
@@ -73,8 +85,8 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
 
 Tensor add(const Tensor& a, const Tensor& b) {
   check_float("add", a), check_float("add", b);
-  if (auto fast = fast_kernel<Binary>("add.Tensor")) return fast(a, b);
-  Tensor out = map2("add", a, b, [](float x, float y) { return x + y; });
+  auto fast = fast_kernel<Binary>("add.Tensor");
+  Tensor out = fast ? fast(a, b) : map2("add", a, b, [](float x, float y) { return x + y; });
   return record(out, "AddBackward0", {a, b},
                 [sa = a.shape(), sb = b.shape()](const Tensor& g) -> std::vector<Tensor> {
                   return {sum_to(g, sa), sum_to(g, sb)};  // d(a+b)/da = d(a+b)/db = 1
@@ -83,8 +95,8 @@ Tensor add(const Tensor& a, const Tensor& b) {
 
 Tensor sub(const Tensor& a, const Tensor& b) {
   check_float("sub", a), check_float("sub", b);
-  if (auto fast = fast_kernel<Binary>("sub.Tensor")) return fast(a, b);
-  Tensor out = map2("sub", a, b, [](float x, float y) { return x - y; });
+  auto fast = fast_kernel<Binary>("sub.Tensor");
+  Tensor out = fast ? fast(a, b) : map2("sub", a, b, [](float x, float y) { return x - y; });
   return record(out, "SubBackward0", {a, b},
                 [sa = a.shape(), sb = b.shape()](const Tensor& g) -> std::vector<Tensor> {
                   return {sum_to(g, sa), sum_to(neg(g), sb)};  // d/da = 1, d/db = -1
@@ -93,8 +105,8 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 
 Tensor mul(const Tensor& a, const Tensor& b) {
   check_float("mul", a), check_float("mul", b);
-  if (auto fast = fast_kernel<Binary>("mul.Tensor")) return fast(a, b);
-  Tensor out = map2("mul", a, b, [](float x, float y) { return x * y; });
+  auto fast = fast_kernel<Binary>("mul.Tensor");
+  Tensor out = fast ? fast(a, b) : map2("mul", a, b, [](float x, float y) { return x * y; });
   return record(out, "MulBackward0", {a, b}, [a, b](const Tensor& g) -> std::vector<Tensor> {
     Tensor ga = a.requires_grad() ? sum_to(mul(g, b), a.shape()) : Tensor();  // d/da = b
     Tensor gb = b.requires_grad() ? sum_to(mul(g, a), b.shape()) : Tensor();  // d/db = a
@@ -104,8 +116,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 
 Tensor div(const Tensor& a, const Tensor& b) {
   check_float("div", a), check_float("div", b);
-  if (auto fast = fast_kernel<Binary>("div.Tensor")) return fast(a, b);
-  Tensor out = map2("div", a, b, [](float x, float y) { return x / y; });
+  auto fast = fast_kernel<Binary>("div.Tensor");
+  Tensor out = fast ? fast(a, b) : map2("div", a, b, [](float x, float y) { return x / y; });
   return record(out, "DivBackward0", {a, b},
                 [a, b, y = out.detach()](const Tensor& g) -> std::vector<Tensor> {
                   Tensor ga = a.requires_grad() ? sum_to(div(g, b), a.shape()) : Tensor();
@@ -119,9 +131,8 @@ Tensor div(const Tensor& a, const Tensor& b) {
 // x + s and x - s: PyTorch names the node after the Python operator (AddBackward0, SubBackward0).
 static Tensor add_scalar(const Tensor& a, float s, const char* node) {
   check_float("add", a);
-  if (auto fast = fast_kernel<Tensor(const Tensor&, float, const char*)>("add.Scalar"))
-    return fast(a, s, node);
-  Tensor out = map(a, [s](float x) { return x + s; });
+  auto fast = fast_kernel<Tensor(const Tensor&, float)>("add.Scalar");
+  Tensor out = fast ? fast(a, s) : map(a, [s](float x) { return x + s; });
   return record(out, node, {a}, [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
 }
 
@@ -129,8 +140,8 @@ Tensor add(const Tensor& a, float s) { return add_scalar(a, s, "AddBackward0"); 
 
 Tensor mul(const Tensor& a, float s) {
   check_float("mul", a);
-  if (auto fast = fast_kernel<Tensor(const Tensor&, float)>("mul.Scalar")) return fast(a, s);
-  Tensor out = map(a, [s](float x) { return x * s; });
+  auto fast = fast_kernel<Tensor(const Tensor&, float)>("mul.Scalar");
+  Tensor out = fast ? fast(a, s) : map(a, [s](float x) { return x * s; });
   return record(out, "MulBackward0", {a},
                 [s](const Tensor& g) -> std::vector<Tensor> { return {mul(g, s)}; });
 }
@@ -155,18 +166,20 @@ Tensor rdiv(float s, const Tensor& a) {
 
 Tensor neg(const Tensor& a) {
   check_float("neg", a);
-  if (auto fast = fast_kernel<Unary>("neg")) return fast(a);
-  Tensor out = map(a, [](float x) { return -x; });
+  Tensor out = map("neg", a, [](float x) { return -x; });
   return record(out, "NegBackward0", {a},
                 [](const Tensor& g) -> std::vector<Tensor> { return {neg(g)}; });
 }
 
 Tensor pow(const Tensor& a, float e) {
   check_float("pow", a);
-  if (auto fast = fast_kernel<Tensor(const Tensor&, float)>("pow.Tensor_Scalar")) return fast(a, e);
-  Tensor out = map(a, [e](float x) { return e == 2.0f ? x * x : std::pow(x, e); });
+  auto fast = fast_kernel<Tensor(const Tensor&, float)>("pow.Tensor_Scalar");
+  Tensor out =
+      fast ? fast(a, e) : map(a, [e](float x) { return e == 2.0f ? x * x : std::pow(x, e); });
   return record(out, "PowBackward0", {a}, [a, e](const Tensor& g) -> std::vector<Tensor> {
     if (e == 0.0f) return {zeros_like(a)};
+    if (auto fast = fast_kernel<Tensor(const Tensor&, const Tensor&, float)>("pow_backward"))
+      return {fast(g, a, e)};
     return {grad_map(g, a, [e](float gy, float x) {
       return gy * e * std::pow(x, e - 1.0f);  // d(x^e)/dx = e x^(e-1)
     })};
@@ -195,8 +208,7 @@ Tensor pow(const Tensor& a, const Tensor& b) {
 
 Tensor exp(const Tensor& a) {
   check_float("exp", a);
-  if (auto fast = fast_kernel<Unary>("exp")) return fast(a);
-  Tensor out = map(a, [](float x) { return std::exp(x); });
+  Tensor out = map("exp", a, [](float x) { return std::exp(x); });
   return record(out, "ExpBackward0", {a}, [y = out.detach()](const Tensor& g) {
     return std::vector<Tensor>{mul(g, y)};  // d(e^x)/dx = e^x
   });
@@ -204,8 +216,7 @@ Tensor exp(const Tensor& a) {
 
 Tensor log(const Tensor& a) {
   check_float("log", a);
-  if (auto fast = fast_kernel<Unary>("log")) return fast(a);
-  Tensor out = map(a, [](float x) { return std::log(x); });
+  Tensor out = map("log", a, [](float x) { return std::log(x); });
   return record(out, "LogBackward0", {a}, [a](const Tensor& g) {
     return std::vector<Tensor>{div(g, a)};  // d(log x)/dx = 1/x
   });
@@ -213,10 +224,9 @@ Tensor log(const Tensor& a) {
 
 Tensor sqrt(const Tensor& a) {
   check_float("sqrt", a);
-  if (auto fast = fast_kernel<Unary>("sqrt")) return fast(a);
-  Tensor out = map(a, [](float x) { return std::sqrt(x); });
+  Tensor out = map("sqrt", a, [](float x) { return std::sqrt(x); });
   return record(out, "SqrtBackward0", {a}, [y = out.detach()](const Tensor& g) {
-    return std::vector<Tensor>{grad_map(g, y, [](float gy, float s) {
+    return std::vector<Tensor>{grad_map("sqrt_backward", g, y, [](float gy, float s) {
       return gy / (2.0f * s);  // d(√x)/dx = 1 / (2√x)
     })};
   });
@@ -224,10 +234,9 @@ Tensor sqrt(const Tensor& a) {
 
 Tensor rsqrt(const Tensor& a) {
   check_float("rsqrt", a);
-  if (auto fast = fast_kernel<Unary>("rsqrt")) return fast(a);
-  Tensor out = map(a, [](float x) { return 1.0f / std::sqrt(x); });
+  Tensor out = map("rsqrt", a, [](float x) { return 1.0f / std::sqrt(x); });
   return record(out, "RsqrtBackward0", {a}, [y = out.detach()](const Tensor& g) {
-    return std::vector<Tensor>{grad_map(g, y, [](float gy, float r) {
+    return std::vector<Tensor>{grad_map("rsqrt_backward", g, y, [](float gy, float r) {
       return gy * -0.5f * r * r * r;  // d(x^-1/2)/dx = -x^(-3/2)/2
     })};
   });
@@ -235,10 +244,9 @@ Tensor rsqrt(const Tensor& a) {
 
 Tensor tanh(const Tensor& a) {
   check_float("tanh", a);
-  if (auto fast = fast_kernel<Unary>("tanh")) return fast(a);
-  Tensor out = map(a, [](float x) { return std::tanh(x); });
+  Tensor out = map("tanh", a, [](float x) { return std::tanh(x); });
   return record(out, "TanhBackward0", {a}, [y = out.detach()](const Tensor& g) {
-    return std::vector<Tensor>{grad_map(g, y, [](float gy, float t) {
+    return std::vector<Tensor>{grad_map("tanh_backward", g, y, [](float gy, float t) {
       return gy * (1.0f - t * t);  // d(tanh x)/dx = 1 - tanh²x
     })};
   });
@@ -246,10 +254,9 @@ Tensor tanh(const Tensor& a) {
 
 Tensor sigmoid(const Tensor& a) {
   check_float("sigmoid", a);
-  if (auto fast = fast_kernel<Unary>("sigmoid")) return fast(a);
-  Tensor out = map(a, [](float x) { return 1.0f / (1.0f + std::exp(-x)); });
+  Tensor out = map("sigmoid", a, [](float x) { return 1.0f / (1.0f + std::exp(-x)); });
   return record(out, "SigmoidBackward0", {a}, [y = out.detach()](const Tensor& g) {
-    return std::vector<Tensor>{grad_map(g, y, [](float gy, float s) {
+    return std::vector<Tensor>{grad_map("sigmoid_backward", g, y, [](float gy, float s) {
       return gy * s * (1.0f - s);  // dσ/dx = σ(1 - σ)
     })};
   });
@@ -257,11 +264,10 @@ Tensor sigmoid(const Tensor& a) {
 
 Tensor relu(const Tensor& a) {
   check_float("relu", a);
-  if (auto fast = fast_kernel<Unary>("relu")) return fast(a);
   // NaN stays NaN, as in PyTorch (a bare max would turn it into 0).
-  Tensor out = map(a, [](float x) { return std::isnan(x) || x > 0.0f ? x : 0.0f; });
+  Tensor out = map("relu", a, [](float x) { return std::isnan(x) || x > 0.0f ? x : 0.0f; });
   return record(out, "ReluBackward0", {a}, [y = out.detach()](const Tensor& g) {
-    return std::vector<Tensor>{grad_map(g, y, [](float gy, float r) {
+    return std::vector<Tensor>{grad_map("relu_backward", g, y, [](float gy, float r) {
       return r > 0.0f ? gy : 0.0f;  // 1 where x > 0
     })};
   });
@@ -299,11 +305,13 @@ Tensor gelu(const Tensor& a, const std::string& approximate) {
   if (approximate != "none" && approximate != "tanh")
     throw Error(fmt::format("gelu: approximate argument must be either none or tanh (got '{}')",
                             approximate));
-  if (auto fast = fast_kernel<Tensor(const Tensor&, const std::string&)>("gelu"))
-    return fast(a, approximate);
+  auto fast = fast_kernel<Tensor(const Tensor&, const std::string&)>("gelu");
   const bool erf = approximate == "none";
-  Tensor out = map(a, erf ? gelu_erf : gelu_tanh);
-  return record(out, "GeluBackward0", {a}, [a, erf](const Tensor& g) {
+  Tensor out = fast ? fast(a, approximate) : map(a, erf ? gelu_erf : gelu_tanh);
+  return record(out, "GeluBackward0", {a}, [a, erf, approximate](const Tensor& g) {
+    using GeluBackward = Tensor(const Tensor&, const Tensor&, const std::string&);
+    if (auto fast = fast_kernel<GeluBackward>("gelu_backward"))
+      return std::vector<Tensor>{fast(g, a, approximate)};
     return std::vector<Tensor>{grad_map(g, a, [erf](float gy, float x) {
       return gy * (erf ? gelu_erf_grad(x) : gelu_tanh_grad(x));
     })};
@@ -312,11 +320,11 @@ Tensor gelu(const Tensor& a, const std::string& approximate) {
 
 Tensor abs(const Tensor& a) {
   check_float("abs", a);
-  if (auto fast = fast_kernel<Unary>("abs")) return fast(a);
-  Tensor out = map(a, [](float x) { return std::abs(x); });
+  Tensor out = map("abs", a, [](float x) { return std::abs(x); });
   return record(out, "AbsBackward0", {a}, [a](const Tensor& g) {
-    return std::vector<Tensor>{
-        grad_map(g, a, [](float gy, float x) { return gy * sign(x); })};  // d|x|/dx = sign(x)
+    return std::vector<Tensor>{grad_map("abs_backward", g, a, [](float gy, float x) {
+      return gy * sign(x);  // d|x|/dx = sign(x)
+    })};
   });
 }
 
@@ -414,17 +422,14 @@ Tensor masked_fill(const Tensor& a, const Tensor& mask, float value) {
         fmt::format("masked_fill: the mask of shape {} must broadcast to the input's "
                     "shape {}",
                     m.shape().str(), a.shape().str()));
-  if (auto fast = fast_kernel<Tensor(const Tensor&, const Tensor&, float)>("masked_fill"))
-    return fast(a, m, value);
+  auto fast = fast_kernel<Tensor(const Tensor&, const Tensor&, float)>("masked_fill");
   Tensor out =
-      map2("masked_fill", a, m, [value](float x, float k) { return k != 0.0f ? value : x; });
+      fast ? fast(a, m, value)
+           : map2("masked_fill", a, m, [value](float x, float k) { return k != 0.0f ? value : x; });
   return record(out, "MaskedFillBackward0", {a}, [m](const Tensor& g) {
     return std::vector<Tensor>{where(m, zeros({}), g)};  // 0 where filled, 1 elsewhere
   });
 }
-
-Tensor tril(const Tensor& t, int64_t diagonal);
-Tensor triu(const Tensor& t, int64_t diagonal);
 
 // Keeps element (i, j) of each matrix where keep(j - i) holds.
 template <typename Keep>

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <unordered_set>
+#include <utility>
 #include <variant>
 
 #include "autograd/anomaly.hpp"
@@ -110,25 +111,66 @@ static void accumulate_leaf(TensorImpl* impl, const Tensor& g) {
   }
 }
 
-void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
+// The gradient backward() starts from: `gradient`, checked against the root, or 1 for a scalar.
+static Tensor seed_gradient(const Tensor& root, const Tensor& gradient) {
   if (!root.requires_grad())
     throw Error(
         "backward: element 0 of tensors does not require grad and does not have a "
         "grad_fn");
-  Tensor seed = gradient;
-  if (!seed.defined()) {
-    if (root.numel() != 1)
-      throw Error(
-          fmt::format("backward: grad can be implicitly created only for scalar outputs "
-                      "(this tensor has shape {}); pass a gradient",
-                      root.shape().str()));
-    seed = ones(root.shape());
-  } else if (seed.shape() != root.shape()) {
+  if (!gradient.defined() && root.numel() != 1)
+    throw Error(
+        fmt::format("backward: grad can be implicitly created only for scalar outputs "
+                    "(this tensor has shape {}); pass a gradient",
+                    root.shape().str()));
+  if (gradient.defined() && gradient.shape() != root.shape())
     throw Error(
         fmt::format("backward: Mismatch in shape: grad_output[0] has a shape of {} and "
                     "output[0] has a shape of {}",
-                    seed.shape().str(), root.shape().str()));
+                    gradient.shape().str(), root.shape().str()));
+  return gradient.defined() ? gradient : ones(root.shape());
+}
+
+// A view's gradient g (Node::input_part), added into its part of the producer's buffer.
+// DetectAnomaly loses nothing: the gradients summed into g were each checked when computed.
+static void add_view_gradient(Node& node, const Tensor& g) {
+  Node* producer = node.edges[0].node.get();
+  if (!producer->grad_buffer.defined())
+    producer->grad_buffer = zeros(node.edges[0].shape);
+  else if (!producer->grad_buffer_owned)  // it may be another node's gradient as well
+    producer->grad_buffer = producer->grad_buffer.clone();
+  producer->grad_buffer_owned = true;
+  node.input_part(producer->grad_buffer).add_(g);
+}
+
+// The gradients node.backward returned, checked, into each input's leaf or producer's buffer.
+static void send_gradients(const std::shared_ptr<Node>& node, const std::vector<Tensor>& grads) {
+  if (grads.size() != node->edges.size())
+    throw Error(fmt::format("backward: {} returned {} gradients for {} inputs", node->name,
+                            grads.size(), node->edges.size()));
+  for (size_t i = 0; i < grads.size(); ++i) {
+    const Edge& e = node->edges[i];
+    const Tensor& gi = grads[i];
+    if (!e.live() || !gi.defined()) continue;
+    if (is_anomaly_enabled())
+      detail::check_anomaly(
+          gi, fmt::format("the gradient that {} computed for its input {}", node->name, i), {},
+          {node}, /*allow_negative_inf=*/false);
+    if (gi.shape() != e.shape)
+      throw Error(
+          fmt::format("backward: {} returned a gradient of shape {} for input {} of shape {}",
+                      node->name, gi.shape().str(), i, e.shape.str()));
+    if (e.leaf) {
+      accumulate_leaf(e.leaf.get(), gi);
+    } else {
+      Node* producer = e.node.get();
+      producer->grad_buffer = producer->grad_buffer.defined() ? add(producer->grad_buffer, gi) : gi;
+      producer->grad_buffer_owned = false;
+    }
   }
+}
+
+void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
+  Tensor seed = seed_gradient(root, gradient);
   NoGradGuard no_grad;  // gradients are plain values: no graph of the backward pass
   if (root.is_leaf()) {
     accumulate_leaf(root.impl(), seed);
@@ -143,52 +185,13 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
           "tensors after they have already been freed) at {}. Specify retain_graph=true if you "
           "need to backward through the graph a second time.",
           node->name));
-    Tensor g = node->grad_buffer;
-    node->grad_buffer = Tensor();
+    const Tensor g = std::exchange(node->grad_buffer, Tensor());
     node->grad_buffer_owned = false;
     if (!g.defined()) continue;  // no gradient reached this node
-    // A view of a computed tensor (Node::input_part). DetectAnomaly loses nothing: the
-    // gradients summed into g were each checked when computed.
-    if (node->input_part && node->edges[0].node) {
-      Node* producer = node->edges[0].node.get();
-      if (!producer->grad_buffer.defined())
-        producer->grad_buffer = zeros(node->edges[0].shape);
-      else if (!producer->grad_buffer_owned)  // it may be another node's gradient as well
-        producer->grad_buffer = producer->grad_buffer.clone();
-      producer->grad_buffer_owned = true;
-      node->input_part(producer->grad_buffer).add_(g);
-      if (!retain_graph) {
-        node->backward = nullptr;
-        node->released = true;
-      }
-      continue;
-    }
-    std::vector<Tensor> grads = node->backward(g);
-    if (grads.size() != node->edges.size())
-      throw Error(fmt::format("backward: {} returned {} gradients for {} inputs", node->name,
-                              grads.size(), node->edges.size()));
-    for (size_t i = 0; i < grads.size(); ++i) {
-      const Edge& e = node->edges[i];
-      const Tensor& gi = grads[i];
-      if (!e.live() || !gi.defined()) continue;
-      if (is_anomaly_enabled())
-        detail::check_anomaly(
-            gi, fmt::format("the gradient that {} computed for its input {}", node->name, i), {},
-            {node}, /*allow_negative_inf=*/false);
-      if (gi.shape() != e.shape)
-        throw Error(
-            fmt::format("backward: {} returned a gradient of shape {} for input {} of "
-                        "shape {}",
-                        node->name, gi.shape().str(), i, e.shape.str()));
-      if (e.leaf) {
-        accumulate_leaf(e.leaf.get(), gi);
-      } else {
-        Node* producer = e.node.get();
-        producer->grad_buffer =
-            producer->grad_buffer.defined() ? add(producer->grad_buffer, gi) : gi;
-        producer->grad_buffer_owned = false;
-      }
-    }
+    if (node->input_part && node->edges[0].node)
+      add_view_gradient(*node, g);
+    else
+      send_gradients(node, node->backward(g));
     if (!retain_graph) {
       // Free what the closure saved; the edges stay, so the graph can still be drawn.
       node->backward = nullptr;

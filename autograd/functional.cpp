@@ -1,14 +1,15 @@
 // The composite ops of torch.nn.functional: softmax, log_softmax, layer_norm, dropout,
-// embedding, cross_entropy, each written out plainly with its backward beside it.
+// embedding, cross_entropy, each written out plainly with its backward beside it. A fast kernel
+// (dispatch.hpp) may fill the numbers of a forward or a backward; the nodes are recorded here.
 //
 // Dimension letters: N rows, C the dim being normalized (classes, features).
 #include <fmt/format.h>
 
 #include <cmath>
 
-#include "autograd/cross_entropy.hpp"
 #include "autograd/dispatch.hpp"
 #include "autograd/engine.hpp"
+#include "autograd/fused_kernels.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/random.hpp"
 
@@ -16,19 +17,33 @@ namespace anatomy {
 
 namespace {
 
-// a with `dim` moved last, as contiguous [N, C] rows; and the way back for a result of that shape.
-Tensor rows_along(const Tensor& a, int64_t dim) {
-  const bool last = dim == a.dim() - 1 || a.dim() == 0;
-  return last ? a.detach().contiguous() : transpose(a.detach(), dim, -1).contiguous();
+// t with `dim` moved last, as contiguous [N, C] rows (moved back by the same call).
+Tensor dim_last(const Tensor& t, int64_t dim) {
+  const bool last = dim == t.dim() - 1 || t.dim() == 0;
+  return last ? t.detach().contiguous() : transpose(t.detach(), dim, -1).contiguous();
 }
-Tensor from_rows(const Tensor& y, const Tensor& a, int64_t dim) {
-  const bool last = dim == a.dim() - 1 || a.dim() == 0;
-  return last ? y : transpose(y, dim, -1).contiguous();
+int64_t row_size(const Tensor& t) { return t.dim() == 0 ? 1 : t.size(-1); }
+
+// fn(x_row, y_row, C) over every row of `a` along `dim`, or the fast kernel registered as
+// `kernel` when fast kernels are chosen.
+template <typename F>
+Tensor per_row(const char* kernel, const Tensor& a, int64_t dim, F fn) {
+  if (auto fast = fast_kernel<Tensor(const Tensor&, int64_t)>(kernel)) return fast(a, dim);
+  Tensor x = dim_last(a, dim), y = empty(x.shape());
+  const int64_t C = row_size(x), N = C == 0 ? 0 : x.numel() / C;
+  for (int64_t n = 0; n < N; ++n) fn(x.data() + n * C, y.data() + n * C, C);
+  return dim_last(y, dim);
 }
-int64_t row_size(const Tensor& rows) { return rows.dim() == 0 ? 1 : rows.size(-1); }
-int64_t row_count(const Tensor& rows) {
-  const int64_t C = row_size(rows);
-  return C == 0 ? 0 : rows.numel() / C;
+
+// fn(g_row, y_row, dx_row, C) likewise for a backward that reads the op's output y.
+template <typename F>
+Tensor per_row_grad(const char* kernel, const Tensor& g, const Tensor& y, int64_t dim, F fn) {
+  if (auto fast = fast_kernel<Tensor(const Tensor&, const Tensor&, int64_t)>(kernel))
+    return fast(g, y, dim);
+  Tensor gr = dim_last(g, dim), yr = dim_last(y, dim), dx = empty(gr.shape());
+  const int64_t C = row_size(gr), N = C == 0 ? 0 : gr.numel() / C;
+  for (int64_t n = 0; n < N; ++n) fn(gr.data() + n * C, yr.data() + n * C, dx.data() + n * C, C);
+  return dim_last(dx, dim);
 }
 
 // The largest value of a row, and log Σ e^x with it subtracted first, so that exp never overflows.
@@ -50,63 +65,39 @@ float row_logsumexp(const float* x, int64_t C) {
 Tensor softmax(const Tensor& a, int64_t dim) {
   check_float("softmax", a);
   dim = wrap_dim("softmax", dim, a.dim());
-  if (auto fast = fast_kernel<Tensor(const Tensor&, int64_t)>("softmax")) return fast(a, dim);
-  Tensor x = rows_along(a, dim);
-  Tensor y = empty(x.shape());
-  const int64_t N = row_count(x), C = row_size(x);
-  for (int64_t n = 0; n < N; ++n) {
-    const float* xr = x.data() + n * C;
-    float* yr = y.data() + n * C;
-    const float m = row_max(xr, C);  // subtracting the max keeps exp() from overflowing
+  Tensor out = per_row("softmax", a, dim, [](const float* x, float* y, int64_t C) {
+    const float m = row_max(x, C);  // subtracting the max keeps exp() from overflowing
     float total = 0.0f;
-    for (int64_t c = 0; c < C; ++c) total += yr[c] = std::exp(xr[c] - m);
-    for (int64_t c = 0; c < C; ++c) yr[c] /= total;
-  }
-  Tensor out = from_rows(y, a, dim);
-  return record(out, "SoftmaxBackward0", {a}, [y, dim, a_dim = a.dim()](const Tensor& g) {
+    for (int64_t c = 0; c < C; ++c) total += y[c] = std::exp(x[c] - m);
+    for (int64_t c = 0; c < C; ++c) y[c] /= total;
+  });
+  return record(out, "SoftmaxBackward0", {a}, [y = out.detach(), dim](const Tensor& g) {
     // dx = y ⊙ (g - Σ g ⊙ y), the softmax Jacobian-vector product per row.
-    const bool last = dim == a_dim - 1 || a_dim == 0;
-    Tensor gr = last ? g.contiguous() : transpose(g, dim, -1).contiguous();
-    Tensor dx = empty(gr.shape());
-    const int64_t N = row_count(gr), C = row_size(gr);
-    for (int64_t n = 0; n < N; ++n) {
-      const float* g_row = gr.data() + n * C;
-      const float* y_row = y.data() + n * C;
-      float dot = 0.0f;
-      for (int64_t c = 0; c < C; ++c) dot += g_row[c] * y_row[c];
-      for (int64_t c = 0; c < C; ++c) dx.data()[n * C + c] = y_row[c] * (g_row[c] - dot);
-    }
-    return std::vector<Tensor>{last ? dx : transpose(dx, dim, -1).contiguous()};
+    return std::vector<Tensor>{per_row_grad(
+        "softmax_backward", g, y, dim, [](const float* gr, const float* yr, float* dx, int64_t C) {
+          float dot = 0.0f;
+          for (int64_t c = 0; c < C; ++c) dot += gr[c] * yr[c];
+          for (int64_t c = 0; c < C; ++c) dx[c] = yr[c] * (gr[c] - dot);
+        })};
   });
 }
 
 Tensor log_softmax(const Tensor& a, int64_t dim) {
   check_float("log_softmax", a);
   dim = wrap_dim("log_softmax", dim, a.dim());
-  if (auto fast = fast_kernel<Tensor(const Tensor&, int64_t)>("log_softmax")) return fast(a, dim);
-  Tensor x = rows_along(a, dim);
-  Tensor y = empty(x.shape());
-  const int64_t N = row_count(x), C = row_size(x);
-  for (int64_t n = 0; n < N; ++n) {
-    const float* xr = x.data() + n * C;
-    const float lse = row_logsumexp(xr, C);  // y = x - log Σ e^x
-    for (int64_t c = 0; c < C; ++c) y.data()[n * C + c] = xr[c] - lse;
-  }
-  Tensor out = from_rows(y, a, dim);
-  return record(out, "LogSoftmaxBackward0", {a}, [y, dim, a_dim = a.dim()](const Tensor& g) {
+  Tensor out = per_row("log_softmax", a, dim, [](const float* x, float* y, int64_t C) {
+    const float lse = row_logsumexp(x, C);  // y = x - log Σ e^x
+    for (int64_t c = 0; c < C; ++c) y[c] = x[c] - lse;
+  });
+  return record(out, "LogSoftmaxBackward0", {a}, [y = out.detach(), dim](const Tensor& g) {
     // dx = g - e^y Σ g
-    const bool last = dim == a_dim - 1 || a_dim == 0;
-    Tensor gr = last ? g.contiguous() : transpose(g, dim, -1).contiguous();
-    Tensor dx = empty(gr.shape());
-    const int64_t N = row_count(gr), C = row_size(gr);
-    for (int64_t n = 0; n < N; ++n) {
-      const float* g_row = gr.data() + n * C;
-      float total = 0.0f;
-      for (int64_t c = 0; c < C; ++c) total += g_row[c];
-      for (int64_t c = 0; c < C; ++c)
-        dx.data()[n * C + c] = g_row[c] - std::exp(y.data()[n * C + c]) * total;
-    }
-    return std::vector<Tensor>{last ? dx : transpose(dx, dim, -1).contiguous()};
+    return std::vector<Tensor>{
+        per_row_grad("log_softmax_backward", g, y, dim,
+                     [](const float* gr, const float* yr, float* dx, int64_t C) {
+                       float total = 0.0f;
+                       for (int64_t c = 0; c < C; ++c) total += gr[c];
+                       for (int64_t c = 0; c < C; ++c) dx[c] = gr[c] - std::exp(yr[c]) * total;
+                     })};
   });
 }
 
@@ -135,65 +126,77 @@ void check_layer_norm(const char* op, const Tensor& x, const Shape& normalized_s
                               normalized_shape.str(), p->shape().str()));
 }
 
-}  // namespace
-
-Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
-                  const Tensor& bias, float eps) {
-  check_layer_norm("layer_norm", x, normalized_shape, weight, bias);
-  using LayerNorm = Tensor(const Tensor&, const Shape&, const Tensor&, const Tensor&, float);
-  if (auto fast = fast_kernel<LayerNorm>("layer_norm"))
-    return fast(x, normalized_shape, weight, bias, eps);
-  const int64_t C = numel_of(normalized_shape);
-  const int64_t N = C == 0 ? 0 : x.numel() / C;
-  const Tensor xc = x.contiguous();
-  const Tensor w = weight.defined() ? weight.contiguous() : Tensor();
-  const Tensor b = bias.defined() ? bias.contiguous() : Tensor();
-  // x̂ = (x - mean) / σ with σ = √(var + eps) (the biased variance), y = x̂ w + b; x̂ and 1/σ of
-  // each row are kept for the backward.
-  Tensor out = empty(x.shape()), xhat = empty(x.shape()), rstd = empty({N});
+// x̂ = (x - mean) / σ with σ = √(var + eps) (the biased variance), y = x̂ w + b, over N rows of C
+// values of the contiguous x; x̂ and 1/σ of each row are kept for the backward.
+LayerNormSaved layer_norm_rows(const Tensor& x, int64_t N, int64_t C, const Tensor& weight,
+                               const Tensor& bias, float eps) {
+  const Tensor w = weight.defined() ? weight.contiguous() : ones({C});
+  const Tensor b = bias.defined() ? bias.contiguous() : zeros({C});
+  LayerNormSaved s{empty(x.shape()), empty(x.shape()), empty({N})};
   for (int64_t n = 0; n < N; ++n) {
-    const float* xr = xc.data() + n * C;
+    const float* xr = x.data() + n * C;
     float mean = 0.0f, var = 0.0f;
     for (int64_t c = 0; c < C; ++c) mean += xr[c];
     mean /= static_cast<float>(C);
     for (int64_t c = 0; c < C; ++c) var += (xr[c] - mean) * (xr[c] - mean);
     var /= static_cast<float>(C);
-    const float r = 1.0f / std::sqrt(var + eps);
-    rstd.data()[n] = r;
+    const float r = s.rstd.data()[n] = 1.0f / std::sqrt(var + eps);
     for (int64_t c = 0; c < C; ++c) {
-      const float h = (xr[c] - mean) * r;
-      xhat.data()[n * C + c] = h;
-      out.data()[n * C + c] =
-          h * (w.defined() ? w.data()[c] : 1.0f) + (b.defined() ? b.data()[c] : 0.0f);
+      const float h = s.xhat.data()[n * C + c] = (xr[c] - mean) * r;
+      s.out.data()[n * C + c] = h * w.data()[c] + b.data()[c];
     }
   }
-  return record(out, "NativeLayerNormBackward0", {x, weight, bias},
-                [xhat, rstd, w, weight, bias, N, C](const Tensor& g) {
-                  Tensor gc = g.contiguous();
-                  Tensor gx = empty(g.shape());
-                  Tensor gw = weight.defined() ? zeros(weight.shape()) : Tensor();
-                  Tensor gb = bias.defined() ? zeros(bias.shape()) : Tensor();
-                  for (int64_t n = 0; n < N; ++n) {
-                    const float* gr = gc.data() + n * C;
-                    const float* hr = xhat.data() + n * C;
-                    // ĝ = g ⊙ w = dL/dx̂; then dx = (1/σ) (ĝ - mean(ĝ) - x̂ mean(ĝ ⊙ x̂))
-                    float m1 = 0.0f, m2 = 0.0f;
-                    for (int64_t c = 0; c < C; ++c) {
-                      const float gh = gr[c] * (w.defined() ? w.data()[c] : 1.0f);
-                      m1 += gh;
-                      m2 += gh * hr[c];
-                    }
-                    m1 /= static_cast<float>(C);
-                    m2 /= static_cast<float>(C);
-                    for (int64_t c = 0; c < C; ++c) {
-                      const float gh = gr[c] * (w.defined() ? w.data()[c] : 1.0f);
-                      gx.data()[n * C + c] = rstd.data()[n] * (gh - m1 - hr[c] * m2);
-                      if (gw.defined()) gw.data()[c] += gr[c] * hr[c];  // dw = Σ_rows g ⊙ x̂
-                      if (gb.defined()) gb.data()[c] += gr[c];          // db = Σ_rows g
-                    }
-                  }
-                  return std::vector<Tensor>{gx, gw, gb};
+  return s;
+}
+
+// Layer norm's backward over N rows of C values: {dx, dw, db}.
+std::vector<Tensor> layer_norm_grad_rows(const Tensor& g, const Tensor& xhat, const Tensor& rstd,
+                                         const Tensor& weight, const Tensor& bias, int64_t N,
+                                         int64_t C) {
+  const Tensor gc = g.contiguous(), w = weight.defined() ? weight.contiguous() : ones({C});
+  Tensor gx = empty(g.shape()), gw = weight.defined() ? zeros(weight.shape()) : Tensor();
+  Tensor gb = bias.defined() ? zeros(bias.shape()) : Tensor();
+  for (int64_t n = 0; n < N; ++n) {
+    const float* gr = gc.data() + n * C;
+    const float* hr = xhat.data() + n * C;
+    // ĝ = g ⊙ w = dL/dx̂; then dx = (1/σ) (ĝ - mean(ĝ) - x̂ mean(ĝ ⊙ x̂))
+    float m1 = 0.0f, m2 = 0.0f;
+    for (int64_t c = 0; c < C; ++c) {
+      const float gh = gr[c] * w.data()[c];
+      m1 += gh;
+      m2 += gh * hr[c];
+    }
+    m1 /= static_cast<float>(C);
+    m2 /= static_cast<float>(C);
+    for (int64_t c = 0; c < C; ++c) {
+      const float gh = gr[c] * w.data()[c];
+      gx.data()[n * C + c] = rstd.data()[n] * (gh - m1 - hr[c] * m2);
+      if (gw.defined()) gw.data()[c] += gr[c] * hr[c];  // dw = Σ_rows g ⊙ x̂
+      if (gb.defined()) gb.data()[c] += gr[c];          // db = Σ_rows g
+    }
+  }
+  return {gx, gw, gb};
+}
+
+// Records layer norm's node on s.out, with x, weight and bias its inputs.
+Tensor record_layer_norm(const LayerNormSaved& s, const Tensor& x, const Tensor& weight,
+                         const Tensor& bias, int64_t N, int64_t C) {
+  return record(s.out, "NativeLayerNormBackward0", {x, weight, bias},
+                [xhat = s.xhat, rstd = s.rstd, weight, bias, N, C](const Tensor& g) {
+                  auto fast = fast_kernel<LayerNormBackward>("layer_norm_backward");
+                  return (fast ? fast : layer_norm_grad_rows)(g, xhat, rstd, weight, bias, N, C);
                 });
+}
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                  const Tensor& bias, float eps) {
+  check_layer_norm("layer_norm", x, normalized_shape, weight, bias);
+  const int64_t C = numel_of(normalized_shape), N = C == 0 ? 0 : x.numel() / C;
+  auto fast = fast_kernel<LayerNormKernel>("layer_norm");
+  return record_layer_norm((fast ? fast : layer_norm_rows)(x.contiguous(), N, C, weight, bias, eps),
+                           x, weight, bias, N, C);
 }
 
 Tensor dropout(const Tensor& x, float p, bool training) {
@@ -202,17 +205,19 @@ Tensor dropout(const Tensor& x, float p, bool training) {
     throw Error(
         fmt::format("dropout: dropout probability has to be between 0 and 1, but got {}", p));
   if (!training || p == 0.0f) return x;
-  if (auto fast = fast_kernel<Tensor(const Tensor&, float, bool)>("dropout"))
-    return fast(x, p, training);
   // Keep each element with probability 1-p and scale it by 1/(1-p), so the expected value is
   // unchanged and eval mode needs no rescaling. One uniform draw per element, in element order.
   const float scale = p == 1.0f ? 0.0f : 1.0f / (1.0f - p);
   Tensor xc = x.contiguous();
   Tensor mask = empty(x.shape()), out = empty(x.shape());
-  Generator& gen = default_generator();
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    mask.data()[i] = gen.uniform() >= p ? scale : 0.0f;
-    out.data()[i] = xc.data()[i] * mask.data()[i];
+  if (auto fast = fast_kernel<DropoutKernel>("dropout")) {
+    fast(xc, p, scale, mask, out);
+  } else {
+    Generator& gen = default_generator();
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      mask.data()[i] = gen.uniform() >= p ? scale : 0.0f;
+      out.data()[i] = xc.data()[i] * mask.data()[i];
+    }
   }
   return record(out, "NativeDropoutBackward0", {x},
                 [mask](const Tensor& g) { return std::vector<Tensor>{mul(g, mask)}; });
@@ -230,12 +235,19 @@ DropoutAddLayerNorm dropout_add_layer_norm(const Tensor& x, const Tensor& residu
   if (p < 0.0f || p > 1.0f)
     throw Error(fmt::format(
         "dropout_add_layer_norm: dropout probability has to be between 0 and 1, but got {}", p));
-  using Fused = DropoutAddLayerNorm(const Tensor&, const Tensor&, float, bool, const Shape&,
-                                    const Tensor&, const Tensor&, float);
-  if (auto fast = fast_kernel<Fused>("dropout_add_layer_norm"))
-    return fast(x, residual, p, training, normalized_shape, weight, bias, eps);
-  Tensor sum = add(residual, dropout(x, p, training));
-  return {sum, layer_norm(sum, normalized_shape, weight, bias, eps)};
+  auto fast = fast_kernel<DropoutAddLayerNormKernel>("dropout_add_layer_norm");
+  if (!fast) {
+    Tensor sum = add(residual, dropout(x, p, training));
+    return {sum, layer_norm(sum, normalized_shape, weight, bias, eps)};
+  }
+  // The fused pass records the two nodes the composed ops would: sum, then its norm.
+  const int64_t C = numel_of(normalized_shape), N = C == 0 ? 0 : x.numel() / C;
+  DropoutAddSaved s = fast(x, residual, p, training, N, C, weight, bias, eps);
+  Tensor sum =
+      record(s.sum, "DropoutAddBackward0", {x, residual}, [mask = s.mask](const Tensor& g) {
+        return std::vector<Tensor>{mask.defined() ? mul(g, mask) : g, g};  // d/dx = mask, d/dr = 1
+      });
+  return {sum, record_layer_norm(s.norm, sum, weight, bias, N, C)};
 }
 
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx) {

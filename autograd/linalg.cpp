@@ -6,6 +6,7 @@
 
 #include "autograd/dispatch.hpp"
 #include "autograd/engine.hpp"
+#include "autograd/fused_kernels.hpp"
 #include "autograd/ops.hpp"
 
 namespace anatomy {
@@ -192,16 +193,29 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                 });
 }
 
-// gelu(linear(x, weight, bias)): the fast kernel fuses the two into one pass over the output.
+// gelu(linear(x, weight, bias)). With the fast kernel, one pass over the output and one node:
+// dh = g ⊙ gelu'(h) for the pre-activation h, then linear's gradient of dh.
 Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias,
                    const std::string& approximate) {
   check_linear("linear_gelu", x, weight, bias);
   if (approximate != "none" && approximate != "tanh")
     throw Error(fmt::format(
         "linear_gelu: approximate argument must be either none or tanh (got '{}')", approximate));
-  using LinearGelu = Tensor(const Tensor&, const Tensor&, const Tensor&, const std::string&);
-  if (auto fast = fast_kernel<LinearGelu>("linear_gelu")) return fast(x, weight, bias, approximate);
-  return gelu(linear(x, weight, bias), approximate);
+  auto fast = fast_kernel<LinearGeluKernel>("linear_gelu");
+  auto fast_backward = fast_kernel<LinearGeluBackward>("linear_gelu_backward");
+  if (!fast || !fast_backward) return gelu(linear(x, weight, bias), approximate);
+  const bool want_db = bias.defined() && bias.requires_grad();
+  const bool graph = is_grad_enabled() && (x.requires_grad() || weight.requires_grad() || want_db);
+  const auto [out, h] = fast(x, weight, bias, approximate, graph);
+  const int64_t K = weight.size(1), rows = x.numel() / std::max<int64_t>(K, 1);
+  return record(
+      out, "AddmmActivationBackward0", {x, weight, bias},
+      [x, weight, bias, h = h, approximate, want_db, rows, K, fast_backward](const Tensor& g) {
+        auto [dh, db] = fast_backward(g, h, approximate, want_db);
+        std::vector<Tensor> grads = linear_backward(dh, x, weight, rows, K);
+        grads.push_back(db);  // db = Σ_rows dh
+        return grads;
+      });
 }
 
 }  // namespace anatomy

@@ -1,13 +1,11 @@
-// The elementwise ops on SIMD vectors, split between threads: fast kernels of the ops in
-// autograd/elementwise.cpp, which they must equal. A kernel is written once as a lambda over
-// xsimd::batch<float> (simd.hpp); the core's op has checked the arguments before it hands over.
-#include <fmt/format.h>
-
+// The loops of the elementwise ops on SIMD vectors, split between threads: fast kernels of the
+// ops in autograd/elementwise.cpp, which they must equal. A kernel is written once as a lambda
+// over xsimd::batch<float> (simd.hpp). It only fills numbers: the op checks the arguments, calls
+// the forward kernel for its values, and records its node, whose backward calls the backward
+// kernel (`tanh_backward`, ...) where the gradient is a loop of its own.
 #include <cmath>
-#include <numbers>
 
 #include "autograd/dispatch.hpp"
-#include "autograd/engine.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/strided.hpp"
 #include "kernels/gelu_math.hpp"
@@ -21,8 +19,7 @@ namespace {
 
 // out = f(a) elementwise, on a contiguous copy of a when a is a view.
 template <typename F>
-Tensor unary_kernel(const char* op, const Tensor& a, F f) {
-  check_float(op, a);
+Tensor unary_kernel(const Tensor& a, F f) {
   Tensor x = a.contiguous();
   Tensor out = empty(a.shape());
   simd::map(x.data(), out.data(), x.numel(), f);
@@ -33,8 +30,6 @@ Tensor unary_kernel(const char* op, const Tensor& a, F f) {
 // strides (a transposed view) are gathered into a small buffer first.
 template <typename F>
 Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, F f) {
-  check_float(op, a);
-  check_float(op, b);
   const Shape shape = broadcast_shapes(op, a.shape(), b.shape());
   Tensor out = empty(shape);
   const float* pa = a.data();
@@ -84,181 +79,124 @@ batch sign(batch x) {
 // --- arithmetic ---
 
 Tensor fast_add(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_kernel("add", a, b, [](batch x, batch y) { return x + y; });
-  return record(out, "AddBackward0", {a, b},
-                [sa = a.shape(), sb = b.shape()](const Tensor& g) -> std::vector<Tensor> {
-                  return {sum_to(g, sa), sum_to(g, sb)};  // d(a+b)/da = d(a+b)/db = 1
-                });
+  return binary_kernel("add", a, b, [](batch x, batch y) { return x + y; });
 }
 
 Tensor fast_sub(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_kernel("sub", a, b, [](batch x, batch y) { return x - y; });
-  return record(out, "SubBackward0", {a, b},
-                [sa = a.shape(), sb = b.shape()](const Tensor& g) -> std::vector<Tensor> {
-                  return {sum_to(g, sa), sum_to(neg(g), sb)};  // d/da = 1, d/db = -1
-                });
+  return binary_kernel("sub", a, b, [](batch x, batch y) { return x - y; });
 }
 
 Tensor fast_mul(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_kernel("mul", a, b, [](batch x, batch y) { return x * y; });
-  return record(out, "MulBackward0", {a, b}, [a, b](const Tensor& g) -> std::vector<Tensor> {
-    Tensor ga = a.requires_grad() ? sum_to(mul(g, b), a.shape()) : Tensor();  // d/da = b
-    Tensor gb = b.requires_grad() ? sum_to(mul(g, a), b.shape()) : Tensor();  // d/db = a
-    return {ga, gb};
-  });
+  return binary_kernel("mul", a, b, [](batch x, batch y) { return x * y; });
 }
 
 Tensor fast_div(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_kernel("div", a, b, [](batch x, batch y) { return x / y; });
-  return record(out, "DivBackward0", {a, b},
-                [a, b, y = out.detach()](const Tensor& g) -> std::vector<Tensor> {
-                  Tensor ga = a.requires_grad() ? sum_to(div(g, b), a.shape()) : Tensor();
-                  // d(a/b)/db = -a/b² = -y/b
-                  Tensor gb =
-                      b.requires_grad() ? sum_to(neg(div(mul(g, y), b)), b.shape()) : Tensor();
-                  return {ga, gb};
-                });
+  return binary_kernel("div", a, b, [](batch x, batch y) { return x / y; });
 }
 
-// x + s and x - s: PyTorch names the node after the Python operator (AddBackward0, SubBackward0).
-Tensor fast_add_scalar(const Tensor& a, float s, const char* name) {
+Tensor fast_add_scalar(const Tensor& a, float s) {
   const batch bs(s);
-  Tensor out = unary_kernel("add", a, [&](batch x) { return x + bs; });
-  return record(out, name, {a}, [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
+  return unary_kernel(a, [&](batch x) { return x + bs; });
 }
 
 Tensor fast_mul_scalar(const Tensor& a, float s) {
   const batch bs(s);
-  Tensor out = unary_kernel("mul", a, [&](batch x) { return x * bs; });
-  return record(out, "MulBackward0", {a},
-                [s](const Tensor& g) -> std::vector<Tensor> { return {mul(g, s)}; });
+  return unary_kernel(a, [&](batch x) { return x * bs; });
 }
 
 Tensor fast_neg(const Tensor& a) {
-  Tensor out = unary_kernel("neg", a, [](batch x) { return -x; });
-  return record(out, "NegBackward0", {a},
-                [](const Tensor& g) -> std::vector<Tensor> { return {neg(g)}; });
+  return unary_kernel(a, [](batch x) { return -x; });
 }
 
 Tensor fast_pow_scalar(const Tensor& a, float e) {
   const batch be(e);
   // Exact forms for the common exponents; xsimd::pow is exp(e log|x|), a little less precise.
-  Tensor out = e == 2.0f   ? unary_kernel("pow", a, [](batch x) { return x * x; })
-               : e == 1.0f ? unary_kernel("pow", a, [](batch x) { return x; })
-               : e == 0.0f ? unary_kernel("pow", a, [](batch) { return batch(1.0f); })
-               : e == 0.5f ? unary_kernel("pow", a, [](batch x) { return xsimd::sqrt(x); })
-                           : unary_kernel("pow", a, [&](batch x) { return xsimd::pow(x, be); });
-  return record(out, "PowBackward0", {a}, [a, e](const Tensor& g) -> std::vector<Tensor> {
-    if (e == 0.0f) return {zeros_like(a)};
-    const batch be(e), be1(e - 1.0f);
-    if (e == 2.0f)
-      return {unary_backward(g, a, [](batch gy, batch x) { return gy * batch(2.0f) * x; })};
-    return {unary_backward(g, a, [&](batch gy, batch x) {
-      return gy * be * xsimd::pow(x, be1);  // d(x^e)/dx = e x^(e-1)
-    })};
-  });
+  return e == 2.0f   ? unary_kernel(a, [](batch x) { return x * x; })
+         : e == 1.0f ? unary_kernel(a, [](batch x) { return x; })
+         : e == 0.0f ? unary_kernel(a, [](batch) { return batch(1.0f); })
+         : e == 0.5f ? unary_kernel(a, [](batch x) { return xsimd::sqrt(x); })
+                     : unary_kernel(a, [&](batch x) { return xsimd::pow(x, be); });
+}
+
+// The op handles e == 0 (a zero gradient) before it calls this.
+Tensor fast_pow_backward(const Tensor& g, const Tensor& a, float e) {
+  const batch be(e), be1(e - 1.0f);
+  if (e == 2.0f)
+    return unary_backward(g, a, [](batch gy, batch x) { return gy * batch(2.0f) * x; });
+  return unary_backward(g, a, [&](batch gy, batch x) { return gy * be * xsimd::pow(x, be1); });
 }
 
 // --- unary math ---
 
 Tensor fast_exp(const Tensor& a) {
-  Tensor out = unary_kernel("exp", a, [](batch x) { return xsimd::exp(x); });
-  return record(out, "ExpBackward0", {a}, [y = out.detach()](const Tensor& g) {
-    return std::vector<Tensor>{mul(g, y)};  // d(e^x)/dx = e^x
-  });
+  return unary_kernel(a, [](batch x) { return xsimd::exp(x); });
 }
 
 Tensor fast_log(const Tensor& a) {
-  Tensor out = unary_kernel("log", a, [](batch x) { return xsimd::log(x); });
-  return record(out, "LogBackward0", {a}, [a](const Tensor& g) {
-    return std::vector<Tensor>{div(g, a)};  // d(log x)/dx = 1/x
-  });
+  return unary_kernel(a, [](batch x) { return xsimd::log(x); });
 }
 
 Tensor fast_sqrt(const Tensor& a) {
-  Tensor out = unary_kernel("sqrt", a, [](batch x) { return xsimd::sqrt(x); });
-  return record(out, "SqrtBackward0", {a}, [y = out.detach()](const Tensor& g) {
-    return std::vector<Tensor>{unary_backward(g, y, [](batch gy, batch s) {
-      return gy / (batch(2.0f) * s);  // d(√x)/dx = 1 / (2√x)
-    })};
-  });
+  return unary_kernel(a, [](batch x) { return xsimd::sqrt(x); });
+}
+Tensor fast_sqrt_backward(const Tensor& g, const Tensor& y) {
+  return unary_backward(g, y, [](batch gy, batch s) { return gy / (batch(2.0f) * s); });
 }
 
 Tensor fast_rsqrt(const Tensor& a) {
   // 1/sqrt rather than xsimd::rsqrt, which is a low-precision approximation.
-  Tensor out = unary_kernel("rsqrt", a, [](batch x) { return batch(1.0f) / xsimd::sqrt(x); });
-  return record(out, "RsqrtBackward0", {a}, [y = out.detach()](const Tensor& g) {
-    return std::vector<Tensor>{unary_backward(g, y, [](batch gy, batch r) {
-      return gy * batch(-0.5f) * r * r * r;  // d(x^-1/2)/dx = -x^(-3/2)/2
-    })};
-  });
+  return unary_kernel(a, [](batch x) { return batch(1.0f) / xsimd::sqrt(x); });
+}
+Tensor fast_rsqrt_backward(const Tensor& g, const Tensor& y) {
+  return unary_backward(g, y, [](batch gy, batch r) { return gy * batch(-0.5f) * r * r * r; });
 }
 
 Tensor fast_tanh(const Tensor& a) {
-  Tensor out = unary_kernel("tanh", a, [](batch x) { return xsimd::tanh(x); });
-  return record(out, "TanhBackward0", {a}, [y = out.detach()](const Tensor& g) {
-    return std::vector<Tensor>{unary_backward(g, y, [](batch gy, batch t) {
-      return gy * (batch(1.0f) - t * t);  // d(tanh x)/dx = 1 - tanh²x
-    })};
-  });
+  return unary_kernel(a, [](batch x) { return xsimd::tanh(x); });
+}
+Tensor fast_tanh_backward(const Tensor& g, const Tensor& y) {
+  return unary_backward(g, y, [](batch gy, batch t) { return gy * (batch(1.0f) - t * t); });
 }
 
 Tensor fast_sigmoid(const Tensor& a) {
-  Tensor out = unary_kernel("sigmoid", a,
-                            [](batch x) { return batch(1.0f) / (batch(1.0f) + xsimd::exp(-x)); });
-  return record(out, "SigmoidBackward0", {a}, [y = out.detach()](const Tensor& g) {
-    return std::vector<Tensor>{unary_backward(g, y, [](batch gy, batch s) {
-      return gy * s * (batch(1.0f) - s);  // dσ/dx = σ(1 - σ)
-    })};
-  });
+  return unary_kernel(a, [](batch x) { return batch(1.0f) / (batch(1.0f) + xsimd::exp(-x)); });
+}
+Tensor fast_sigmoid_backward(const Tensor& g, const Tensor& y) {
+  return unary_backward(g, y, [](batch gy, batch s) { return gy * s * (batch(1.0f) - s); });
 }
 
 Tensor fast_relu(const Tensor& a) {
   // NaN stays NaN, as in PyTorch (a bare max would turn it into 0).
-  Tensor out = unary_kernel("relu", a, [](batch x) {
-    return xsimd::select(xsimd::isnan(x), x, xsimd::max(x, batch(0.0f)));
-  });
-  return record(out, "ReluBackward0", {a}, [y = out.detach()](const Tensor& g) {
-    return std::vector<Tensor>{unary_backward(g, y, [](batch gy, batch r) {
-      return xsimd::select(r > batch(0.0f), gy, batch(0.0f));  // 1 where x > 0
-    })};
-  });
+  return unary_kernel(
+      a, [](batch x) { return xsimd::select(xsimd::isnan(x), x, xsimd::max(x, batch(0.0f))); });
+}
+Tensor fast_relu_backward(const Tensor& g, const Tensor& y) {
+  return unary_backward(
+      g, y, [](batch gy, batch r) { return xsimd::select(r > batch(0.0f), gy, batch(0.0f)); });
 }
 
+// The op has checked `approximate` (none or tanh) before it calls these.
 Tensor fast_gelu(const Tensor& a, const std::string& approximate) {
-  if (approximate == "none") {
-    Tensor out = unary_kernel("gelu", a, gelu_math::gelu_erf);
-    return record(out, "GeluBackward0", {a}, [a](const Tensor& g) {
-      return std::vector<Tensor>{
-          unary_backward(g, a, [](batch gy, batch x) { return gy * gelu_math::gelu_erf_grad(x); })};
-    });
-  }
-  if (approximate == "tanh") {
-    Tensor out = unary_kernel("gelu", a, gelu_math::gelu_tanh);
-    return record(out, "GeluBackward0", {a}, [a](const Tensor& g) {
-      return std::vector<Tensor>{unary_backward(
-          g, a, [](batch gy, batch x) { return gy * gelu_math::gelu_tanh_grad(x); })};
-    });
-  }
-  throw Error(fmt::format("gelu: approximate argument must be either none or tanh (got '{}')",
-                          approximate));
+  return approximate == "none" ? unary_kernel(a, gelu_math::gelu_erf)
+                               : unary_kernel(a, gelu_math::gelu_tanh);
+}
+Tensor fast_gelu_backward(const Tensor& g, const Tensor& a, const std::string& approximate) {
+  if (approximate == "none")
+    return unary_backward(g, a, [](batch gy, batch x) { return gy * gelu_math::gelu_erf_grad(x); });
+  return unary_backward(g, a, [](batch gy, batch x) { return gy * gelu_math::gelu_tanh_grad(x); });
 }
 
 Tensor fast_abs(const Tensor& a) {
-  Tensor out = unary_kernel("abs", a, [](batch x) { return xsimd::abs(x); });
-  return record(out, "AbsBackward0", {a}, [a](const Tensor& g) {
-    return std::vector<Tensor>{
-        unary_backward(g, a, [](batch gy, batch x) { return gy * sign(x); })};  // sign(x)
-  });
+  return unary_kernel(a, [](batch x) { return xsimd::abs(x); });
+}
+Tensor fast_abs_backward(const Tensor& g, const Tensor& a) {
+  return unary_backward(g, a, [](batch gy, batch x) { return gy * sign(x); });
 }
 
 Tensor fast_masked_fill(const Tensor& a, const Tensor& m, float value) {
   const batch v(value);
-  Tensor out = binary_kernel(
-      "masked_fill", a, m, [&](batch x, batch k) { return xsimd::select(k != batch(0.0f), v, x); });
-  return record(out, "MaskedFillBackward0", {a}, [m](const Tensor& g) {
-    return std::vector<Tensor>{where(m, zeros({}), g)};  // 0 where filled, 1 elsewhere
-  });
+  return binary_kernel("masked_fill", a, m,
+                       [&](batch x, batch k) { return xsimd::select(k != batch(0.0f), v, x); });
 }
 
 }  // namespace
@@ -266,23 +204,33 @@ Tensor fast_masked_fill(const Tensor& a, const Tensor& m, float value) {
 void register_elementwise_kernels() {
   using Unary = Tensor(const Tensor&);
   using Binary = Tensor(const Tensor&, const Tensor&);
+  using UnaryBackward = Tensor(const Tensor& grad, const Tensor& saved);
   register_kernel<Binary>("add.Tensor", fast_add);
   register_kernel<Binary>("sub.Tensor", fast_sub);
   register_kernel<Binary>("mul.Tensor", fast_mul);
   register_kernel<Binary>("div.Tensor", fast_div);
-  register_kernel<Tensor(const Tensor&, float, const char*)>("add.Scalar", fast_add_scalar);
+  register_kernel<Tensor(const Tensor&, float)>("add.Scalar", fast_add_scalar);
   register_kernel<Tensor(const Tensor&, float)>("mul.Scalar", fast_mul_scalar);
   register_kernel<Tensor(const Tensor&, float)>("pow.Tensor_Scalar", fast_pow_scalar);
+  register_kernel<Tensor(const Tensor&, const Tensor&, float)>("pow_backward", fast_pow_backward);
   register_kernel<Unary>("neg", fast_neg);
   register_kernel<Unary>("exp", fast_exp);
   register_kernel<Unary>("log", fast_log);
   register_kernel<Unary>("sqrt", fast_sqrt);
+  register_kernel<UnaryBackward>("sqrt_backward", fast_sqrt_backward);
   register_kernel<Unary>("rsqrt", fast_rsqrt);
+  register_kernel<UnaryBackward>("rsqrt_backward", fast_rsqrt_backward);
   register_kernel<Unary>("tanh", fast_tanh);
+  register_kernel<UnaryBackward>("tanh_backward", fast_tanh_backward);
   register_kernel<Unary>("sigmoid", fast_sigmoid);
+  register_kernel<UnaryBackward>("sigmoid_backward", fast_sigmoid_backward);
   register_kernel<Unary>("relu", fast_relu);
+  register_kernel<UnaryBackward>("relu_backward", fast_relu_backward);
   register_kernel<Tensor(const Tensor&, const std::string&)>("gelu", fast_gelu);
+  using GeluBackward = Tensor(const Tensor&, const Tensor&, const std::string&);
+  register_kernel<GeluBackward>("gelu_backward", fast_gelu_backward);
   register_kernel<Unary>("abs", fast_abs);
+  register_kernel<UnaryBackward>("abs_backward", fast_abs_backward);
   register_kernel<Tensor(const Tensor&, const Tensor&, float)>("masked_fill", fast_masked_fill);
 }
 

@@ -21,10 +21,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <unordered_map>
 
 #include "autograd/dispatch.hpp"
-#include "autograd/engine.hpp"
+#include "autograd/fused_kernels.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/random.hpp"
 #include "kernels/gemm.hpp"
@@ -395,10 +396,21 @@ void dropout_rows(const Problem& p, int64_t g, int64_t i0, int64_t rows, float* 
                   [&](simd::batch u) { return xsimd::select(u >= drop, keep, simd::batch(0.0f)); });
 }
 
-Tensor fast_flash_attention(const Tensor& query, const Tensor& key, const Tensor& value,
-                            const FlashAttentionOptions& o) {
-  Shape lead(query.shape().begin(), query.shape().end() - 2);
+// What one call computes on: the problem, the tensors its matrices point into, and the shapes
+// of the operands and the output. The forward makes it; the backward reads it.
+struct Plan {
   Problem p;
+  Tensor q, k, v, bias, mask;  // detached; the mask as float
+  Shape q_shape, k_shape, v_shape, scores_shape, out_shape;
+};
+
+// The plan of softmax(Q Kᵀ/√D + bias, masked) V; with dropout, the default generator moves past
+// the op's draws, as dropout() over the whole weights would move it.
+std::shared_ptr<Plan> plan(const Tensor& query, const Tensor& key, const Tensor& value,
+                           const FlashAttentionOptions& o) {
+  auto plan = std::make_shared<Plan>();
+  Problem& p = plan->p;
+  Shape lead(query.shape().begin(), query.shape().end() - 2);
   p.Tq = query.size(-2);
   p.Tk = key.size(-2);
   p.D = query.size(-1);
@@ -406,164 +418,184 @@ Tensor fast_flash_attention(const Tensor& query, const Tensor& key, const Tensor
   p.G = 1;
   for (int64_t s : lead) p.G *= s;
   p.scale = 1.0f / std::sqrt(static_cast<float>(p.D));
-  Shape scores_shape = lead;
-  scores_shape.push_back(p.Tq);
-  scores_shape.push_back(p.Tk);
-  const Tensor qd = query.detach(), kd = key.detach(), vd = value.detach();
-  const Tensor bias = o.bias.defined() ? o.bias.detach() : Tensor();
-  const Tensor mask = o.mask.defined() ? o.mask.detach().to(Dtype::Float32) : Tensor();
+  plan->q_shape = query.shape(), plan->k_shape = key.shape(), plan->v_shape = value.shape();
+  plan->scores_shape = plan->out_shape = lead;
+  plan->scores_shape.insert(plan->scores_shape.end(), {p.Tq, p.Tk});
+  plan->out_shape.insert(plan->out_shape.end(), {p.Tq, p.Dv});
+  plan->q = query.detach(), plan->k = key.detach(), plan->v = value.detach();
+  plan->bias = o.bias.defined() ? o.bias.detach() : Tensor();
+  plan->mask = o.mask.defined() ? o.mask.detach().to(Dtype::Float32) : Tensor();
   Shape q_full = lead, k_full = lead, v_full = lead;
   q_full.insert(q_full.end(), {p.Tq, p.D});
   k_full.insert(k_full.end(), {p.Tk, p.D});
   v_full.insert(v_full.end(), {p.Tk, p.Dv});
-  p.q = matrices(qd, q_full);
-  p.k = matrices(kd, k_full);
-  p.v = matrices(vd, v_full);
-  p.bias = matrices(bias, scores_shape);
-  p.mask = matrices(mask, scores_shape);
+  p.q = matrices(plan->q, q_full);
+  p.k = matrices(plan->k, k_full);
+  p.v = matrices(plan->v, v_full);
+  p.bias = matrices(plan->bias, plan->scores_shape);
+  p.mask = matrices(plan->mask, plan->scores_shape);
   p.dropout_p = o.dropout_p;
   p.dropout = o.training && o.dropout_p > 0.0f;
   p.start = default_generator();
   if (p.dropout)  // the draws of dropout() over the whole [G, Tq, Tk] weights
     default_generator().advance(static_cast<uint64_t>(p.G * p.Tq * p.Tk));
   plan_blocks(p);
+  return plan;
+}
 
-  Shape out_shape = lead;
-  out_shape.insert(out_shape.end(), {p.Tq, p.Dv});
+// One block of rows of matrix g, forward: scores, weights, and weights x V into o (row stride
+// out_rs); each row's log-sum-exp into l.
+void forward_block(const Problem& p, int64_t g, int64_t block, float* o, int64_t out_rs, float* l) {
+  float* s = scratch(0, static_cast<size_t>(p.row_block * p.Tk)).data();
+  float* m = scratch(1, static_cast<size_t>(p.row_block * p.Tk)).data();
+  const int64_t i0 = block * p.row_block;
+  const int64_t rows = std::min(p.row_block, p.Tq - i0), keys = p.keys(g, block);
+  products(p, g, i0, rows, keys, s);
+  if (p.dropout) dropout_rows(p, g, i0, rows, m);
+  if (in_registers(p, keys)) {
+    simd::with_row_vectors(keys, [&](auto nv) {
+      constexpr int NV = decltype(nv)::value;
+      in_groups<NV>(rows, [&](int64_t r, auto group) {
+        constexpr int R = decltype(group)::value;
+        const RowInputs<R> in(p, g, i0 + r, p.dropout ? m + r * p.Tk : nullptr);
+        softmax_group<NV, R>(s + r * keys, in, keys, p.scale, l + r);
+      });
+    });
+  } else {
+    scale_rows(p, g, i0, rows, keys, s);
+    softmax_rows(s, rows, keys, p.dropout ? m : nullptr, p.Tk, l);
+  }
+  // (rows, keys) x (keys, Dv) -> (rows, Dv)
+  const size_t gi = static_cast<size_t>(g);
+  gemm(rows, p.Dv, keys, s, keys, 1, p.v.data + p.v.offset[gi], p.v.rs, p.v.cs, o + i0 * out_rs,
+       out_rs, false);
+}
+
+FlashAttentionSaved fast_flash_attention(const Tensor& query, const Tensor& key,
+                                         const Tensor& value, const FlashAttentionOptions& o) {
+  std::shared_ptr<Plan> saved = plan(query, key, value, o);
+  const Problem& p = saved->p;
   // Heads' outputs [B, H, Tq, Dv] are laid out as [B, Tq, H, Dv], as PyTorch's CPU flash
   // attention lays them: the usual next step, out.transpose(1, 2).reshape({B, Tq, H * Dv}), is
   // then a view, where it copied all of out (and its backward copied the gradient back).
-  const bool heads_inner = lead.size() == 2;
-  const int64_t heads = heads_inner ? lead[1] : 1;
-  Tensor out = heads_inner ? empty({lead[0], p.Tq, heads, p.Dv}).transpose(1, 2) : empty(out_shape);
+  const bool heads_inner = saved->out_shape.size() == 4;
+  const int64_t heads = heads_inner ? saved->out_shape[1] : 1;
+  Tensor out = heads_inner ? empty({saved->out_shape[0], p.Tq, heads, p.Dv}).transpose(1, 2)
+                           : empty(saved->out_shape);
   const int64_t out_rs = heads * p.Dv;  // from one query row of a head to the next
-  auto out_at = [&](int64_t g) { return g / heads * p.Tq * out_rs + g % heads * p.Dv; };
-  Tensor lse = empty({p.G * p.Tq});  // log Σ exp(scores) per row; -inf for a row with no key
-  float* po = out.data();
-  float* pl = lse.data();
+  Tensor lse = empty({p.G * p.Tq});     // log Σ exp(scores) per row; -inf for a row with no key
   parallel_for(p.G * p.blocks, 1, [&](int64_t t0, int64_t t1) {
-    float* s = scratch(0, static_cast<size_t>(p.row_block * p.Tk)).data();
-    float* m = scratch(1, static_cast<size_t>(p.row_block * p.Tk)).data();
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t g = t / p.blocks, i0 = t % p.blocks * p.row_block;
-      const int64_t rows = std::min(p.row_block, p.Tq - i0), keys = p.keys(g, t % p.blocks);
-      products(p, g, i0, rows, keys, s);
-      if (p.dropout) dropout_rows(p, g, i0, rows, m);
-      float* l = pl + g * p.Tq + i0;
-      if (in_registers(p, keys)) {
-        simd::with_row_vectors(keys, [&](auto nv) {
-          constexpr int NV = decltype(nv)::value;
-          in_groups<NV>(rows, [&](int64_t r, auto group) {
-            constexpr int R = decltype(group)::value;
-            const RowInputs<R> in(p, g, i0 + r, p.dropout ? m + r * p.Tk : nullptr);
-            softmax_group<NV, R>(s + r * keys, in, keys, p.scale, l + r);
-          });
-        });
-      } else {
-        scale_rows(p, g, i0, rows, keys, s);
-        softmax_rows(s, rows, keys, p.dropout ? m : nullptr, p.Tk, l);
-      }
-      // (rows, keys) x (keys, Dv) -> (rows, Dv)
-      const size_t gi = static_cast<size_t>(g);
-      gemm(rows, p.Dv, keys, s, keys, 1, p.v.data + p.v.offset[gi], p.v.rs, p.v.cs,
-           po + out_at(g) + i0 * out_rs, out_rs, false);
+      const int64_t g = t / p.blocks;
+      float* o_g = out.data() + g / heads * p.Tq * out_rs + g % heads * p.Dv;
+      forward_block(p, g, t % p.blocks, o_g, out_rs,
+                    lse.data() + g * p.Tq + t % p.blocks * p.row_block);
     }
   });
+  return {out, lse, saved};
+}
 
-  return record(
-      out, "ScaledDotProductFlashAttentionForCpuBackward0", {query, key, value, o.bias},
-      [p, qd, kd, vd, bias, mask, lse, q_shape = query.shape(), k_shape = key.shape(),
-       v_shape = value.shape(), bias_grad = o.bias.defined() && o.bias.requires_grad(),
-       scores_shape, out_shape](const Tensor& grad) {
-        // dO read with its strides (the gradient of the heads-inner layout has them), rows of
-        // contiguous values: a view's gradient of another layout is copied first.
-        const Tensor dout =
-            grad.stride(-1) == 1 && grad.stride(-2) >= p.Dv ? grad : grad.contiguous();
-        const Matrices dm = matrices(dout, out_shape);
-        Tensor dq = empty(q_shape), dk = empty(k_shape), dv = empty(v_shape);
-        Tensor dbias = bias_grad ? empty(scores_shape) : Tensor();
-        const float* pl = lse.data();
-        float* pdq = dq.data();
-        float* pdk = dk.data();
-        float* pdv = dv.data();
-        float* pdb = bias_grad ? dbias.data() : nullptr;
-        // One head per task: its dK and dV sum over all its query rows.
-        parallel_for(p.G, 1, [&](int64_t g0, int64_t g1) {
-          float* s = scratch(0, static_cast<size_t>(p.row_block * p.Tk)).data();
-          float* da = scratch(1, static_cast<size_t>(p.row_block * p.Tk)).data();
-          float* m = scratch(2, static_cast<size_t>(p.row_block * p.Tk)).data();
-          for (int64_t g = g0; g < g1; ++g) {
-            const size_t gi = static_cast<size_t>(g);
-            float* dk_g = pdk + g * p.Tk * p.D;
-            float* dv_g = pdv + g * p.Tk * p.Dv;
-            // Every block adds into dK and dV, each into its first `keys` rows only.
-            std::fill(dk_g, dk_g + p.Tk * p.D, 0.0f);
-            std::fill(dv_g, dv_g + p.Tk * p.Dv, 0.0f);
-            for (int64_t b = 0; b < p.blocks; ++b) {
-              const int64_t i0 = b * p.row_block, rows = std::min(p.row_block, p.Tq - i0);
-              const int64_t keys = p.keys(g, b);
-              const float* dout_b = dm.data + dm.offset[gi] + i0 * dm.rs;
-              products(p, g, i0, rows, keys, s);
-              if (p.dropout) dropout_rows(p, g, i0, rows, m);
-              const float* drop = p.dropout ? m : nullptr;  // row r's at drop + r * p.Tk
-              const bool fast = in_registers(p, keys);
-              // s becomes the weights w, and with dropout da the dropped-out weights a = w ⊙ m
-              if (fast) {
-                simd::with_row_vectors(keys, [&](auto nv) {
-                  constexpr int NV = decltype(nv)::value;
-                  in_groups<NV>(rows, [&](int64_t r, auto group) {
-                    constexpr int R = decltype(group)::value;
-                    weights_group<NV, R>(
-                        s + r * keys, RowInputs<R>(p, g, i0 + r, drop ? drop + r * p.Tk : nullptr),
-                        da + r * keys, keys, p.scale, pl + g * p.Tq + i0 + r);
-                  });
-                });
-              } else {
-                scale_rows(p, g, i0, rows, keys, s);
-                weights_rows(s, rows, keys, drop, p.Tk, pl + g * p.Tq + i0, da);
-              }
-              // dV += aᵀ dO: (keys, rows) x (rows, Dv); without dropout a is w itself
-              gemm(keys, p.Dv, rows, drop ? da : s, 1, keys, dout_b, dm.rs, 1, dv_g, p.Dv, true);
-              // dA = dO Vᵀ: (rows, Dv) x (Dv, keys)
-              gemm(rows, keys, p.Dv, dout_b, dm.rs, 1, p.v.data + p.v.offset[gi], p.v.cs, p.v.rs,
-                   da, keys, false);
-              // da becomes dS / √D; d bias = dS, 0 for the skipped keys
-              float* db = pdb ? pdb + (g * p.Tq + i0) * p.Tk : nullptr;  // row r's at db + r * Tk
-              if (db)
-                for (int64_t r = 0; r < rows; ++r)
-                  std::fill(db + r * p.Tk + keys, db + (r + 1) * p.Tk, 0.0f);
-              if (fast) {
-                simd::with_row_vectors(keys, [&](auto nv) {
-                  constexpr int NV = decltype(nv)::value;
-                  in_groups<NV>(rows, [&](int64_t r, auto group) {
-                    constexpr int R = decltype(group)::value;
-                    softmax_grad_group<NV, R>(
-                        s + r * keys, da + r * keys,
-                        RowInputs<R>(p, g, i0 + r, drop ? drop + r * p.Tk : nullptr),
-                        db ? db + r * p.Tk : nullptr, p.Tk, keys, p.scale);
-                  });
-                });
-              } else {
-                softmax_grad_rows(s, da, rows, keys, drop, db, p.Tk, p.scale);
-              }
-              // dQ = dS K: (rows, keys) x (keys, D)
-              gemm(rows, p.D, keys, da, keys, 1, p.k.data + p.k.offset[gi], p.k.rs, p.k.cs,
-                   pdq + (g * p.Tq + i0) * p.D, p.D, false);
-              // dK += dSᵀ Q: (keys, rows) x (rows, D)
-              gemm(keys, p.D, rows, da, 1, keys, p.q.data + p.q.offset[gi] + i0 * p.q.rs, p.q.rs,
-                   p.q.cs, dk_g, p.D, true);
-            }
-          }
-        });
-        return std::vector<Tensor>{dq, dk, dv, bias_grad ? sum_to(dbias, bias.shape()) : Tensor()};
+// Where one head's backward writes: dQ, dK and dV of matrix g, and d bias (null: not wanted).
+struct HeadGrads {
+  float *dq, *dk, *dv, *db;
+};
+
+// One block of rows of matrix g, backward: recomputes the block's weights from the log-sum-exps l,
+// then adds its share into dV and dK and writes its rows of dQ and d bias. dout: the block's
+// first row of dO, rows dm_rs apart.
+void backward_block(const Problem& p, int64_t g, int64_t block, const float* dout, int64_t dm_rs,
+                    const float* l, const HeadGrads& d) {
+  float* s = scratch(0, static_cast<size_t>(p.row_block * p.Tk)).data();
+  float* da = scratch(1, static_cast<size_t>(p.row_block * p.Tk)).data();
+  float* m = scratch(2, static_cast<size_t>(p.row_block * p.Tk)).data();
+  const size_t gi = static_cast<size_t>(g);
+  const int64_t i0 = block * p.row_block, rows = std::min(p.row_block, p.Tq - i0);
+  const int64_t keys = p.keys(g, block);
+  products(p, g, i0, rows, keys, s);
+  if (p.dropout) dropout_rows(p, g, i0, rows, m);
+  const float* drop = p.dropout ? m : nullptr;  // row r's at drop + r * p.Tk
+  const bool fast = in_registers(p, keys);
+  // s becomes the weights w, and with dropout da the dropped-out weights a = w ⊙ m
+  if (fast) {
+    simd::with_row_vectors(keys, [&](auto nv) {
+      constexpr int NV = decltype(nv)::value;
+      in_groups<NV>(rows, [&](int64_t r, auto group) {
+        constexpr int R = decltype(group)::value;
+        weights_group<NV, R>(s + r * keys,
+                             RowInputs<R>(p, g, i0 + r, drop ? drop + r * p.Tk : nullptr),
+                             da + r * keys, keys, p.scale, l + r);
       });
+    });
+  } else {
+    scale_rows(p, g, i0, rows, keys, s);
+    weights_rows(s, rows, keys, drop, p.Tk, l, da);
+  }
+  // dV += aᵀ dO: (keys, rows) x (rows, Dv); without dropout a is w itself
+  gemm(keys, p.Dv, rows, drop ? da : s, 1, keys, dout, dm_rs, 1, d.dv, p.Dv, true);
+  // dA = dO Vᵀ: (rows, Dv) x (Dv, keys)
+  gemm(rows, keys, p.Dv, dout, dm_rs, 1, p.v.data + p.v.offset[gi], p.v.cs, p.v.rs, da, keys,
+       false);
+  // da becomes dS / √D; d bias = dS, 0 for the skipped keys
+  float* db = d.db ? d.db + i0 * p.Tk : nullptr;  // row r's at db + r * Tk
+  if (db)
+    for (int64_t r = 0; r < rows; ++r) std::fill(db + r * p.Tk + keys, db + (r + 1) * p.Tk, 0.0f);
+  if (fast) {
+    simd::with_row_vectors(keys, [&](auto nv) {
+      constexpr int NV = decltype(nv)::value;
+      in_groups<NV>(rows, [&](int64_t r, auto group) {
+        constexpr int R = decltype(group)::value;
+        softmax_grad_group<NV, R>(s + r * keys, da + r * keys,
+                                  RowInputs<R>(p, g, i0 + r, drop ? drop + r * p.Tk : nullptr),
+                                  db ? db + r * p.Tk : nullptr, p.Tk, keys, p.scale);
+      });
+    });
+  } else {
+    softmax_grad_rows(s, da, rows, keys, drop, db, p.Tk, p.scale);
+  }
+  // dQ = dS K: (rows, keys) x (keys, D)
+  gemm(rows, p.D, keys, da, keys, 1, p.k.data + p.k.offset[gi], p.k.rs, p.k.cs, d.dq + i0 * p.D,
+       p.D, false);
+  // dK += dSᵀ Q: (keys, rows) x (rows, D)
+  gemm(keys, p.D, rows, da, 1, keys, p.q.data + p.q.offset[gi] + i0 * p.q.rs, p.q.rs, p.q.cs, d.dk,
+       p.D, true);
+}
+
+// {dQ, dK, dV, d bias} (d bias with the scores' shape, undefined unless wanted).
+std::vector<Tensor> fast_flash_attention_backward(const Tensor& grad, const Tensor& lse,
+                                                  const std::shared_ptr<const void>& state,
+                                                  bool bias_grad) {
+  const Plan& plan = *static_cast<const Plan*>(state.get());
+  const Problem& p = plan.p;
+  // dO read with its strides (the gradient of the heads-inner layout has them), rows of
+  // contiguous values: a view's gradient of another layout is copied first.
+  const Tensor dout = grad.stride(-1) == 1 && grad.stride(-2) >= p.Dv ? grad : grad.contiguous();
+  const Matrices dm = matrices(dout, plan.out_shape);
+  Tensor dq = empty(plan.q_shape), dk = empty(plan.k_shape), dv = empty(plan.v_shape);
+  Tensor dbias = bias_grad ? empty(plan.scores_shape) : Tensor();
+  // One head per task: its dK and dV sum over all its query rows.
+  parallel_for(p.G, 1, [&](int64_t g0, int64_t g1) {
+    for (int64_t g = g0; g < g1; ++g) {
+      const HeadGrads d{dq.data() + g * p.Tq * p.D, dk.data() + g * p.Tk * p.D,
+                        dv.data() + g * p.Tk * p.Dv,
+                        bias_grad ? dbias.data() + g * p.Tq * p.Tk : nullptr};
+      // Every block adds into dK and dV, each into its first `keys` rows only.
+      std::fill(d.dk, d.dk + p.Tk * p.D, 0.0f);
+      std::fill(d.dv, d.dv + p.Tk * p.Dv, 0.0f);
+      for (int64_t b = 0; b < p.blocks; ++b)
+        backward_block(p, g, b,
+                       dm.data + dm.offset[static_cast<size_t>(g)] + b * p.row_block * dm.rs, dm.rs,
+                       lse.data() + g * p.Tq + b * p.row_block, d);
+    }
+  });
+  return {dq, dk, dv, dbias};
 }
 
 }  // namespace
 
 void register_attention_kernels() {
-  register_kernel<Tensor(const Tensor&, const Tensor&, const Tensor&,
-                         const FlashAttentionOptions&)>("flash_attention", fast_flash_attention);
+  register_kernel<FlashAttentionKernel>("flash_attention", fast_flash_attention);
+  register_kernel<FlashAttentionBackward>("flash_attention_backward",
+                                          fast_flash_attention_backward);
 }
 
 }  // namespace anatomy

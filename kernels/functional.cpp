@@ -4,13 +4,10 @@
 // temporaries, and splits its rows between threads.
 //
 // Dimension letters: N rows, C the dim being normalized (classes, features).
-#include <fmt/format.h>
-
 #include <cmath>
 
-#include "autograd/cross_entropy.hpp"
 #include "autograd/dispatch.hpp"
-#include "autograd/engine.hpp"
+#include "autograd/fused_kernels.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/random.hpp"
 #include "kernels/parallel_draws.hpp"
@@ -92,53 +89,52 @@ void log_softmax_row(const float* x, float* y, int64_t C) {
   simd::map(x, y, C, [&](batch v) { return v - lse; });
 }
 
+// The op (autograd/functional.cpp) has checked `a` and wrapped `dim`, and records the node.
 Tensor fast_softmax(const Tensor& a, int64_t dim) {
-  check_float("softmax", a);
-  dim = wrap_dim("softmax", dim, a.dim());
-  Tensor out = along_dim(a, dim, [](const float* x, float* y, int64_t N, int64_t C) {
+  return along_dim(a, dim, [](const float* x, float* y, int64_t N, int64_t C) {
     for_exp_rows(N, C, [&](int64_t n0, int64_t n1) {
       for (int64_t n = n0; n < n1; ++n) softmax_row(x + n * C, y + n * C, C);
     });
   });
-  return record(out, "SoftmaxBackward0", {a}, [y = out.detach(), dim](const Tensor& g) {
-    // dx = y ⊙ (g - Σ g ⊙ y), the softmax Jacobian-vector product per row.
-    return std::vector<Tensor>{along_dim2(
-        g, y, dim, [](const float* gp, const float* yp, float* dx, int64_t N, int64_t C) {
-          for_rows(N, C, [&](int64_t n0, int64_t n1) {
-            for (int64_t n = n0; n < n1; ++n) {
-              const float* gr = gp + n * C;
-              const float* yr = yp + n * C;
-              const batch dot(simd::dot(gr, yr, C));
-              simd::map2(gr, 1, yr, 1, dx + n * C, C,
-                         [&](batch gv, batch yv) { return yv * (gv - dot); });
-            }
-          });
-        })};
-  });
+}
+
+// dx = y ⊙ (g - Σ g ⊙ y) per row, given softmax's output y.
+Tensor fast_softmax_backward(const Tensor& g, const Tensor& y, int64_t dim) {
+  return along_dim2(g, y, dim,
+                    [](const float* gp, const float* yp, float* dx, int64_t N, int64_t C) {
+                      for_rows(N, C, [&](int64_t n0, int64_t n1) {
+                        for (int64_t n = n0; n < n1; ++n) {
+                          const float* gr = gp + n * C;
+                          const float* yr = yp + n * C;
+                          const batch dot(simd::dot(gr, yr, C));
+                          simd::map2(gr, 1, yr, 1, dx + n * C, C,
+                                     [&](batch gv, batch yv) { return yv * (gv - dot); });
+                        }
+                      });
+                    });
 }
 
 Tensor fast_log_softmax(const Tensor& a, int64_t dim) {
-  check_float("log_softmax", a);
-  dim = wrap_dim("log_softmax", dim, a.dim());
-  Tensor out = along_dim(a, dim, [](const float* x, float* y, int64_t N, int64_t C) {
+  return along_dim(a, dim, [](const float* x, float* y, int64_t N, int64_t C) {
     for_exp_rows(N, C, [&](int64_t n0, int64_t n1) {
       for (int64_t n = n0; n < n1; ++n) log_softmax_row(x + n * C, y + n * C, C);
     });
   });
-  return record(out, "LogSoftmaxBackward0", {a}, [y = out.detach(), dim](const Tensor& g) {
-    // dx = g - e^y Σ g
-    return std::vector<Tensor>{along_dim2(
-        g, y, dim, [](const float* gp, const float* yp, float* dx, int64_t N, int64_t C) {
-          for_exp_rows(N, C, [&](int64_t n0, int64_t n1) {
-            for (int64_t n = n0; n < n1; ++n) {
-              const float* gr = gp + n * C;
-              const batch s(simd::sum(gr, C));
-              simd::map2(gr, 1, yp + n * C, 1, dx + n * C, C,
-                         [&](batch gv, batch yv) { return gv - xsimd::exp(yv) * s; });
-            }
-          });
-        })};
-  });
+}
+
+// dx = g - e^y Σ g per row, given log_softmax's output y.
+Tensor fast_log_softmax_backward(const Tensor& g, const Tensor& y, int64_t dim) {
+  return along_dim2(g, y, dim,
+                    [](const float* gp, const float* yp, float* dx, int64_t N, int64_t C) {
+                      for_exp_rows(N, C, [&](int64_t n0, int64_t n1) {
+                        for (int64_t n = n0; n < n1; ++n) {
+                          const float* gr = gp + n * C;
+                          const batch s(simd::sum(gr, C));
+                          simd::map2(gr, 1, yp + n * C, 1, dx + n * C, C,
+                                     [&](batch gv, batch yv) { return gv - xsimd::exp(yv) * s; });
+                        }
+                      });
+                    });
 }
 
 // Rows of up to simd::kRowVectors vectors of features (simd::row_fits) are normalized in
@@ -180,9 +176,6 @@ float layer_norm_row(const float* xr, float* hr, float* yr, const float* w, cons
 
 // Layer norm's forward over N contiguous rows of C values: out, and x̂ and 1/σ per row for the
 // backward.
-struct LayerNormSaved {
-  Tensor out, xhat, rstd;
-};
 LayerNormSaved layer_norm_rows(const float* x, const Shape& shape, int64_t N, int64_t C,
                                const Tensor& weight, const Tensor& bias, float eps) {
   LayerNormSaved s{empty(shape), empty(shape), empty({N})};
@@ -253,75 +246,68 @@ void layer_norm_grad_row(const float* gr, const float* hr, const float* w, float
   }
 }
 
-// Records layer norm's node on `s.out` (its input x, and weight and bias).
-Tensor record_layer_norm(const LayerNormSaved& s, const Tensor& x, const Tensor& weight,
-                         const Tensor& bias, int64_t N, int64_t C) {
-  return record(
-      s.out, "NativeLayerNormBackward0", {x, weight, bias},
-      [xhat = s.xhat, rstd = s.rstd, weight, bias, N, C](const Tensor& g) {
-        Tensor gc = g.contiguous();
-        Tensor gx = empty(g.shape());
-        const Tensor wc = weight.defined() ? weight.contiguous() : Tensor();
-        const float* w = wc.defined() ? wc.data() : nullptr;
-        // dw and db sum over rows: each chunk of rows sums its own, and the chunks'
-        // sums are added in chunk order (the same for a given thread count).
-        const bool fast = simd::row_fits(C);
-        const int64_t chunks = parallel_chunks(N, fast ? norm_row_grain(C) : row_grain(C));
-        std::vector<float> part_w(weight.defined() ? chunks * C : 0, 0.0f);
-        std::vector<float> part_b(bias.defined() ? chunks * C : 0, 0.0f);
-        parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
-          std::vector<float> gh(fast ? 0 : C);
-          for (int64_t c = c0; c < c1; ++c) {
-            float* pw = part_w.empty() ? nullptr : part_w.data() + c * C;
-            float* pb = part_b.empty() ? nullptr : part_b.data() + c * C;
-            const int64_t n0 = N * c / chunks, n1 = N * (c + 1) / chunks;
-            if (fast) {
-              simd::with_row_vectors(C, [&](auto nv) {
-                for (int64_t n = n0; n < n1; ++n)
-                  layer_norm_grad_row<decltype(nv)::value>(gc.data() + n * C, xhat.data() + n * C,
-                                                           w, rstd.data()[n], gx.data() + n * C, pw,
-                                                           pb, C);
-              });
-              continue;
-            }
-            for (int64_t n = n0; n < n1; ++n) {
-              const float* gr = gc.data() + n * C;
-              const float* hr = xhat.data() + n * C;
-              // dL/dxhat = g ⊙ w; then dx = rstd (ĝ - mean(ĝ) - x̂ mean(ĝ ⊙ x̂))
-              if (w)
-                simd::map2(gr, 1, w, 1, gh.data(), C, [](batch a, batch b) { return a * b; });
-              else
-                std::copy(gr, gr + C, gh.data());
-              const batch m1(simd::sum(gh.data(), C) / static_cast<float>(C));
-              const batch m2(simd::dot(gh.data(), hr, C) / static_cast<float>(C));
-              const batch r(rstd.data()[n]);
-              simd::map2(gh.data(), 1, hr, 1, gx.data() + n * C, C,
-                         [&](batch a, batch h) { return r * (a - m1 - h * m2); });
-              // dw = Σ_rows g ⊙ x̂, db = Σ_rows g
-              if (pw)
-                simd::map3(pw, 1, gr, 1, hr, 1, pw, C,
-                           [](batch acc, batch a, batch h) { return xsimd::fma(a, h, acc); });
-              if (pb) simd::map2(pb, 1, gr, 1, pb, C, [](batch acc, batch a) { return acc + a; });
-            }
-          }
+// Layer norm's backward over N rows of C values: {dx, dw, db}.
+std::vector<Tensor> fast_layer_norm_backward(const Tensor& g, const Tensor& xhat,
+                                             const Tensor& rstd, const Tensor& weight,
+                                             const Tensor& bias, int64_t N, int64_t C) {
+  Tensor gc = g.contiguous();
+  Tensor gx = empty(g.shape());
+  const Tensor wc = weight.defined() ? weight.contiguous() : Tensor();
+  const float* w = wc.defined() ? wc.data() : nullptr;
+  // dw and db sum over rows: each chunk of rows sums its own, and the chunks'
+  // sums are added in chunk order (the same for a given thread count).
+  const bool fast = simd::row_fits(C);
+  const int64_t chunks = parallel_chunks(N, fast ? norm_row_grain(C) : row_grain(C));
+  std::vector<float> part_w(weight.defined() ? chunks * C : 0, 0.0f);
+  std::vector<float> part_b(bias.defined() ? chunks * C : 0, 0.0f);
+  parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    std::vector<float> gh(fast ? 0 : C);
+    for (int64_t c = c0; c < c1; ++c) {
+      float* pw = part_w.empty() ? nullptr : part_w.data() + c * C;
+      float* pb = part_b.empty() ? nullptr : part_b.data() + c * C;
+      const int64_t n0 = N * c / chunks, n1 = N * (c + 1) / chunks;
+      if (fast) {
+        simd::with_row_vectors(C, [&](auto nv) {
+          for (int64_t n = n0; n < n1; ++n)
+            layer_norm_grad_row<decltype(nv)::value>(gc.data() + n * C, xhat.data() + n * C, w,
+                                                     rstd.data()[n], gx.data() + n * C, pw, pb, C);
         });
-        auto total = [&](const std::vector<float>& parts, const Tensor& like) {
-          if (!like.defined()) return Tensor();
-          Tensor t = empty(like.shape());
-          simd::sum_rows(parts.data(), chunks, C, t.data());
-          return t;
-        };
-        return std::vector<Tensor>{gx, total(part_w, weight), total(part_b, bias)};
-      });
+        continue;
+      }
+      for (int64_t n = n0; n < n1; ++n) {
+        const float* gr = gc.data() + n * C;
+        const float* hr = xhat.data() + n * C;
+        // dL/dxhat = g ⊙ w; then dx = rstd (ĝ - mean(ĝ) - x̂ mean(ĝ ⊙ x̂))
+        if (w)
+          simd::map2(gr, 1, w, 1, gh.data(), C, [](batch a, batch b) { return a * b; });
+        else
+          std::copy(gr, gr + C, gh.data());
+        const batch m1(simd::sum(gh.data(), C) / static_cast<float>(C));
+        const batch m2(simd::dot(gh.data(), hr, C) / static_cast<float>(C));
+        const batch r(rstd.data()[n]);
+        simd::map2(gh.data(), 1, hr, 1, gx.data() + n * C, C,
+                   [&](batch a, batch h) { return r * (a - m1 - h * m2); });
+        // dw = Σ_rows g ⊙ x̂, db = Σ_rows g
+        if (pw)
+          simd::map3(pw, 1, gr, 1, hr, 1, pw, C,
+                     [](batch acc, batch a, batch h) { return xsimd::fma(a, h, acc); });
+        if (pb) simd::map2(pb, 1, gr, 1, pb, C, [](batch acc, batch a) { return acc + a; });
+      }
+    }
+  });
+  auto total = [&](const std::vector<float>& parts, const Tensor& like) {
+    if (!like.defined()) return Tensor();
+    Tensor t = empty(like.shape());
+    simd::sum_rows(parts.data(), chunks, C, t.data());
+    return t;
+  };
+  return std::vector<Tensor>{gx, total(part_w, weight), total(part_b, bias)};
 }
 
-Tensor fast_layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
-                       const Tensor& bias, float eps) {
-  const int64_t C = numel_of(normalized_shape);
-  const int64_t N = C == 0 ? 0 : x.numel() / C;
-  Tensor xc = x.contiguous();
-  return record_layer_norm(layer_norm_rows(xc.data(), x.shape(), N, C, weight, bias, eps), x,
-                           weight, bias, N, C);
+// x is contiguous (the op made it so).
+LayerNormSaved fast_layer_norm(const Tensor& x, int64_t N, int64_t C, const Tensor& weight,
+                               const Tensor& bias, float eps) {
+  return layer_norm_rows(x.data(), x.shape(), N, C, weight, bias, eps);
 }
 
 // m[i] = draw m[i] kept (>= p) ? scale : 0, and y[i] = x[i] m[i]. The three never overlap (fresh
@@ -343,18 +329,9 @@ void apply_dropout_add(float* __restrict m, const float* __restrict x, const flo
   }
 }
 
-Tensor fast_dropout(const Tensor& x, float p, bool training) {
-  check_float("dropout", x);
-  if (p < 0.0f || p > 1.0f)
-    throw Error(
-        fmt::format("dropout: dropout probability has to be between 0 and 1, but got {}", p));
-  if (!training || p == 0.0f) return x;
-  // Keep each element with probability 1-p and scale it by 1/(1-p), so the expected value is
-  // unchanged and eval mode needs no rescaling.
-  const float scale = p == 1.0f ? 0.0f : 1.0f / (1.0f - p);
-  Tensor xc = x.contiguous();
-  Tensor mask = empty(x.shape()), out = empty(x.shape());
-  const float* xp = xc.data();
+// x is contiguous; mask and out are fresh tensors of its shape.
+void fast_dropout(const Tensor& x, float p, float scale, const Tensor& mask, const Tensor& out) {
+  const float* xp = x.data();
   float* m = mask.data();
   float* y = out.data();
   // One pass draws the mask and applies it; the draws are the default generator's, in element
@@ -363,14 +340,11 @@ Tensor fast_dropout(const Tensor& x, float p, bool training) {
     uniform_fill(gen, m + begin, end - begin);  // the draws first, then the mask in their place
     apply_dropout(m + begin, xp + begin, y + begin, end - begin, p, scale);
   });
-  return record(out, "NativeDropoutBackward0", {x},
-                [mask](const Tensor& g) { return std::vector<Tensor>{mul(g, mask)}; });
 }
 
-DropoutAddLayerNorm fast_dropout_add_layer_norm(const Tensor& x, const Tensor& residual, float p,
-                                                bool training, const Shape& normalized_shape,
-                                                const Tensor& weight, const Tensor& bias,
-                                                float eps) {
+DropoutAddSaved fast_dropout_add_layer_norm(const Tensor& x, const Tensor& residual, float p,
+                                            bool training, int64_t N, int64_t C,
+                                            const Tensor& weight, const Tensor& bias, float eps) {
   const bool drop = training && p > 0.0f;
   Tensor xc = x.contiguous(), rc = residual.contiguous();
   Tensor sum = empty(x.shape());
@@ -390,15 +364,7 @@ DropoutAddLayerNorm fast_dropout_add_layer_norm(const Tensor& x, const Tensor& r
   } else {
     simd::map2(xp, 1, rp, 1, sp, sum.numel(), [](batch v, batch r) { return r + v; });
   }
-  const int64_t C = numel_of(normalized_shape);
-  const int64_t N = C == 0 ? 0 : x.numel() / C;
-  LayerNormSaved saved = layer_norm_rows(sp, x.shape(), N, C, weight, bias, eps);
-  // Two nodes, as the composed ops would record: sum = residual + dropout(x), then its norm.
-  Tensor sum_node = record(sum, "DropoutAddBackward0", {x, residual}, [mask](const Tensor& g) {
-    // d/dx = mask (0 or 1/(1-p)), d/dresidual = 1
-    return std::vector<Tensor>{mask.defined() ? mul(g, mask) : g, g};
-  });
-  return {sum_node, record_layer_norm(saved, sum_node, weight, bias, N, C)};
+  return {sum, mask, layer_norm_rows(sp, x.shape(), N, C, weight, bias, eps)};
 }
 
 void fast_cross_entropy(const CrossEntropyRows& rows, const CrossEntropyOptions& options,
@@ -442,12 +408,13 @@ void fast_cross_entropy_backward(const CrossEntropyRows& rows, const std::vector
 void register_functional_kernels() {
   register_kernel<Tensor(const Tensor&, int64_t)>("softmax", fast_softmax);
   register_kernel<Tensor(const Tensor&, int64_t)>("log_softmax", fast_log_softmax);
-  register_kernel<Tensor(const Tensor&, const Shape&, const Tensor&, const Tensor&, float)>(
-      "layer_norm", fast_layer_norm);
-  register_kernel<Tensor(const Tensor&, float, bool)>("dropout", fast_dropout);
-  register_kernel<DropoutAddLayerNorm(const Tensor&, const Tensor&, float, bool, const Shape&,
-                                      const Tensor&, const Tensor&, float)>(
-      "dropout_add_layer_norm", fast_dropout_add_layer_norm);
+  using RowsBackward = Tensor(const Tensor& grad, const Tensor& output, int64_t dim);
+  register_kernel<RowsBackward>("softmax_backward", fast_softmax_backward);
+  register_kernel<RowsBackward>("log_softmax_backward", fast_log_softmax_backward);
+  register_kernel<LayerNormKernel>("layer_norm", fast_layer_norm);
+  register_kernel<LayerNormBackward>("layer_norm_backward", fast_layer_norm_backward);
+  register_kernel<DropoutKernel>("dropout", fast_dropout);
+  register_kernel<DropoutAddLayerNormKernel>("dropout_add_layer_norm", fast_dropout_add_layer_norm);
   register_kernel<CrossEntropyForward>("cross_entropy", fast_cross_entropy);
   register_kernel<CrossEntropyBackward>("cross_entropy_backward", fast_cross_entropy_backward);
 }

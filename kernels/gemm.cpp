@@ -736,6 +736,23 @@ struct RowPrefetcher {
   }
 };
 
+// One packed panel of B (`cols` columns, C's from Cj) against each MR-row tile of A's K slice:
+// A packed at `packed`, except the tiles above row `whole` of a thread's first panel (copy),
+// which the micro-kernel reads where they lie (from a_slice) and packs there as it goes.
+[[gnu::always_inline]] inline void short_panel(int64_t M, int64_t kc, const float* a_slice,
+                                               int64_t csa, float* packed, bool copy_first,
+                                               int64_t whole, const float* panel, float* Cj,
+                                               int64_t ldc, int64_t cols, bool accumulate,
+                                               const float* bias, RowPrefetcher& ahead) {
+  for (int64_t ir = 0; ir < M; ir += MR) {
+    ahead.step();
+    const bool copy = copy_first && ir < whole;
+    micro_tile(kc, copy ? a_slice + ir : packed + ir * kc,
+               copy ? ALayout::kColumns : ALayout::kPacked, csa, panel, Cj + ir * ldc, ldc,
+               std::min(MR, M - ir), cols, accumulate, bias, {}, copy ? packed + ir * kc : nullptr);
+  }
+}
+
 void gemm_short(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,
                 const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate,
                 const float* bias, const GemmActivation* act, int threads) {
@@ -783,8 +800,7 @@ void gemm_short(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, in
     for (int64_t step = 0; step < steps; ++step) {
       const auto [p0, pc] = at(step);
       const auto [next_p0, next_pc] = at(step + 1);  // packed next
-      const int64_t p1 = std::min(p_end, p0 + kShortBlockPanels);
-      const int64_t kc = std::min(KC, K - pc);
+      const int64_t p1 = std::min(p_end, p0 + kShortBlockPanels), kc = std::min(KC, K - pc);
       const bool last = pc + kc == K;  // the activation goes on the final sums
       RowPrefetcher ahead;
       if (long_rows) {
@@ -806,16 +822,9 @@ void gemm_short(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, in
             prefetch_b_panel(B + next_k * rsb + next_p * NR * csb, rsb, csb,
                              std::min(KC, K - next_k), std::min(NR, N - next_p * NR));
         }
-        for (int64_t ir = 0; ir < M; ir += MR) {
-          ahead.step();
-          float* packed = ap + pc * m_round + ir * kc;
-          // The first panel a thread visits in a slice is p_begin, in either order of the steps.
-          const bool copy = p == p_begin && ir < whole;
-          micro_tile(kc, copy ? A + ir + pc * csa : packed,
-                     copy ? ALayout::kColumns : ALayout::kPacked, csa, panel, C + ir * ldc + j, ldc,
-                     std::min(MR, M - ir), cols, accumulate || pc > 0,
-                     pc == 0 && bias ? bias + j : nullptr, {}, copy ? packed : nullptr);
-        }
+        // The first panel a thread visits in a slice is p_begin, in either order of the steps.
+        short_panel(M, kc, A + pc * csa, csa, ap + pc * m_round, p == p_begin, whole, panel, C + j,
+                    ldc, cols, accumulate || pc > 0, pc == 0 && bias ? bias + j : nullptr, ahead);
       }
       if (act && last)  // the block's columns hold their final sums
         activate_block(*act, C + p0 * NR, ldc, act->out + p0 * NR, M,
@@ -1089,35 +1098,47 @@ PackedB pack_b_blocks(int64_t K, int64_t N, const float* B, int64_t rsb, int64_t
   return out;
 }
 
+namespace {
+
+// C = 0 (or kept), plus the bias and the activation: a product over an empty K.
+void gemm_empty_k(int64_t M, int64_t N, float* C, int64_t ldc, bool accumulate, const float* bias,
+                  const GemmActivation* act) {
+  for (int64_t i = 0; i < M; ++i) {
+    float* c = C + i * ldc;
+    if (!accumulate) std::fill(c, c + N, 0.0f);
+    if (bias)
+      for (int64_t j = 0; j < N; ++j) c[j] += bias[j];
+    if (act) activate_row(*act, c, act->out + i * act->ldo, N);
+  }
+}
+
+// few_rows over columns split between threads once there is enough work to wake them.
+void gemm_few_rows(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, const float* B,
+                   int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate,
+                   const float* bias, const GemmActivation* act) {
+  const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(kParallelFlops / (2 * M * K)));
+  parallel_for(
+      N, grain,
+      [&](int64_t j0, int64_t j1) {
+        few_rows(M, j0, j1, K, A, rsa, B, rsb, csb, C, ldc, accumulate, bias, act);
+      },
+      W);
+}
+
+}  // namespace
+
 void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa, const float* B,
           int64_t rsb, int64_t csb, float* C, int64_t ldc, bool accumulate, const float* packed_b,
           const float* bias, const GemmActivation* act) {
   if (M == 0 || N == 0) return;
-  if (K == 0) {
-    for (int64_t i = 0; i < M; ++i) {
-      float* c = C + i * ldc;
-      if (!accumulate) std::fill(c, c + N, 0.0f);
-      if (bias)
-        for (int64_t j = 0; j < N; ++j) c[j] += bias[j];
-      if (act) activate_row(*act, c, act->out + i * act->ldo, N);
-    }
-    return;
-  }
+  if (K == 0) return gemm_empty_k(M, N, C, ldc, accumulate, bias, act);
   // Threads pay off only once there is enough work to hide waking them (a few microseconds).
   const double flops =
       2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
   // A few rows: packing B, K·N values, would cost about what the product does (attention's
   // scores and weighted values for one new token while decoding).
-  if (M < kGemmFewRows && csa == 1 && (rsb == 1 || csb == 1)) {
-    const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(kParallelFlops / (2 * M * K)));
-    parallel_for(
-        N, grain,
-        [&](int64_t j0, int64_t j1) {
-          few_rows(M, j0, j1, K, A, rsa, B, rsb, csb, C, ldc, accumulate, bias, act);
-        },
-        W);
-    return;
-  }
+  if (M < kGemmFewRows && csa == 1 && (rsb == 1 || csb == 1))
+    return gemm_few_rows(M, N, K, A, rsa, B, rsb, csb, C, ldc, accumulate, bias, act);
   const int threads = flops < kParallelFlops || in_parallel() ? 1 : get_num_threads();
   if (threads == 1 && !packed_b && !act && tiny(M, N, K, rsa, csa, rsb, csb))
     return gemm_tiny(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate, bias);

@@ -1,10 +1,10 @@
 // matmul, linear and linear_gelu on the GEMM of gemm.cpp: fast kernels of the ops in
-// autograd/linalg.cpp, which they must equal.
+// autograd/linalg.cpp, which they must equal. They compute numbers; the ops record the nodes.
 // Dimension letters: M rows of the left operand, K the contracted dim, N columns of the right.
 #include <fmt/format.h>
 
 #include "autograd/dispatch.hpp"
-#include "autograd/engine.hpp"
+#include "autograd/fused_kernels.hpp"
 #include "autograd/ops.hpp"
 #include "kernels/frozen_weights.hpp"
 #include "kernels/gelu_math.hpp"
@@ -97,76 +97,61 @@ Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
   return out;
 }
 
-// dx = g W, dW = gᵀ x for y = x Wᵀ (+ b), g of shape [rows, N].
-std::vector<Tensor> linear_backward(const Tensor& g2, const Tensor& x, const Tensor& weight,
-                                    int64_t rows, int64_t K) {
-  Tensor gx, gw;
-  if (x.requires_grad()) gx = mm(g2, weight.detach()).reshape(x.shape());
-  if (weight.requires_grad()) gw = mm(g2.t(), x.detach().reshape({rows, K}));
-  return {gx, gw};
-}
-
 // linear's values, x Wᵀ + b, with no node: linear records its gradient itself.
 Tensor fast_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return linear_forward(x, weight, bias);
 }
 
-Tensor fast_linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                        const std::string& approximate) {
-  const bool erf = approximate == "none";
-  const int64_t K = weight.size(1), N = weight.size(0);
-  const int64_t rows = x.numel() / std::max<int64_t>(K, 1);
-  GemmActivation act{.kind = erf ? GemmActivation::Kind::GeluErf : GemmActivation::Kind::GeluTanh,
+// gelu(x Wᵀ + b) and, when asked, the pre-activation h, which the backward needs. Without it
+// (inference, an evaluation) GELU goes over the product's own result, which writes one [rows, N]
+// result instead of two.
+std::pair<Tensor, Tensor> fast_linear_gelu(const Tensor& x, const Tensor& weight,
+                                           const Tensor& bias, const std::string& approximate,
+                                           bool keep_pre_activation) {
+  const int64_t N = weight.size(0);
+  GemmActivation act{.kind = approximate == "none" ? GemmActivation::Kind::GeluErf
+                                                   : GemmActivation::Kind::GeluTanh,
                      .ldo = N};
-  // With no graph to record (inference, an evaluation) there is no backward to keep the
-  // pre-activation for: GELU goes over the product's own result, which writes one [rows, N]
-  // result instead of two.
-  const bool graph = is_grad_enabled() && (x.requires_grad() || weight.requires_grad() ||
-                                           (bias.defined() && bias.requires_grad()));
-  if (!graph)  // record() only checks for anomalies here: there is nothing to record
-    return record(linear_forward(x, weight, bias, &act), "AddmmActivationBackward0",
-                  {x, weight, bias}, {});
+  if (!keep_pre_activation) return {linear_forward(x, weight, bias, &act), Tensor()};
   Shape out_shape = x.shape();
   out_shape.back() = N;
   Tensor out = empty(out_shape);
   act.out = out.data();
-  // h, the pre-activation, is kept for the backward (gelu's backward needs its input).
   Tensor h = linear_forward(x, weight, bias, &act);
-  return record(out, "AddmmActivationBackward0", {x, weight, bias},
-                [x, weight, bias, h, rows, K, N, erf](const Tensor& g) {
-                  // dh = g ⊙ gelu'(h), and db = Σ_rows dh in the same pass: each chunk of rows sums
-                  // its own, and the chunks' sums are added in chunk order (deterministic per
-                  // thread count).
-                  Tensor gc = g.contiguous();
-                  Tensor dh = empty({rows, N});
-                  const bool want_db = bias.defined() && bias.requires_grad();
-                  const int64_t grain =
-                      std::max<int64_t>(1, simd::kGrain / std::max<int64_t>(N, 1));
-                  const int64_t chunks = parallel_chunks(rows, grain);
-                  std::vector<float> part(want_db ? chunks * N : 0, 0.0f);
-                  parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
-                    for (int64_t c = c0; c < c1; ++c)
-                      for (int64_t n = rows * c / chunks; n < rows * (c + 1) / chunks; ++n) {
-                        float* d = dh.data() + n * N;
-                        simd::map2_range(gc.data() + n * N, 1, h.data() + n * N, 1, d, N,
-                                         [&](simd::batch gy, simd::batch hv) {
-                                           return gy * (erf ? gelu_math::gelu_erf_grad(hv)
-                                                            : gelu_math::gelu_tanh_grad(hv));
-                                         });
-                        if (want_db)
-                          simd::map2_range(part.data() + c * N, 1, d, 1, part.data() + c * N, N,
-                                           [](simd::batch acc, simd::batch v) { return acc + v; });
-                      }
-                  });
-                  std::vector<Tensor> grads = linear_backward(dh, x, weight, rows, K);
-                  Tensor gb;
-                  if (want_db) {
-                    gb = empty({N});
-                    simd::sum_rows(part.data(), chunks, N, gb.data());
-                  }
-                  grads.push_back(gb);
-                  return grads;
-                });
+  return {out, h};
+}
+
+// dh = g ⊙ gelu'(h) as [rows, N], and with want_db, db = Σ_rows dh in the same pass: each chunk
+// of rows sums its own, and the chunks' sums are added in chunk order (deterministic per thread
+// count).
+std::pair<Tensor, Tensor> fast_linear_gelu_backward(const Tensor& g, const Tensor& h,
+                                                    const std::string& approximate, bool want_db) {
+  const bool erf = approximate == "none";
+  const int64_t N = h.size(-1), rows = h.numel() / std::max<int64_t>(N, 1);
+  Tensor gc = g.contiguous();
+  Tensor dh = empty({rows, N});
+  const int64_t grain = std::max<int64_t>(1, simd::kGrain / std::max<int64_t>(N, 1));
+  const int64_t chunks = parallel_chunks(rows, grain);
+  std::vector<float> part(want_db ? chunks * N : 0, 0.0f);
+  parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c)
+      for (int64_t n = rows * c / chunks; n < rows * (c + 1) / chunks; ++n) {
+        float* d = dh.data() + n * N;
+        simd::map2_range(
+            gc.data() + n * N, 1, h.data() + n * N, 1, d, N, [&](simd::batch gy, simd::batch hv) {
+              return gy * (erf ? gelu_math::gelu_erf_grad(hv) : gelu_math::gelu_tanh_grad(hv));
+            });
+        if (want_db)
+          simd::map2_range(part.data() + c * N, 1, d, 1, part.data() + c * N, N,
+                           [](simd::batch acc, simd::batch v) { return acc + v; });
+      }
+  });
+  Tensor db;
+  if (want_db) {
+    db = empty({N});
+    simd::sum_rows(part.data(), chunks, N, db.data());
+  }
+  return {dh, db};
 }
 
 }  // namespace
@@ -174,8 +159,8 @@ Tensor fast_linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bia
 void register_linalg_kernels() {
   register_kernel<void(const Tensor&, const Tensor&, const Tensor&)>("matmul", batched_gemm);
   register_kernel<Tensor(const Tensor&, const Tensor&, const Tensor&)>("linear", fast_linear);
-  register_kernel<Tensor(const Tensor&, const Tensor&, const Tensor&, const std::string&)>(
-      "linear_gelu", fast_linear_gelu);
+  register_kernel<LinearGeluKernel>("linear_gelu", fast_linear_gelu);
+  register_kernel<LinearGeluBackward>("linear_gelu_backward", fast_linear_gelu_backward);
 }
 
 }  // namespace anatomy

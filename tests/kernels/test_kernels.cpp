@@ -460,6 +460,36 @@ std::vector<Row> nn_table() {
   };
 }
 
+// The backward kernels: each is checked by its forward's row, whose gradients it computes (the
+// fast path runs both kernels of the op, the reference path neither).
+std::vector<Row> with_backward_kernels(std::vector<Row> rows) {
+  const std::pair<const char*, const char*> backward_of[] = {
+      {"pow_backward", "pow.Tensor_Scalar"},
+      {"sqrt_backward", "sqrt"},
+      {"rsqrt_backward", "rsqrt"},
+      {"tanh_backward", "tanh"},
+      {"sigmoid_backward", "sigmoid"},
+      {"relu_backward", "relu"},
+      {"gelu_backward", "gelu"},
+      {"abs_backward", "abs"},
+      {"softmax_backward", "softmax"},
+      {"log_softmax_backward", "log_softmax"},
+      {"layer_norm_backward", "layer_norm"},
+      {"linear_gelu_backward", "linear_gelu"},
+      {"flash_attention_backward", "flash_attention"},
+  };
+  for (const auto& names : backward_of) {
+    const std::string forward = names.second;
+    auto it =
+        std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.kernel == forward; });
+    REQUIRE_MESSAGE(it != rows.end(), "table() has no row '" << forward << "'");
+    Row row = *it;
+    row.kernel = names.first;
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 struct Result {
   Tensor out;
   std::vector<Tensor> grads;
@@ -485,7 +515,7 @@ Result run(const Row& row, const Inputs& inputs, const char* path, int threads, 
 
 TEST_CASE("every registered fast kernel equals its reference op, forward and gradients") {
   const std::string path = kernels();  // put back at the end
-  auto rows = table();
+  auto rows = with_backward_kernels(table());
   for (Row& row : nn_table()) rows.push_back(std::move(row));
   std::set<std::string> listed;
   for (const auto& row : rows) listed.insert(row.kernel);
@@ -518,6 +548,31 @@ TEST_CASE("every registered fast kernel equals its reference op, forward and gra
   }
   set_kernels(path);
   set_num_threads(0);
+}
+
+// The node is the op's on either path, and only its loops come from the chosen one: a graph
+// recorded with one choice runs its backward with the other and gets the same gradients.
+TEST_CASE("a graph recorded on one path runs its backward on the other") {
+  const std::string path = kernels();
+  manual_seed(3);
+  const Tensor x0 = randn({5, 33}), w0 = randn({33}), b0 = randn({33}), r0 = randn({5, 33});
+  auto gradients = [&](const char* forward, const char* backward) {
+    set_kernels(forward);
+    Tensor x = leaf(x0), w = leaf(w0), b = leaf(b0);
+    Tensor h = tanh(x) * sigmoid(x) + sqrt(abs(x) + 0.5f) - relu(x) / 3.0f;
+    Tensor y = gelu(layer_norm(h, {33}, w, b), "tanh");
+    Tensor loss = sum(softmax(y, -1) * r0) + sum(log_softmax(pow(y, 2.0f), 0) * r0);
+    set_kernels(backward);
+    loss.backward();
+    return std::vector<Tensor>{x.grad(), w.grad(), b.grad()};
+  };
+  const auto expected = gradients("reference", "reference");
+  for (const auto& [forward, backward] : {std::pair{"fast", "reference"}, {"reference", "fast"}}) {
+    CAPTURE(forward);
+    const auto got = gradients(forward, backward);
+    for (size_t i = 0; i < got.size(); ++i) CHECK_CLOSE(got[i], expected[i], 1e-5, 1e-4);
+  }
+  set_kernels(path);
 }
 
 int twice(int v) { return 2 * v; }

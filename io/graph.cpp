@@ -1,4 +1,4 @@
-#include "autograd/graph.hpp"
+#include "io/graph.hpp"
 
 #include <fmt/format.h>
 
