@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "autograd/tensor.hpp"
+#include "tokenizers/truncation.hpp"
 #include "tokenizers/unicode.hpp"
 
 namespace anatomy::text {
@@ -40,6 +41,15 @@ std::vector<std::string> split_on_punctuation(const std::string& token) {
   return out;
 }
 
+// Appends the WordPiece tokens of one word.
+void spell(const WordPiece& wordpiece, const std::string& word, const Vocabulary& vocab,
+           std::vector<std::string>& out) {
+  const std::vector<char32_t> chars = code_points(word);
+  const auto find = [&](const std::string& token) { return vocab.find(token); };
+  for (auto& piece : wordpiece.split(std::u32string(chars.begin(), chars.end()), find))
+    out.push_back(std::move(piece.token));
+}
+
 }  // namespace
 
 std::vector<std::string> basic_tokenize(const std::string& text, const BasicTokenizerOptions& o) {
@@ -75,38 +85,8 @@ std::vector<std::string> basic_tokenize(const std::string& text, const BasicToke
 std::vector<std::string> wordpiece_tokenize(const std::string& text, const Vocabulary& vocab,
                                             const std::string& unk, size_t max_chars) {
   std::vector<std::string> out;
-  for (const auto& word : split_whitespace(text)) {
-    const std::vector<std::string> chars = utf8_chars(word);
-    if (chars.size() > max_chars) {
-      out.push_back(unk);
-      continue;
-    }
-    std::vector<std::string> pieces;
-    bool bad = false;
-    for (size_t start = 0; start < chars.size();) {
-      // The longest vocabulary entry starting here ("##" marks a continuation).
-      size_t end = chars.size();
-      std::string found;
-      for (; end > start; --end) {
-        std::string sub = start > 0 ? "##" : "";
-        for (size_t i = start; i < end; ++i) sub += chars[i];
-        if (vocab.contains(sub)) {
-          found = sub;
-          break;
-        }
-      }
-      if (found.empty()) {
-        bad = true;
-        break;
-      }
-      pieces.push_back(found);
-      start = end;
-    }
-    if (bad)
-      out.push_back(unk);
-    else
-      out.insert(out.end(), pieces.begin(), pieces.end());
-  }
+  for (const auto& word : split_whitespace(text))
+    spell(WordPiece{unk, "##", max_chars}, word, vocab, out);
   return out;
 }
 
@@ -127,12 +107,10 @@ BertTokenizer BertTokenizer::from_vocab_file(const std::string& path, bool do_lo
 std::vector<std::string> BertTokenizer::tokenize(const std::string& text) const {
   std::vector<std::string> out;
   for (const auto& word : basic_tokenize(text, options)) {
-    if (options.never_split.count(word)) {
+    if (options.never_split.count(word))
       out.push_back(word);
-      continue;
-    }
-    for (auto& p : wordpiece_tokenize(word, vocab_, "[UNK]", max_input_chars_per_word))
-      out.push_back(p);
+    else
+      spell(wordpiece, word, vocab_, out);
   }
   return out;
 }
@@ -149,21 +127,10 @@ BertEncoding BertTokenizer::encode_plus(const std::string& text,
                                         int64_t max_length) const {
   std::vector<std::string> a = tokenize(text), b;
   if (text_pair) b = tokenize(*text_pair);
-  const int64_t specials = text_pair ? 3 : 2;
-  if (max_length < 0 || (max_length > 0 && max_length < specials))
-    throw Error(fmt::format(
-        "encode_plus: max_length must be 0 (no truncation) or at least {}, the [CLS] and [SEP] "
-        "tokens of {}, got {}",
-        specials, text_pair ? "a pair" : "one sentence", max_length));
-  if (max_length > 0) {
-    auto length = [&] { return static_cast<int64_t>(a.size() + b.size()) + specials; };
-    while (length() > max_length) {
-      if (a.size() > b.size())
-        a.pop_back();
-      else
-        b.pop_back();
-    }
-  }
+  const auto [keep_a, keep_b] = truncate_longest_first(a.size(), b.size(), text_pair.has_value(),
+                                                       text_pair ? 3 : 2, max_length);
+  a.resize(keep_a);
+  b.resize(keep_b);
   BertEncoding e;
   auto add = [&](const std::string& token, int64_t type) {
     e.tokens.push_back(token);

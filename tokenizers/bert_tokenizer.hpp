@@ -1,8 +1,9 @@
 // BertTokenizer: Google BERT's tokenizer (tokenization.py, and Hugging Face's BertTokenizer):
 //   basic tokenization: drop control characters, normalize whitespace, put spaces around CJK
 //   ideographs, lower-case and strip accents (uncased models), split off punctuation;
-//   then WordPiece: each word split greedily into the longest vocabulary entries, continuation
-//   pieces marked "##"; a word that cannot be spelled, or longer than 100 characters, is [UNK].
+//   then WordPiece (wordpiece.hpp): each word split greedily into the longest vocabulary entries,
+//   continuation pieces marked "##"; a word that cannot be spelled, or longer than 100
+//   characters, is [UNK].
 // With bert-base-uncased's vocab.txt, "time flies like an arrow" -> 2051 10029 2066 2019 8612.
 #pragma once
 
@@ -10,6 +11,7 @@
 #include <set>
 
 #include "tokenizers/tokenizer.hpp"
+#include "tokenizers/wordpiece.hpp"
 
 namespace anatomy::text {
 
@@ -47,7 +49,7 @@ class BertTokenizer : public Tokenizer {
   // to the word before, no space before punctuation (clean_up_tokenization_spaces).
   std::string decode(const std::vector<int64_t>& ids) const override;
   BasicTokenizerOptions options;
-  size_t max_input_chars_per_word = 100;
+  WordPiece wordpiece;
 
  protected:
   std::string options_json() const override;

@@ -33,7 +33,14 @@ BpeTokenizer::BpeTokenizer(Vocabulary vocab, std::vector<std::pair<std::string, 
                            bool lower)
     : lowercase(lower), merges(std::move(m)) {
   vocab_ = std::move(vocab);
-  for (size_t i = 0; i < merges.size(); ++i) rank_[merges[i]] = static_cast<int64_t>(i);
+  for (const auto& [left, right] : merges) {
+    for (const std::string& t : {left, right, left + right})
+      if (!vocab_.contains(t))
+        throw Error(fmt::format(
+            "BpeTokenizer: the merge '{} {}' needs '{}', which is not in the vocabulary", left,
+            right, t));
+    merges_.add(vocab_.id(left), vocab_.id(right), vocab_.id(left + right));
+  }
 }
 
 BpeTokenizer BpeTokenizer::train(const std::vector<std::string>& texts, int64_t vocab_size,
@@ -111,32 +118,16 @@ BpeTokenizer BpeTokenizer::train(const std::vector<std::string>& texts, int64_t 
 std::vector<std::string> BpeTokenizer::encode_piece(const std::string& piece) const {
   auto hit = cache_.find(piece);
   if (hit != cache_.end()) return hit->second;
-  std::vector<std::string> all = symbols_of(piece);
-  if (all.size() > kMaxPieceSymbols) {
-    std::vector<std::string> out;
-    for (size_t start = 0; start < all.size(); start += kMaxPieceSymbols) {
-      std::string chunk;
-      for (size_t i = start; i < std::min(all.size(), start + kMaxPieceSymbols); ++i)
-        chunk += all[i];
-      for (auto& t : encode_piece(chunk)) out.push_back(std::move(t));
-    }
-    return out;
-  }
-  std::vector<std::string> s = std::move(all);
-  // Apply the lowest-ranked (earliest learned) merge present, until none applies.
-  while (s.size() > 1) {
-    int64_t best = -1;
-    size_t at = 0;
-    for (size_t i = 0; i + 1 < s.size(); ++i) {
-      auto it = rank_.find({s[i], s[i + 1]});
-      if (it != rank_.end() && (best < 0 || it->second < best)) best = it->second, at = i;
-    }
-    if (best < 0) break;
-    s[at] += s[at + 1];
-    s.erase(s.begin() + static_cast<int64_t>(at) + 1);
-  }
-  if (cache_.size() < 100000) cache_[piece] = s;
-  return s;
+  // One symbol a character; a character outside the vocabulary stays as it is (encode makes it
+  // [UNK]).
+  const std::vector<std::string> chars = symbols_of(piece);
+  std::vector<BpeMerges::Symbol> symbols;
+  for (size_t i = 0; i < chars.size(); ++i) symbols.push_back({vocab_.find(chars[i]), i, i + 1});
+  std::vector<std::string> out;
+  for (const auto& s : merges_.apply(symbols))
+    out.push_back(s.id >= 0 ? vocab_.token(s.id) : chars[s.begin]);
+  if (cache_.size() < 100000) cache_[piece] = out;
+  return out;
 }
 
 std::vector<std::string> BpeTokenizer::tokenize(const std::string& text) const {
@@ -178,7 +169,14 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::load(const std::string& path, Vocabu
           fmt::format("BpeTokenizer: {}.merges.txt line {}: expected 'left right'", path, n));
     merges.push_back({line.substr(0, sp), line.substr(sp + 1)});
   }
-  return std::make_unique<BpeTokenizer>(std::move(vocab), std::move(merges), lower);
+  try {
+    return std::make_unique<BpeTokenizer>(std::move(vocab), std::move(merges), lower);
+  } catch (const Error& e) {
+    // The merge's tokens are missing from the vocabulary: said of the merges file.
+    const std::string what = e.what();
+    throw Error(
+        fmt::format("BpeTokenizer: {}.merges.txt: {}", path, what.substr(what.find(": ") + 2)));
+  }
 }
 
 }  // namespace anatomy::text

@@ -1,11 +1,13 @@
 // BpeTokenizer: byte-pair encoding (Sennrich et al., 2016) trained from a corpus. Training
 // starts from characters and repeatedly merges the most frequent adjacent pair inside words
-// until the vocabulary reaches its size; encoding replays the merges in the order learned. Any
-// word can be spelled, so real corpora get compact vocabularies without [UNK].
+// until the vocabulary reaches its size; encoding replays the merges in the order learned
+// (bpe_merges.hpp). Any word can be spelled, so real corpora get compact vocabularies without
+// [UNK].
 #pragma once
 
 #include <map>
 
+#include "tokenizers/bpe_merges.hpp"
 #include "tokenizers/tokenizer.hpp"
 
 namespace anatomy::text {
@@ -31,11 +33,7 @@ class BpeTokenizer : public Tokenizer {
 
  private:
   std::vector<std::string> encode_piece(const std::string& piece) const;
-  // Merging costs O(n²) in a piece's length: a piece longer than this many symbols (a URL, a
-  // base64 blob, an 80,000-character "word") is merged in chunks of it, so encoding stays
-  // linear in the text.
-  static constexpr size_t kMaxPieceSymbols = 128;
-  std::map<std::pair<std::string, std::string>, int64_t> rank_;
+  BpeMerges merges_;
   mutable std::map<std::string, std::vector<std::string>> cache_;
 };
 

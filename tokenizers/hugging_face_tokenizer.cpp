@@ -8,7 +8,6 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <queue>
 #include <sstream>
 #include <unordered_map>
 
@@ -17,7 +16,10 @@
 #include "io/json_limits.hpp"
 #include "io/safetensors.hpp"
 #include "tokenizers/bert_tokenizer.hpp"
+#include "tokenizers/bpe_merges.hpp"
+#include "tokenizers/truncation.hpp"
 #include "tokenizers/unicode.hpp"
+#include "tokenizers/wordpiece.hpp"
 
 namespace anatomy::text {
 
@@ -285,96 +287,124 @@ const std::vector<char32_t>& byte_chars() {
   return table;
 }
 
+// Whitespace's pattern \w+|[^\w\s]+: runs of word characters, and runs of the others that are
+// not white space.
+Ranges word_or_symbol_runs(const std::u32string& s) {
+  Ranges out;
+  for (size_t i = 0; i < s.size();) {
+    if (is_white_space(s[i]) && !is_word_char(s[i])) {
+      ++i;
+      continue;
+    }
+    const bool word = is_word_char(s[i]);
+    size_t j = i + 1;
+    while (j < s.size() &&
+           (word ? is_word_char(s[j]) : !is_word_char(s[j]) && !is_white_space(s[j])))
+      ++j;
+    out.push_back({i, j});
+    i = j;
+  }
+  return out;
+}
+
+Ranges white_space_split(const std::u32string& s) {
+  return runs(s, [](char32_t c) { return is_white_space(c) ? 1 : 0; });
+}
+
+// Each character becomes the characters of its UTF-8 bytes, all from where it came from.
+void to_byte_chars(Piece& p) {
+  map_chars(p, [](char32_t c) {
+    std::u32string bytes;
+    for (unsigned char b : to_utf8(c)) bytes.push_back(byte_chars()[b]);
+    return bytes;
+  });
+}
+
+PreTokenizer read_pre_tokenizer(const Json& j, const Reader& r);
+
+PreTokenizer read_pre_tokenizer_sequence(const Json& j, const Reader& r) {
+  std::vector<PreTokenizer> steps;
+  for (const auto& step : r.field(j, "pre_tokenizer", "pretokenizers"))
+    steps.push_back(read_pre_tokenizer(step, r));
+  return [steps](std::vector<Piece> pieces) {
+    for (const auto& s : steps) pieces = s(std::move(pieces));
+    return pieces;
+  };
+}
+
+PreTokenizer read_punctuation(const Json& j, const Reader& r) {
+  const std::string behavior = r.text(j, "behavior", "Isolated");
+  if (behavior != "Isolated" && behavior != "Contiguous" && behavior != "Removed")
+    r.fail(
+        fmt::format("the Punctuation pre-tokenizer's behavior '{}' is not supported "
+                    "(this tokenizer reads: Isolated, Contiguous, Removed)",
+                    behavior));
+  const int kind = behavior == "Removed" ? 1 : 2;
+  const bool contiguous = behavior == "Contiguous";
+  return [kind, contiguous](std::vector<Piece> pieces) {
+    return split_each(pieces, [&](const std::u32string& s) {
+      return runs(
+          s, [&](char32_t c) { return hf_is_punctuation(c) ? kind : 0; }, contiguous);
+    });
+  };
+}
+
+PreTokenizer read_digits(const Json& j, const Reader& r) {
+  const bool individual = r.flag(j, "individual_digits", false);
+  return [individual](std::vector<Piece> pieces) {
+    return split_each(pieces, [&](const std::u32string& s) {
+      return runs(
+          s, [](char32_t c) { return is_number(c) ? 2 : 0; }, !individual);
+    });
+  };
+}
+
+PreTokenizer read_byte_level(const Json& j, const Reader& r) {
+  const bool prefix = r.flag(j, "add_prefix_space", true), regex = r.flag(j, "use_regex", true);
+  return [prefix, regex](std::vector<Piece> pieces) {
+    for (auto& p : pieces)
+      if (prefix && !p.chars.empty() && p.chars[0] != ' ') {
+        p.chars.insert(p.chars.begin(), U' ');
+        p.from.insert(p.from.begin(), p.from[0]);
+      }
+    if (regex) pieces = split_each(pieces, gpt2_pieces);
+    for (auto& p : pieces) to_byte_chars(p);
+    return pieces;
+  };
+}
+
+// The pre-tokenizers this class reads, by the name of their "type".
+using PreTokenizerReader = PreTokenizer (*)(const Json&, const Reader&);
+const std::map<std::string, PreTokenizerReader>& pre_tokenizer_readers() {
+  static const std::map<std::string, PreTokenizerReader> readers = {
+      {"Sequence", read_pre_tokenizer_sequence},
+      {"BertPreTokenizer",
+       [](const Json&, const Reader&) -> PreTokenizer {
+         // White space splits; each punctuation character is a word of its own.
+         return [](std::vector<Piece> pieces) {
+           return split_each(split_each(pieces, white_space_split), [](const std::u32string& s) {
+             return runs(s, [](char32_t c) { return hf_is_punctuation(c) ? 2 : 0; });
+           });
+         };
+       }},
+      {"WhitespaceSplit",
+       [](const Json&, const Reader&) -> PreTokenizer {
+         return [](std::vector<Piece> pieces) { return split_each(pieces, white_space_split); };
+       }},
+      {"Whitespace",
+       [](const Json&, const Reader&) -> PreTokenizer {
+         return [](std::vector<Piece> pieces) { return split_each(pieces, word_or_symbol_runs); };
+       }},
+      {"Punctuation", read_punctuation},
+      {"Digits", read_digits},
+      {"ByteLevel", read_byte_level}};
+  return readers;
+}
+
 PreTokenizer read_pre_tokenizer(const Json& j, const Reader& r) {
   const std::string type = r.type(j, "pre_tokenizer");
-  if (type == "Sequence") {
-    std::vector<PreTokenizer> steps;
-    for (const auto& step : r.field(j, "pre_tokenizer", "pretokenizers"))
-      steps.push_back(read_pre_tokenizer(step, r));
-    return [steps](std::vector<Piece> pieces) {
-      for (const auto& s : steps) pieces = s(std::move(pieces));
-      return pieces;
-    };
-  }
-  if (type == "BertPreTokenizer")
-    return [](std::vector<Piece> pieces) {
-      pieces = split_each(pieces, [](const std::u32string& s) {
-        return runs(s, [](char32_t c) { return is_white_space(c) ? 1 : 0; });
-      });
-      return split_each(pieces, [](const std::u32string& s) {
-        return runs(s, [](char32_t c) { return hf_is_punctuation(c) ? 2 : 0; });
-      });
-    };
-  if (type == "WhitespaceSplit")
-    return [](std::vector<Piece> pieces) {
-      return split_each(pieces, [](const std::u32string& s) {
-        return runs(s, [](char32_t c) { return is_white_space(c) ? 1 : 0; });
-      });
-    };
-  if (type == "Whitespace")  // \w+|[^\w\s]+
-    return [](std::vector<Piece> pieces) {
-      return split_each(pieces, [](const std::u32string& s) {
-        Ranges out;
-        for (size_t i = 0; i < s.size();) {
-          if (is_white_space(s[i]) && !is_word_char(s[i])) {
-            ++i;
-            continue;
-          }
-          const bool word = is_word_char(s[i]);
-          size_t j = i + 1;
-          while (j < s.size() &&
-                 (word ? is_word_char(s[j]) : !is_word_char(s[j]) && !is_white_space(s[j])))
-            ++j;
-          out.push_back({i, j});
-          i = j;
-        }
-        return out;
-      });
-    };
-  if (type == "Punctuation") {
-    const std::string behavior = r.text(j, "behavior", "Isolated");
-    if (behavior != "Isolated" && behavior != "Contiguous" && behavior != "Removed")
-      r.fail(
-          fmt::format("the Punctuation pre-tokenizer's behavior '{}' is not supported "
-                      "(this tokenizer reads: Isolated, Contiguous, Removed)",
-                      behavior));
-    return [behavior](std::vector<Piece> pieces) {
-      return split_each(pieces, [&](const std::u32string& s) {
-        return runs(
-            s,
-            [&](char32_t c) { return hf_is_punctuation(c) ? (behavior == "Removed" ? 1 : 2) : 0; },
-            behavior == "Contiguous");
-      });
-    };
-  }
-  if (type == "Digits") {
-    const bool individual = r.flag(j, "individual_digits", false);
-    return [individual](std::vector<Piece> pieces) {
-      return split_each(pieces, [&](const std::u32string& s) {
-        return runs(
-            s, [](char32_t c) { return is_number(c) ? 2 : 0; }, !individual);
-      });
-    };
-  }
-  if (type == "ByteLevel") {
-    const bool prefix = r.flag(j, "add_prefix_space", true), regex = r.flag(j, "use_regex", true);
-    return [prefix, regex](std::vector<Piece> pieces) {
-      for (auto& p : pieces)
-        if (prefix && !p.chars.empty() && p.chars[0] != ' ') {
-          p.chars.insert(p.chars.begin(), U' ');
-          p.from.insert(p.from.begin(), p.from[0]);
-        }
-      if (regex) pieces = split_each(pieces, gpt2_pieces);
-      // Each character becomes the characters of its UTF-8 bytes, all from where it came from.
-      for (auto& p : pieces)
-        map_chars(p, [](char32_t c) {
-          std::u32string bytes;
-          for (unsigned char b : to_utf8(c)) bytes.push_back(byte_chars()[b]);
-          return bytes;
-        });
-      return pieces;
-    };
-  }
+  const auto& readers = pre_tokenizer_readers();
+  if (const auto it = readers.find(type); it != readers.end()) return it->second(j, r);
   r.unsupported("pre_tokenizer", type,
                 "BertPreTokenizer, Whitespace, WhitespaceSplit, ByteLevel, Punctuation, Digits, "
                 "Sequence");
@@ -388,132 +418,66 @@ struct Token {
   Span offsets;
 };
 
+// The model: WordPiece (wordpiece.hpp) and BPE (bpe_merges.hpp) as BertTokenizer and
+// BpeTokenizer run them, with the file's settings; WordLevel looks each word up whole.
 struct Model {
-  std::string type, unk, prefix, suffix;
+  std::string type, unk;
   std::unordered_map<std::string, int64_t> vocab;
   std::vector<std::string> names;  // by id
-  size_t max_chars = 100;          // WordPiece
+  WordPiece wordpiece;
+  BpeMerges merges;
+  std::string prefix, suffix;  // BPE's continuing_subword_prefix and end_of_word_suffix
   bool fuse_unk = false, ignore_merges = false;
-  // BPE: (left id, right id) -> (rank, merged id)
-  std::map<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>> merges;
 
-  int64_t unk_id() const {
-    const auto it = vocab.find(unk);
+  int64_t find(const std::string& token) const {
+    const auto it = vocab.find(token);
     return it == vocab.end() ? -1 : it->second;
   }
 
   std::vector<Token> tokenize(const Piece& word) const {
+    if (type == "WordPiece") return wordpiece_tokens(word);
     const std::string whole = to_utf8(std::vector<char32_t>(word.chars.begin(), word.chars.end()));
     const Span all = span_of(word, 0, word.chars.size());
-    if (type == "WordLevel") {
-      const auto it = vocab.find(whole);
-      if (it != vocab.end()) return {{whole, it->second, all}};
-      return {{unk, unk_id(), all}};
+    if (type == "WordLevel" || (ignore_merges && find(whole) >= 0)) {
+      const int64_t id = find(whole);
+      return {id >= 0 ? Token{whole, id, all} : Token{unk, find(unk), all}};
     }
-    if (type == "WordPiece") return wordpiece(word, all);
-    return bpe(word, whole, all);
+    return bpe_tokens(word);
   }
 
-  std::vector<Token> wordpiece(const Piece& word, Span all) const {
-    if (word.chars.size() > max_chars) return {{unk, unk_id(), all}};
+  std::vector<Token> wordpiece_tokens(const Piece& word) const {
     std::vector<Token> out;
-    for (size_t start = 0; start < word.chars.size();) {
-      size_t end = word.chars.size();
-      int64_t found = -1;
-      std::string sub;
-      for (; end > start; --end) {
-        sub = (start > 0 ? prefix : "") +
-              to_utf8(std::vector<char32_t>(word.chars.begin() + static_cast<int64_t>(start),
-                                            word.chars.begin() + static_cast<int64_t>(end)));
-        const auto it = vocab.find(sub);
-        if (it != vocab.end()) {
-          found = it->second;
-          break;
-        }
-      }
-      if (found < 0) return {{unk, unk_id(), all}};
-      out.push_back({sub, found, span_of(word, start, end)});
-      start = end;
-    }
+    const WordPiece::Find lookup = [this](const std::string& token) { return find(token); };
+    for (auto& piece : wordpiece.split(word.chars, lookup))
+      out.push_back({std::move(piece.token), piece.id, span_of(word, piece.begin, piece.end)});
     return out;
   }
 
-  std::vector<Token> bpe(const Piece& word, const std::string& whole, Span all) const {
-    if (ignore_merges)
-      if (const auto it = vocab.find(whole); it != vocab.end()) return {{whole, it->second, all}};
-    // Symbols: one per character (unknown ones as the unk token, or dropped without one), then
-    // merged pair by pair, the lowest-ranked pair first (of equal ones, the leftmost).
-    struct Symbol {
-      int64_t id;
-      size_t begin, end;  // characters of the word
-      int64_t prev, next;
-    };
-    std::vector<Symbol> symbols;
-    const int64_t unk_id_ = unk_id();
-    auto add = [&](int64_t id, size_t b, size_t e) {
-      const auto n = static_cast<int64_t>(symbols.size());
-      symbols.push_back({id, b, e, n - 1, n + 1});
-    };
-    // An unknown character waiting to be added (fuse_unk: a run of them as one).
-    bool pending = false;
-    size_t unk_begin = 0, unk_end = 0;
+  // BPE's first symbols: one a character, the continuation prefix on all but the first and the
+  // end-of-word suffix on the last. A character outside the vocabulary becomes the unk token
+  // (with fuse_unk, a run of them one), or is dropped when the model has none.
+  std::vector<BpeMerges::Symbol> bpe_symbols(const Piece& word) const {
+    std::vector<BpeMerges::Symbol> symbols;
+    const int64_t unk_id = find(unk);
+    bool after_unknown = false;
     for (size_t i = 0; i < word.chars.size(); ++i) {
-      std::string s = to_utf8(word.chars[i]);
-      if (i > 0) s = prefix + s;
+      std::string s = (i > 0 ? prefix : "") + to_utf8(word.chars[i]);
       if (i + 1 == word.chars.size()) s += suffix;
-      if (const auto it = vocab.find(s); it != vocab.end()) {
-        if (pending) add(unk_id_, unk_begin, unk_end);
-        pending = false;
-        add(it->second, i, i + 1);
-      } else if (!unk.empty()) {
-        if (!(pending && fuse_unk)) {
-          if (pending) add(unk_id_, unk_begin, unk_end);
-          unk_begin = i;
-        }
-        pending = true;
-        unk_end = i + 1;
-      }
+      const int64_t id = find(s);
+      if (id < 0 && unk.empty()) continue;
+      if (id < 0 && fuse_unk && after_unknown)
+        symbols.back().end = i + 1;
+      else
+        symbols.push_back({id < 0 ? unk_id : id, i, i + 1});
+      after_unknown = id < 0;
     }
-    if (pending) add(unk_id_, unk_begin, unk_end);
-    if (!symbols.empty()) symbols.back().next = -1;
-    struct Merge {
-      int64_t pos, rank, new_id;
-      bool operator<(const Merge& o) const {  // the queue's top: lowest rank, then position
-        return rank != o.rank ? rank > o.rank : pos > o.pos;
-      }
-    };
-    std::priority_queue<Merge> queue;
-    auto consider = [&](int64_t left) {
-      const int64_t right = symbols[static_cast<size_t>(left)].next;
-      if (right < 0) return;
-      const auto it = merges.find(
-          {symbols[static_cast<size_t>(left)].id, symbols[static_cast<size_t>(right)].id});
-      if (it != merges.end()) queue.push({left, it->second.first, it->second.second});
-    };
-    for (size_t i = 0; i + 1 < symbols.size(); ++i) consider(static_cast<int64_t>(i));
-    std::vector<bool> gone(symbols.size(), false);
-    while (!queue.empty()) {
-      const Merge top = queue.top();
-      queue.pop();
-      auto& left = symbols[static_cast<size_t>(top.pos)];
-      if (gone[static_cast<size_t>(top.pos)] || left.next < 0) continue;
-      auto& right = symbols[static_cast<size_t>(left.next)];
-      const auto it = merges.find({left.id, right.id});
-      if (it == merges.end() || it->second.second != top.new_id) continue;  // a stale entry
-      left.id = top.new_id;
-      left.end = right.end;
-      gone[static_cast<size_t>(left.next)] = true;
-      left.next = right.next;
-      if (left.next >= 0) symbols[static_cast<size_t>(left.next)].prev = top.pos;
-      if (left.prev >= 0) consider(left.prev);
-      consider(top.pos);
-    }
+    return symbols;
+  }
+
+  std::vector<Token> bpe_tokens(const Piece& word) const {
     std::vector<Token> out;
-    for (size_t i = 0; i < symbols.size(); ++i) {
-      if (gone[i]) continue;
-      const auto& s = symbols[i];
+    for (const auto& s : merges.apply(bpe_symbols(word)))
       out.push_back({names[static_cast<size_t>(s.id)], s.id, span_of(word, s.begin, s.end)});
-    }
     return out;
   }
 };
@@ -555,6 +519,13 @@ struct HuggingFaceTokenizer::Pipeline {
   struct Sequence {
     std::vector<Token> tokens;
     std::vector<int64_t> type_ids, sequence_ids, special;
+    // Truncates to the first n tokens.
+    void keep(size_t n) {
+      tokens.resize(n);
+      type_ids.resize(n);
+      sequence_ids.resize(n);
+      special.resize(n);
+    }
   };
 
   // The tokens of one text, before post-processing.
@@ -714,8 +685,10 @@ struct HuggingFaceTokenizer::Pipeline {
 
 namespace {
 
-void read_template(HuggingFaceTokenizer::Pipeline& p, const Json& j, const Reader& r) {
-  HuggingFaceTokenizer::Pipeline::Template t;
+using Pipeline = HuggingFaceTokenizer::Pipeline;
+
+void read_template(Pipeline& p, const Json& j, const Reader& r) {
+  Pipeline::Template t;
   std::map<std::string, std::pair<std::vector<std::string>, std::vector<int64_t>>> specials;
   if (j.contains("special_tokens"))
     for (const auto& [name, value] : j.at("special_tokens").items()) {
@@ -729,9 +702,9 @@ void read_template(HuggingFaceTokenizer::Pipeline& p, const Json& j, const Reade
                            s.second.size()));
     }
   auto read_items = [&](const Json& list) {
-    std::vector<HuggingFaceTokenizer::Pipeline::Template::Item> items;
+    std::vector<Pipeline::Template::Item> items;
     for (const auto& piece : list) {
-      HuggingFaceTokenizer::Pipeline::Template::Item item{};
+      Pipeline::Template::Item item{};
       if (piece.contains("Sequence")) {
         const auto& s = piece.at("Sequence");
         item.sequence = true;
@@ -758,12 +731,12 @@ void read_template(HuggingFaceTokenizer::Pipeline& p, const Json& j, const Reade
   };
   t.single = read_items(r.field(j, "TemplateProcessing", "single"));
   t.pair = read_items(r.field(j, "TemplateProcessing", "pair"));
-  HuggingFaceTokenizer::Pipeline::PostStep step;
+  Pipeline::PostStep step;
   step.templ = t;
   p.post.push_back(step);
 }
 
-void read_post_processor(HuggingFaceTokenizer::Pipeline& p, const Json& j, const Reader& r) {
+void read_post_processor(Pipeline& p, const Json& j, const Reader& r) {
   const std::string type = r.type(j, "post_processor");
   if (type == "Sequence") {
     for (const auto& step : r.field(j, "post_processor", "processors"))
@@ -792,13 +765,163 @@ void read_post_processor(HuggingFaceTokenizer::Pipeline& p, const Json& j, const
     return read_template(p, t, r);
   }
   if (type == "ByteLevel") {
-    HuggingFaceTokenizer::Pipeline::PostStep step;
+    Pipeline::PostStep step;
     step.trim_offsets = r.flag(j, "trim_offsets", true);
     step.add_prefix_space = r.flag(j, "add_prefix_space", true);
     if (step.trim_offsets) p.post.push_back(step);
     return;
   }
   r.unsupported("post_processor", type, "TemplateProcessing, BertProcessing, ByteLevel, Sequence");
+}
+
+// "a b" or ["a", "b"]: the two tokens of a merge.
+std::pair<std::string, std::string> read_merge(const Json& merge, const Reader& r) {
+  if (merge.is_array() && merge.size() == 2)
+    return {merge[0].get<std::string>(), merge[1].get<std::string>()};
+  if (!merge.is_string()) r.fail(fmt::format("merge {} must be \"a b\" or [a, b]", merge.dump()));
+  const std::string s = merge.get<std::string>();
+  const auto space = s.find(' ');
+  if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
+    r.fail(fmt::format("merge {} must be two tokens with one space between", merge.dump()));
+  return {s.substr(0, space), s.substr(space + 1)};
+}
+
+void read_bpe(Model& model, const Json& m, const Reader& r) {
+  model.prefix = r.text(m, "continuing_subword_prefix", "");
+  model.suffix = r.text(m, "end_of_word_suffix", "");
+  model.fuse_unk = r.flag(m, "fuse_unk", false);
+  model.ignore_merges = r.flag(m, "ignore_merges", false);
+  if (r.flag(m, "byte_fallback", false))
+    r.fail("the BPE model's byte_fallback is not supported (this tokenizer reads BPE without it)");
+  if (m.contains("dropout") && !m.at("dropout").is_null() && m.at("dropout").get<double>() != 0.0)
+    r.fail("the BPE model's dropout is not supported: it makes tokenization random");
+  for (const auto& merge : r.field(m, "model", "merges")) {
+    const auto [a, b] = read_merge(merge, r);
+    // The right token's continuation prefix is not part of the merged token.
+    const std::string joined = a + b.substr(std::min(b.size(), model.prefix.size()));
+    for (const std::string& t : {a, b, joined})
+      if (!model.vocab.count(t))
+        r.fail(fmt::format("merge {} needs '{}', which is not in the vocab", merge.dump(), t));
+    model.merges.add(model.vocab.at(a), model.vocab.at(b), model.vocab.at(joined));
+  }
+}
+
+Model read_model(const Json& m, const Reader& r) {
+  Model model;
+  model.type = r.type(m, "model");
+  if (model.type.empty() && m.contains("merges")) model.type = "BPE";
+  if (model.type.empty() && m.contains("continuing_subword_prefix")) model.type = "WordPiece";
+  if (model.type != "WordPiece" && model.type != "BPE" && model.type != "WordLevel")
+    r.unsupported("model", model.type, "WordPiece, BPE, WordLevel");
+  const Json& vocab = r.field(m, "model", "vocab");
+  if (!vocab.is_object()) r.fail("the model's vocab must be an object of token: id");
+  for (const auto& [token, id] : vocab.items()) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0)
+      r.fail(fmt::format("the vocab's id of '{}' must be a whole number from 0, got {}", token,
+                         id.dump()));
+    model.vocab[token] = id.get<int64_t>();
+  }
+  model.unk = r.text(m, "unk_token", model.type == "BPE" ? "" : "[UNK]");
+  if (!model.unk.empty() && !model.vocab.count(model.unk))
+    r.fail(fmt::format("the model's unk_token '{}' is not in its vocab", model.unk));
+  if (model.type == "WordPiece") {
+    model.wordpiece.unk_token = model.unk;
+    model.wordpiece.continuing_subword_prefix = r.text(m, "continuing_subword_prefix", "##");
+    if (m.contains("max_input_chars_per_word"))
+      model.wordpiece.max_input_chars_per_word = m.at("max_input_chars_per_word").get<size_t>();
+  }
+  if (model.type == "BPE") read_bpe(model, m, r);
+  return model;
+}
+
+std::vector<Pipeline::Added> read_added_tokens(const Json& j, const Reader& r) {
+  std::vector<Pipeline::Added> added;
+  if (!j.contains("added_tokens") || j.at("added_tokens").is_null()) return added;
+  for (const auto& a : j.at("added_tokens")) {
+    const std::string content = r.text(a, "content", "");
+    if (r.flag(a, "single_word", false))
+      r.fail(fmt::format("the added token '{}' has single_word, which is not supported", content));
+    const std::vector<char32_t> cs = code_points(content);
+    const bool special = r.flag(a, "special", false);
+    added.push_back({std::u32string(cs.begin(), cs.end()), a.at("id").get<int64_t>(), special,
+                     r.flag(a, "lstrip", false), r.flag(a, "rstrip", false),
+                     r.flag(a, "normalized", !special)});
+  }
+  return added;
+}
+
+void read_decoder(Pipeline& p, const Json& d, const Reader& r) {
+  p.decoder = r.type(d, "decoder");
+  if (p.decoder == "WordPiece") {
+    p.decoder_prefix = r.text(d, "prefix", "##");
+    p.decoder_cleanup = r.flag(d, "cleanup", true);
+  } else if (p.decoder == "BPEDecoder") {
+    p.decoder_suffix = r.text(d, "suffix", "</w>");
+  } else if (p.decoder != "ByteLevel") {
+    r.unsupported("decoder", p.decoder, "WordPiece, ByteLevel, BPEDecoder");
+  }
+}
+
+// The steps around the model, each where the file names one.
+void read_steps(Pipeline& p, const Json& j, const Reader& r) {
+  auto given = [&](const char* key) { return j.contains(key) && !j.at(key).is_null(); };
+  if (given("normalizer")) p.normalizer = read_normalizer(j.at("normalizer"), r);
+  // A normalized added token is matched on normalized text, so in its normalized spelling.
+  for (auto& a : p.added)
+    if (a.normalized && p.normalizer) {
+      Piece piece = original(a.chars, 0, static_cast<int64_t>(a.chars.size()));
+      (*p.normalizer)(piece);
+      a.chars = piece.chars;
+    }
+  if (given("pre_tokenizer")) p.pre_tokenizer = read_pre_tokenizer(j.at("pre_tokenizer"), r);
+  if (given("post_processor")) read_post_processor(p, j.at("post_processor"), r);
+  if (given("decoder")) read_decoder(p, j.at("decoder"), r);
+}
+
+// The vocabulary: the model's tokens, then the added ones, by id with no gaps.
+std::vector<std::string> tokens_by_id(const Pipeline& p, const Reader& r) {
+  std::vector<std::string> tokens;
+  std::vector<bool> seen;
+  auto put = [&](const std::string& token, int64_t id) {
+    // Ids run from 0 without gaps, so none is past the number of tokens: checked before the
+    // table grows to it.
+    const auto count = static_cast<int64_t>(p.model.vocab.size() + p.added.size());
+    if (id < 0 || id >= count)
+      r.fail(fmt::format(
+          "the id {} of '{}' is outside 0 .. {} (the vocab's {} tokens and {} added ones have ids "
+          "from 0 without gaps)",
+          id, token, count - 1, p.model.vocab.size(), p.added.size()));
+    const auto at = static_cast<size_t>(id);
+    if (at >= tokens.size()) {
+      tokens.resize(at + 1);
+      seen.resize(at + 1, false);
+    }
+    if (seen[at] && tokens[at] != token)
+      r.fail(fmt::format("the id {} is given to both '{}' and '{}'", id, tokens[at], token));
+    tokens[at] = token;
+    seen[at] = true;
+  };
+  for (const auto& [token, id] : p.model.vocab) put(token, id);
+  for (const auto& a : p.added)
+    put(to_utf8(std::vector<char32_t>(a.chars.begin(), a.chars.end())), a.id);
+  for (size_t id = 0; id < seen.size(); ++id)
+    if (!seen[id])
+      r.fail(fmt::format("no token has the id {} (ids must run from 0 without gaps)", id));
+  return tokens;
+}
+
+// The post-processor's special tokens must be tokens of the vocabulary.
+void check_special_ids(const Pipeline& p, size_t vocab_size, const Reader& r) {
+  for (const auto& step : p.post)
+    if (step.templ)
+      for (const auto* items : {&step.templ->single, &step.templ->pair})
+        for (const auto& item : *items)
+          for (size_t k = 0; k < item.ids.size(); ++k)
+            if (item.ids[k] < 0 || item.ids[k] >= static_cast<int64_t>(vocab_size))
+              r.fail(
+                  fmt::format("the post-processor's special token '{}' has the id {}, outside "
+                              "the vocabulary of {}",
+                              item.tokens[k], item.ids[k], vocab_size));
 }
 
 }  // namespace
@@ -831,152 +954,16 @@ std::unique_ptr<HuggingFaceTokenizer> HuggingFaceTokenizer::parse(const std::str
   Pipeline& p = *out->p_;
   p.json = text;
   try {
-    // The model and its vocabulary.
-    const Json& m = j.at("model");
-    Model& model = p.model;
-    model.type = r.type(m, "model");
-    if (model.type.empty() && m.contains("merges")) model.type = "BPE";
-    if (model.type.empty() && m.contains("continuing_subword_prefix")) model.type = "WordPiece";
-    if (model.type != "WordPiece" && model.type != "BPE" && model.type != "WordLevel")
-      r.unsupported("model", model.type, "WordPiece, BPE, WordLevel");
-    const Json& vocab = r.field(m, "model", "vocab");
-    if (!vocab.is_object()) r.fail("the model's vocab must be an object of token: id");
-    for (const auto& [token, id] : vocab.items()) {
-      if (!id.is_number_integer() || id.get<int64_t>() < 0)
-        r.fail(fmt::format("the vocab's id of '{}' must be a whole number from 0, got {}", token,
-                           id.dump()));
-      model.vocab[token] = id.get<int64_t>();
-    }
-    model.unk = r.text(m, "unk_token", model.type == "BPE" ? "" : "[UNK]");
-    if (!model.unk.empty() && !model.vocab.count(model.unk))
-      r.fail(fmt::format("the model's unk_token '{}' is not in its vocab", model.unk));
-    if (model.type == "WordPiece") {
-      model.prefix = r.text(m, "continuing_subword_prefix", "##");
-      if (m.contains("max_input_chars_per_word"))
-        model.max_chars = m.at("max_input_chars_per_word").get<size_t>();
-    }
-    if (model.type == "BPE") {
-      model.prefix = r.text(m, "continuing_subword_prefix", "");
-      model.suffix = r.text(m, "end_of_word_suffix", "");
-      model.fuse_unk = r.flag(m, "fuse_unk", false);
-      model.ignore_merges = r.flag(m, "ignore_merges", false);
-      if (r.flag(m, "byte_fallback", false))
-        r.fail(
-            "the BPE model's byte_fallback is not supported (this tokenizer reads BPE without it)");
-      if (m.contains("dropout") && !m.at("dropout").is_null() &&
-          m.at("dropout").get<double>() != 0.0)
-        r.fail("the BPE model's dropout is not supported: it makes tokenization random");
-      int64_t rank = 0;
-      for (const auto& merge : r.field(m, "model", "merges")) {
-        std::string a, b;
-        if (merge.is_string()) {
-          const std::string s = merge.get<std::string>();
-          const auto space = s.find(' ');
-          if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
-            r.fail(fmt::format("merge {} must be two tokens with one space between", merge.dump()));
-          a = s.substr(0, space);
-          b = s.substr(space + 1);
-        } else if (merge.is_array() && merge.size() == 2) {
-          a = merge[0].get<std::string>();
-          b = merge[1].get<std::string>();
-        } else {
-          r.fail(fmt::format("merge {} must be \"a b\" or [a, b]", merge.dump()));
-        }
-        const std::string joined = a + b.substr(std::min(b.size(), model.prefix.size()));
-        for (const std::string& t : {a, b, joined})
-          if (!model.vocab.count(t))
-            r.fail(fmt::format("merge {} needs '{}', which is not in the vocab", merge.dump(), t));
-        model.merges.insert(
-            {{model.vocab.at(a), model.vocab.at(b)}, {rank++, model.vocab.at(joined)}});
-      }
-    }
-    // Added tokens.
-    if (j.contains("added_tokens") && !j.at("added_tokens").is_null())
-      for (const auto& a : j.at("added_tokens")) {
-        const std::string content = r.text(a, "content", "");
-        if (r.flag(a, "single_word", false))
-          r.fail(
-              fmt::format("the added token '{}' has single_word, which is not supported", content));
-        const std::vector<char32_t> cs = code_points(content);
-        const bool special = r.flag(a, "special", false);
-        Pipeline::Added added{std::u32string(cs.begin(), cs.end()),
-                              a.at("id").get<int64_t>(),
-                              special,
-                              r.flag(a, "lstrip", false),
-                              r.flag(a, "rstrip", false),
-                              r.flag(a, "normalized", !special)};
-        p.added.push_back(added);
-      }
-    if (j.contains("normalizer") && !j.at("normalizer").is_null())
-      p.normalizer = read_normalizer(j.at("normalizer"), r);
-    // A normalized added token is matched on normalized text, so in its normalized spelling.
-    for (auto& a : p.added)
-      if (a.normalized && p.normalizer) {
-        Piece piece = original(a.chars, 0, static_cast<int64_t>(a.chars.size()));
-        (*p.normalizer)(piece);
-        a.chars = piece.chars;
-      }
-    if (j.contains("pre_tokenizer") && !j.at("pre_tokenizer").is_null())
-      p.pre_tokenizer = read_pre_tokenizer(j.at("pre_tokenizer"), r);
-    if (j.contains("post_processor") && !j.at("post_processor").is_null())
-      read_post_processor(p, j.at("post_processor"), r);
-    if (j.contains("decoder") && !j.at("decoder").is_null()) {
-      const Json& d = j.at("decoder");
-      p.decoder = r.type(d, "decoder");
-      if (p.decoder == "WordPiece") {
-        p.decoder_prefix = r.text(d, "prefix", "##");
-        p.decoder_cleanup = r.flag(d, "cleanup", true);
-      } else if (p.decoder == "BPEDecoder") {
-        p.decoder_suffix = r.text(d, "suffix", "</w>");
-      } else if (p.decoder != "ByteLevel") {
-        r.unsupported("decoder", p.decoder, "WordPiece, ByteLevel, BPEDecoder");
-      }
-    }
+    p.model = read_model(j.at("model"), r);
+    p.added = read_added_tokens(j, r);
+    read_steps(p, j, r);
   } catch (const Json::exception& e) {
     r.fail(fmt::format("a field has the wrong type ({})", e.what()));
   }
-  // The vocabulary: the model's tokens, then the added ones, by id with no gaps.
-  std::vector<std::string> tokens;
-  std::vector<bool> seen;
-  auto put = [&](const std::string& token, int64_t id) {
-    // Ids run from 0 without gaps, so none is past the number of tokens: checked before the
-    // table grows to it.
-    const auto count = static_cast<int64_t>(p.model.vocab.size() + p.added.size());
-    if (id < 0 || id >= count)
-      r.fail(fmt::format(
-          "the id {} of '{}' is outside 0 .. {} (the vocab's {} tokens and {} added ones have ids "
-          "from 0 without gaps)",
-          id, token, count - 1, p.model.vocab.size(), p.added.size()));
-    if (static_cast<size_t>(id) >= tokens.size()) {
-      tokens.resize(static_cast<size_t>(id) + 1);
-      seen.resize(static_cast<size_t>(id) + 1, false);
-    }
-    if (seen[static_cast<size_t>(id)] && tokens[static_cast<size_t>(id)] != token)
-      r.fail(fmt::format("the id {} is given to both '{}' and '{}'", id,
-                         tokens[static_cast<size_t>(id)], token));
-    tokens[static_cast<size_t>(id)] = token;
-    seen[static_cast<size_t>(id)] = true;
-  };
-  for (const auto& [token, id] : p.model.vocab) put(token, id);
-  for (const auto& a : p.added)
-    put(to_utf8(std::vector<char32_t>(a.chars.begin(), a.chars.end())), a.id);
-  for (size_t id = 0; id < seen.size(); ++id)
-    if (!seen[id])
-      r.fail(fmt::format("no token has the id {} (ids must run from 0 without gaps)", id));
-  // The post-processor's special tokens must be tokens of the vocabulary.
-  for (const auto& step : p.post)
-    if (step.templ)
-      for (const auto* items : {&step.templ->single, &step.templ->pair})
-        for (const auto& item : *items)
-          for (size_t k = 0; k < item.ids.size(); ++k)
-            if (item.ids[k] < 0 || item.ids[k] >= static_cast<int64_t>(tokens.size()))
-              r.fail(
-                  fmt::format("the post-processor's special token '{}' has the id {}, outside "
-                              "the vocabulary of {}",
-                              item.tokens[k], item.ids[k], tokens.size()));
-  p.model.names = tokens;
+  p.model.names = tokens_by_id(p, r);
+  check_special_ids(p, p.model.names.size(), r);
   try {
-    out->vocab_ = Vocabulary(tokens);
+    out->vocab_ = Vocabulary(p.model.names);
   } catch (const Error& e) {
     r.fail(e.what());
   }
@@ -1014,27 +1001,12 @@ BertEncoding HuggingFaceTokenizer::encode_plus(const std::string& text,
                                                int64_t max_length) const {
   std::vector<Pipeline::Sequence> seqs{p_->sequence(text, 0)};
   if (text_pair) seqs.push_back(p_->sequence(*text_pair, 1));
-  const int64_t specials = p_->added_by_template(text_pair.has_value());
-  if (max_length < 0 || (max_length > 0 && max_length < specials))
-    throw Error(fmt::format(
-        "encode_plus: max_length must be 0 (no truncation) or at least {}, the special tokens of "
-        "{}, got {}",
-        specials, text_pair ? "a pair" : "one sentence", max_length));
-  if (max_length > 0) {
-    auto length = [&] {
-      int64_t n = specials;
-      for (const auto& s : seqs) n += static_cast<int64_t>(s.tokens.size());
-      return n;
-    };
-    while (length() > max_length) {
-      auto& cut =
-          seqs.size() == 2 && seqs[1].tokens.size() >= seqs[0].tokens.size() ? seqs[1] : seqs[0];
-      cut.tokens.pop_back();
-      cut.type_ids.pop_back();
-      cut.sequence_ids.pop_back();
-      cut.special.pop_back();
-    }
-  }
+  const size_t second = text_pair ? seqs[1].tokens.size() : 0;
+  const auto [keep_a, keep_b] =
+      truncate_longest_first(seqs[0].tokens.size(), second, text_pair.has_value(),
+                             p_->added_by_template(text_pair.has_value()), max_length);
+  seqs[0].keep(keep_a);
+  if (text_pair) seqs[1].keep(keep_b);
   const auto merged = p_->post_process(std::move(seqs), true).at(0);
   BertEncoding e;
   for (size_t k = 0; k < merged.tokens.size(); ++k) {

@@ -4,13 +4,15 @@
 //   normalizer      BertNormalizer, Lowercase, StripAccents, NFC/NFD/NFKC/NFKD, Strip, Sequence
 //   pre-tokenizer   BertPreTokenizer, Whitespace, WhitespaceSplit, ByteLevel, Punctuation,
 //                   Digits, Sequence: the text cut into words
-//   model           WordPiece, BPE or WordLevel: each word into vocabulary entries
-//   post-processor  TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel, Sequence:
+//   model           WordPiece, BPE or WordLevel: each word into vocabulary entries (WordPiece
+//                   and BPE are BertTokenizer's and BpeTokenizer's: wordpiece.hpp, bpe_merges.hpp)
+//   post-processor  TemplateProcessing, BertProcessing, ByteLevel, Sequence:
 //                   special tokens and token types ([CLS] a [SEP] b [SEP])
 // Every character keeps the position in the original text it came from, so each token has the
 // character offsets the library returns. A component the file names and this class does not
 // implement is refused by name when the file is loaded. The file's truncation and padding are not
-// applied: as with transformers' tokenizers, the caller decides (encode_plus's max_length).
+// applied: as with transformers' tokenizers, the caller decides (encode_plus's max_length, which
+// truncates as truncation.hpp does).
 #pragma once
 
 #include <memory>

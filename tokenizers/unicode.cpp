@@ -67,18 +67,7 @@ bool is_punctuation(char32_t c) {
   if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
       (c >= 123 && c <= 126))
     return true;
-  switch (u_charType(static_cast<UChar32>(c))) {
-    case U_DASH_PUNCTUATION:
-    case U_START_PUNCTUATION:
-    case U_END_PUNCTUATION:
-    case U_CONNECTOR_PUNCTUATION:
-    case U_OTHER_PUNCTUATION:
-    case U_INITIAL_PUNCTUATION:
-    case U_FINAL_PUNCTUATION:
-      return true;
-    default:
-      return false;
-  }
+  return (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_P_MASK) != 0;
 }
 
 bool is_cjk(char32_t c) {
@@ -146,11 +135,8 @@ bool hf_is_control(char32_t c) {
 }
 
 bool hf_is_punctuation(char32_t c) {
-  if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
-      (c >= 123 && c <= 126))
-    return true;
   if (c == 0x166D || c == 0x111C9) return true;  // punctuation then, recategorized since
-  return assigned_by(c, 8) && (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_P_MASK) != 0;
+  return assigned_by(c, 8) && is_punctuation(c);
 }
 
 bool hf_is_mark(char32_t c) {

@@ -37,7 +37,7 @@ std::string main_script(const std::vector<std::string>& texts);
 // The `tokenizers` library's own classes, from the tables of the Rust crate it uses, which
 // predate Unicode 10: characters assigned since are none of these.
 bool hf_is_control(char32_t cp);          // Cc, Cf or Co, except \t \n \r (Unicode 8)
-bool hf_is_punctuation(char32_t cp);      // ASCII symbols, or P* (Unicode 8)
+bool hf_is_punctuation(char32_t cp);      // is_punctuation's rule over Unicode 8's table
 bool hf_is_mark(char32_t cp);             // what its StripAccents drops: M* (Unicode 9)
 bool hf_is_nonspacing_mark(char32_t cp);  // what its BertNormalizer drops: Mn (Unicode 8)
 

@@ -207,8 +207,8 @@ TEST_CASE("BPE encodes a pathological 200,000-character word in linear time, los
   const auto ids = bpe.encode("the " + word + " cat");
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  // Quadratic merging took minutes at this length; chunked it takes well under a second (the
-  // bound is loose: sanitizers and a loaded machine are slow, not quadratic).
+  // Quadratic merging took minutes at this length; through a queue of ranked pairs it takes well
+  // under a second (the bound is loose: sanitizers and a loaded machine are slow, not quadratic).
   CHECK_MESSAGE(seconds < 20.0, seconds);
   CHECK(bpe.decode(ids) == "the " + word + " cat");
 }

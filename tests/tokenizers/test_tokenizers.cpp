@@ -2,6 +2,7 @@
 // ../shared/data, skipped with a reason where absent), and round trips of our own kinds.
 #include <cctype>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
@@ -303,6 +304,9 @@ TEST_CASE("tokenizer files: clear errors") {
     std::ofstream(dir + "/b.merges.txt") << "b a\n" << bad << "\n";
     check_error([&] { load_tokenizer(dir + "/b"); }, {"b.merges.txt line 2", "'left right'"});
   }
+  // A merge of tokens the vocabulary does not hold.
+  std::ofstream(dir + "/b.merges.txt") << "x y\n";
+  check_error([&] { load_tokenizer(dir + "/b"); }, {"b.merges.txt", "merge 'x y' needs 'x'"});
   std::filesystem::remove_all(dir);
 }
 
@@ -478,4 +482,74 @@ TEST_CASE("BertTokenizer: decode joins word pieces and skips specials, and saves
   CHECK(load_tokenizer(dir + "/l")->tokenize("Time time") ==
         std::vector<std::string>{"time", "time"});
   std::filesystem::remove_all(dir);
+}
+
+// The three parts BertTokenizer, BpeTokenizer and the tokenizer.json pipeline share.
+TEST_CASE("WordPiece: the longest entry first, each piece's characters, [UNK] for the whole word") {
+  const std::map<std::string, int64_t> vocab = {
+      {"[UNK]", 0}, {"un", 1}, {"unaff", 2}, {"##aff", 3}, {"##able", 4}, {"##a", 5}, {"é", 6}};
+  const WordPiece::Find find = [&](const std::string& t) {
+    const auto it = vocab.find(t);
+    return it == vocab.end() ? int64_t{-1} : it->second;
+  };
+  const WordPiece wordpiece;
+  auto pieces = wordpiece.split(U"unaffable", find);
+  REQUIRE(pieces.size() == 2);  // "unaff" is longer than "un", so "##able" follows it
+  CHECK(pieces[0].token == "unaff");
+  CHECK(pieces[0].id == 2);
+  CHECK(pieces[1].token == "##able");
+  CHECK(pieces[1].begin == 5);
+  CHECK(pieces[1].end == 9);
+  // One piece that cannot be spelled makes the whole word unknown, over all its characters.
+  pieces = wordpiece.split(U"unaffablex", find);
+  REQUIRE(pieces.size() == 1);
+  CHECK(pieces[0].token == "[UNK]");
+  CHECK(pieces[0].end == 10);
+  // Characters, not bytes: "é" is one character of two bytes.
+  pieces = wordpiece.split(U"é", find);
+  REQUIRE(pieces.size() == 1);
+  CHECK(pieces[0].end == 1);
+  // Another prefix, another unknown token, a shorter limit.
+  const WordPiece other{"<unk>", "@@", 3};
+  CHECK(other.split(U"unaff", find)[0].token == "<unk>");
+  CHECK(other.split(U"una", [](const std::string& t) { return t == "un" || t == "@@a" ? 1 : -1; })
+            .back()
+            .token == "@@a");
+}
+
+TEST_CASE("BpeMerges: lowest rank first, the leftmost of equal pairs, unknown symbols stay") {
+  // Ids: a 0, b 1, c 2, ab 3, bc 4, aa 5, abc 6.
+  BpeMerges merges;
+  merges.add(1, 2, 4);  // b c -> bc, rank 0
+  merges.add(0, 1, 3);  // a b -> ab, rank 1
+  merges.add(0, 0, 5);  // a a -> aa, rank 2
+  merges.add(0, 4, 6);  // a bc -> abc, rank 3
+  auto ids = [&](const std::vector<int64_t>& word) {
+    std::vector<BpeMerges::Symbol> symbols;
+    for (size_t i = 0; i < word.size(); ++i) symbols.push_back({word[i], i, i + 1});
+    std::vector<int64_t> out;
+    for (const auto& s : merges.apply(symbols)) out.push_back(s.id);
+    return out;
+  };
+  using V = std::vector<int64_t>;
+  CHECK(ids({0, 1, 2}) == V{6});             // b c first (rank 0), then a bc
+  CHECK(ids({0, 1}) == V{3});                // a b
+  CHECK(ids({0, 0, 0}) == V{5, 0});          // a a at the left first
+  CHECK(ids({0, -1, 1, 2}) == V{0, -1, 4});  // an unknown symbol merges with nothing
+  CHECK(ids({}).empty());
+  const auto spans = merges.apply({{0, 0, 1}, {1, 1, 3}, {2, 3, 4}});
+  REQUIRE(spans.size() == 1);
+  CHECK(spans[0].begin == 0);
+  CHECK(spans[0].end == 4);  // the merged symbol spans what its parts spanned
+}
+
+TEST_CASE("truncate_longest_first: the longer loses a token at a time, the second of equals") {
+  using P = std::pair<size_t, size_t>;
+  CHECK(truncate_longest_first(5, 5, true, 3, 10) == P{4, 3});
+  CHECK(truncate_longest_first(5, 1, true, 3, 6) == P{2, 1});
+  CHECK(truncate_longest_first(7, 0, false, 2, 4) == P{2, 0});
+  CHECK(truncate_longest_first(7, 3, true, 3, 0) == P{7, 3});  // 0: no truncation
+  CHECK(truncate_longest_first(2, 2, true, 3, 3) == P{0, 0});
+  check_error([] { truncate_longest_first(1, 1, true, 3, 2); },
+              {"max_length", "at least 3", "a pair", "got 2"});
 }
