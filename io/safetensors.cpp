@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 namespace anatomy {
@@ -59,8 +60,25 @@ float bf16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32
 
 }  // namespace
 
-SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& source) {
-  const std::string where = fmt::format("load_safetensors: {}", source);
+namespace {
+
+// One tensor's entry in the header, checked against the data it points into.
+struct Entry {
+  std::string name;
+  std::string dtype;
+  Shape shape;
+  int64_t begin, end;  // byte offsets into the data that follows the header
+};
+
+// The JSON header and where the data after it starts. The file begins with the header's byte
+// count (8 bytes, little-endian), then the header, then the tensors' bytes.
+struct Layout {
+  nlohmann::json header;
+  const char* data;
+  int64_t data_size;
+};
+
+Layout read_layout(const std::string& bytes, const std::string& where) {
   if (bytes.size() < 8)
     throw Error(
         fmt::format("{}: file is {} bytes, too short for the 8-byte header length "
@@ -73,128 +91,144 @@ SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& s
         fmt::format("{}: header length {} runs past the end of the {}-byte file "
                     "(truncated or not a safetensors file)",
                     where, n, bytes.size()));
-  nlohmann::json header;
+  Layout layout;
   try {
-    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<int64_t>(n),
-                                   json_depth_limit(where + ": the header"));
+    layout.header =
+        nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<int64_t>(n),
+                              json_depth_limit(where + ": the header"));
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("{}: the header is not valid JSON ({})", where, e.what()));
   }
-  if (!header.is_object()) throw Error(fmt::format("{}: the header is not a JSON object", where));
-  const int64_t data_size = static_cast<int64_t>(bytes.size() - 8 - n);
-  const char* data = bytes.data() + 8 + n;
+  if (!layout.header.is_object())
+    throw Error(fmt::format("{}: the header is not a JSON object", where));
+  layout.data = bytes.data() + 8 + n;
+  layout.data_size = static_cast<int64_t>(bytes.size() - 8 - n);
+  return layout;
+}
 
+// The shape's dimensions, or nothing when it is not an array of integers >= 0.
+std::optional<Shape> read_shape(const nlohmann::json& json) {
+  if (!json.is_array()) return std::nullopt;
+  Shape shape;
+  for (const auto& d : json) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0) return std::nullopt;
+    shape.push_back(d.get<int64_t>());
+  }
+  return shape;
+}
+
+// The entry `name` of the header, or nothing with the reason added to `problems`.
+std::optional<Entry> read_entry(const std::string& name, const nlohmann::json& info,
+                                int64_t data_size, std::vector<std::string>& problems) {
+  if (!info.is_object() || !info.contains("dtype") || !info.contains("shape") ||
+      !info.contains("data_offsets")) {
+    problems.push_back(fmt::format("'{}': needs dtype, shape and data_offsets", name));
+    return std::nullopt;
+  }
+  const auto& dt = info["dtype"];
+  const std::string dtype = dt.is_string() ? dt.get<std::string>() : dt.dump();
+  const int64_t size = dtype_size(dtype);
+  if (size == 0) {
+    problems.push_back(
+        fmt::format("'{}': unsupported dtype {} (F32, F16, BF16, I64 are read)", name, dtype));
+    return std::nullopt;
+  }
+  const std::optional<Shape> shape = read_shape(info["shape"]);
+  const auto& off = info["data_offsets"];
+  if (!shape || !off.is_array() || off.size() != 2 || !off[0].is_number_integer() ||
+      !off[1].is_number_integer()) {
+    problems.push_back(fmt::format("'{}': malformed shape or data_offsets", name));
+    return std::nullopt;
+  }
+  const int64_t begin = off[0].get<int64_t>(), end = off[1].get<int64_t>();
+  if (begin < 0 || end < begin || end > data_size) {
+    problems.push_back(
+        fmt::format("'{}': data_offsets [{}, {}] lie outside the {} data bytes "
+                    "(truncated file?)",
+                    name, begin, end, data_size));
+    return std::nullopt;
+  }
+  // The byte count of the shape, checked at each product: a crafted shape such as
+  // [2^40, 2^40] must be refused, not overflow int64 (undefined behaviour).
+  int64_t bytes_needed = size;
+  bool overflow = false;
+  for (int64_t d : *shape)
+    overflow = overflow || __builtin_mul_overflow(bytes_needed, d, &bytes_needed);
+  if (overflow) {
+    problems.push_back(fmt::format("'{}': shape {} of {} is larger than any file can hold", name,
+                                   shape->str(), dtype));
+    return std::nullopt;
+  }
+  if (end - begin != bytes_needed) {
+    problems.push_back(fmt::format("'{}': shape {} of {} needs {} bytes but data_offsets span {}",
+                                   name, shape->str(), dtype, bytes_needed, end - begin));
+    return std::nullopt;
+  }
+  return Entry{name, dtype, *shape, begin, end};
+}
+
+// Adds a problem for each pair of entries whose bytes overlap (`entries` in header order).
+void check_overlaps(std::vector<const Entry*> entries, std::vector<std::string>& problems) {
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry* a, const Entry* b) { return a->begin < b->begin; });
+  for (size_t i = 1; i < entries.size(); ++i)
+    if (entries[i]->begin < entries[i - 1]->end)
+      problems.push_back(fmt::format("'{}' and '{}': data_offsets overlap", entries[i - 1]->name,
+                                     entries[i]->name));
+}
+
+// The tensor of a checked entry: I64 as int64, every float type widened to float32.
+Tensor read_tensor(const Entry& e, const char* data) {
+  const char* src = data + e.begin;
+  const int64_t count = numel_of(e.shape);
+  if (e.dtype == "I64") {
+    Tensor t = empty(e.shape, Dtype::Int64);
+    if (count) std::memcpy(t.data_ptr<int64_t>(), src, static_cast<size_t>(count) * 8);
+    return t;
+  }
+  Tensor t = empty(e.shape);
+  float* dst = t.data();
+  if (e.dtype == "F32") {
+    if (count) std::memcpy(dst, src, static_cast<size_t>(count) * 4);
+  } else {
+    for (int64_t i = 0; i < count; ++i) {
+      uint16_t h;
+      std::memcpy(&h, src + 2 * i, 2);
+      dst[i] = e.dtype == "F16" ? half_to_float(h) : bf16_to_float(h);
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& source) {
+  const std::string where = fmt::format("load_safetensors: {}", source);
+  const Layout layout = read_layout(bytes, where);
   SafetensorsFile file;
+  // Every problem of the header is gathered, so one error names them all.
   std::vector<std::string> problems;
-  struct Span {
-    int64_t begin, end;
-    std::string name;
-  };
-  std::vector<Span> spans;
-  struct Entry {
-    std::string dtype;
-    Shape shape;
-    int64_t begin;
-  };
-  std::map<std::string, Entry> entries;
-  for (const auto& [name, info] : header.items()) {
-    if (name == "__metadata__") {
-      if (!info.is_object()) {
-        problems.push_back("__metadata__ is not an object");
-        continue;
-      }
+  std::vector<Entry> entries;
+  for (const auto& [name, info] : layout.header.items()) {
+    if (name != "__metadata__") {
+      if (auto entry = read_entry(name, info, layout.data_size, problems))
+        entries.push_back(std::move(*entry));
+    } else if (!info.is_object()) {
+      problems.push_back("__metadata__ is not an object");
+    } else {
       for (const auto& [k, v] : info.items())
         file.metadata[k] = v.is_string() ? v.get<std::string>() : v.dump();
-      continue;
     }
-    if (!info.is_object() || !info.contains("dtype") || !info.contains("shape") ||
-        !info.contains("data_offsets")) {
-      problems.push_back(fmt::format("'{}': needs dtype, shape and data_offsets", name));
-      continue;
-    }
-    const auto& dt = info["dtype"];
-    const std::string dtype = dt.is_string() ? dt.get<std::string>() : dt.dump();
-    const int64_t size = dtype_size(dtype);
-    if (size == 0) {
-      problems.push_back(
-          fmt::format("'{}': unsupported dtype {} (F32, F16, BF16, I64 are read)", name, dtype));
-      continue;
-    }
-    Shape shape;
-    bool shape_ok = info["shape"].is_array();
-    if (shape_ok)
-      for (const auto& d : info["shape"]) {
-        if (!d.is_number_integer() || d.get<int64_t>() < 0)
-          shape_ok = false;
-        else
-          shape.push_back(d.get<int64_t>());
-      }
-    const auto& off = info["data_offsets"];
-    if (!shape_ok || !off.is_array() || off.size() != 2 || !off[0].is_number_integer() ||
-        !off[1].is_number_integer()) {
-      problems.push_back(fmt::format("'{}': malformed shape or data_offsets", name));
-      continue;
-    }
-    const int64_t begin = off[0].get<int64_t>(), end = off[1].get<int64_t>();
-    if (begin < 0 || end < begin || end > data_size) {
-      problems.push_back(
-          fmt::format("'{}': data_offsets [{}, {}] lie outside the {} data bytes "
-                      "(truncated file?)",
-                      name, begin, end, data_size));
-      continue;
-    }
-    // The byte count of the shape, checked at each product: a crafted shape such as
-    // [2^40, 2^40] must be refused, not overflow int64 (undefined behaviour).
-    int64_t bytes_needed = size;
-    bool overflow = false;
-    for (int64_t d : shape)
-      overflow = overflow || __builtin_mul_overflow(bytes_needed, d, &bytes_needed);
-    if (overflow) {
-      problems.push_back(fmt::format("'{}': shape {} of {} is larger than any file can hold", name,
-                                     shape.str(), dtype));
-      continue;
-    }
-    if (end - begin != bytes_needed) {
-      problems.push_back(fmt::format("'{}': shape {} of {} needs {} bytes but data_offsets span {}",
-                                     name, shape.str(), dtype, bytes_needed, end - begin));
-      continue;
-    }
-    spans.push_back({begin, end, name});
-    entries[name] = {dtype, shape, begin};
   }
-  std::sort(spans.begin(), spans.end(),
-            [](const Span& a, const Span& b) { return a.begin < b.begin; });
-  for (size_t i = 1; i < spans.size(); ++i)
-    if (spans[i].begin < spans[i - 1].end)
-      problems.push_back(
-          fmt::format("'{}' and '{}': data_offsets overlap", spans[i - 1].name, spans[i].name));
+  std::vector<const Entry*> in_order;
+  for (const auto& e : entries) in_order.push_back(&e);
+  check_overlaps(std::move(in_order), problems);
   if (!problems.empty()) {
     std::string msg = fmt::format("{}: {} problem(s):", where, problems.size());
     for (const auto& p : problems) msg += "\n  - " + p;
     throw Error(msg);
   }
-  for (const auto& [name, e] : entries) {
-    const char* src = data + e.begin;
-    const int64_t count = numel_of(e.shape);
-    if (e.dtype == "I64") {
-      Tensor t = empty(e.shape, Dtype::Int64);
-      if (count) std::memcpy(t.data_ptr<int64_t>(), src, static_cast<size_t>(count) * 8);
-      file.tensors[name] = t;
-      continue;
-    }
-    Tensor t = empty(e.shape);
-    float* dst = t.data();
-    if (e.dtype == "F32") {
-      if (count) std::memcpy(dst, src, static_cast<size_t>(count) * 4);
-    } else {
-      for (int64_t i = 0; i < count; ++i) {
-        uint16_t h;
-        std::memcpy(&h, src + 2 * i, 2);
-        dst[i] = e.dtype == "F16" ? half_to_float(h) : bf16_to_float(h);
-      }
-    }
-    file.tensors[name] = t;
-  }
+  for (const auto& e : entries) file.tensors[e.name] = read_tensor(e, layout.data);
   return file;
 }
 
