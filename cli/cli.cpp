@@ -99,16 +99,11 @@ std::string explain_mistake(CLI::App& app, int argc, char** argv) {
   return "";
 }
 
-}  // namespace
+using Commands = std::vector<std::pair<CLI::App*, anatomy::cli::Runner>>;
 
-int anatomy::cli::main(int argc, char** argv) {
-  // Line by line into a log or a pipe too (`anatomy train ... | tee log`), not in 4 kB blocks.
-  std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  CLI::App app{"anatomy: a Transformer built from scratch, to learn how it works"};
-  app.name("anatomy");
-  app.set_version_flag("--version", "anatomy " ANATOMY_VERSION);
-  app.require_subcommand(1);
-  std::vector<std::pair<CLI::App*, anatomy::cli::Runner>> commands;
+// Every command on `app`, each with the function that runs it.
+Commands add_commands(CLI::App& app) {
+  Commands commands;
   auto add = [&](anatomy::cli::Runner (*adder)(CLI::App&)) {
     const size_t before = app.get_subcommands({}).size();
     auto runner = adder(app);
@@ -125,61 +120,61 @@ int anatomy::cli::main(int argc, char** argv) {
   add(anatomy::cli::add_bleu_command);
   add(anatomy::cli::add_tokenize_command);
   add(anatomy::cli::add_run_command);
-  // Every command runs on the fast kernels or on the plain reference ops (autograd/dispatch.hpp).
+  return commands;
+}
+
+// The options every command takes.
+struct CommonOptions {
   std::string kernels;
   bool allow_nonfinite = false;
   double max_memory_gb = 0;
-  for (auto& [sub, run] : commands) {
-    sub->add_option("--max-memory", max_memory_gb,
+};
+
+void add_common_options(const Commands& commands, CommonOptions& o) {
+  for (const auto& [sub, run] : commands) {
+    sub->add_option("--max-memory", o.max_memory_gb,
                     "GB a model may take (default: this machine's memory); a config that needs "
                     "more is refused before anything is allocated")
-        ->check(in_range(0.001, 1e6));
-    sub->add_flag("--allow-nonfinite", allow_nonfinite,
+        ->check(anatomy::cli::in_range(0.001, 1e6));
+    sub->add_flag("--allow-nonfinite", o.allow_nonfinite,
                   "load weights that hold NaN or infinite values (refused by default)");
-    sub->add_option("--kernels", kernels,
+    // Every command runs on the fast kernels or on the plain reference ops
+    // (autograd/dispatch.hpp).
+    sub->add_option("--kernels", o.kernels,
                     "reference: the plain ops of autograd/; fast: the kernels of kernels/ "
                     "(default: ANATOMY_KERNELS if set, else fast)")
         ->check(CLI::IsMember({"reference", "fast"}));
   }
-  // `anatomy help` lists the commands, `anatomy help COMMAND` shows one's options.
-  if (argc >= 2 && std::string_view(argv[1]) == "help") {
-    if (argc == 2) {
-      fmt::print("{}", app.help());
+}
+
+// `anatomy help` lists the commands, `anatomy help COMMAND` shows one's options.
+int print_help(CLI::App& app, int argc, char** argv) {
+  if (argc == 2) {
+    fmt::print("{}", app.help());
+    return 0;
+  }
+  for (auto* sub : app.get_subcommands({}))
+    if (sub->get_name() == argv[2]) {
+      fmt::print("{}", sub->help());
       return 0;
     }
-    for (auto* sub : app.get_subcommands({}))
-      if (sub->get_name() == argv[2]) {
-        fmt::print("{}", sub->help());
-        return 0;
-      }
-    fmt::print(stderr, "anatomy: unknown command '{}'{} ('anatomy help' lists the commands)\n",
-               argv[2], did_you_mean(argv[2], command_names(app)));
-    return 1;
-  }
-  if (argc == 1) {  // no command: what there is to run, as `anatomy help` shows it
-    fmt::print(stderr, "{}", app.help());
-    return 1;
-  }
+  fmt::print(stderr, "anatomy: unknown command '{}'{} ('anatomy help' lists the commands)\n",
+             argv[2], did_you_mean(argv[2], command_names(app)));
+  return 1;
+}
+
+// Runs the command that was parsed; every error becomes one line on standard error and exit
+// code 1.
+int run_parsed(const Commands& commands, const CommonOptions& o) {
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const bool asked = dynamic_cast<const CLI::CallForHelp*>(&e) ||
-                       dynamic_cast<const CLI::CallForAllHelp*>(&e) ||
-                       dynamic_cast<const CLI::CallForVersion*>(&e);
-    const std::string mistake = asked ? "" : explain_mistake(app, argc, argv);
-    if (mistake.empty()) return app.exit(e);
-    fmt::print(stderr, "{}\n", mistake);
-    return e.get_exit_code();
-  }
-  try {
-    checkpoints::allow_nonfinite(allow_nonfinite);
-    if (max_memory_gb > 0)
-      models::TransformerConfig::set_memory_limit(max_memory_gb * 1024 * 1024 * 1024);
-    if (!kernels.empty())
-      anatomy::set_kernels(kernels);
+    anatomy::checkpoints::allow_nonfinite(o.allow_nonfinite);
+    if (o.max_memory_gb > 0)
+      anatomy::models::TransformerConfig::set_memory_limit(o.max_memory_gb * 1024 * 1024 * 1024);
+    if (!o.kernels.empty())
+      anatomy::set_kernels(o.kernels);
     else
       anatomy::kernels();  // an unknown ANATOMY_KERNELS is refused here, before any work
-    for (auto& [sub, run] : commands)
+    for (const auto& [sub, run] : commands)
       if (sub->parsed()) return run();
     // app.parse requires one command, and every command is in `commands`: reaching here would
     // mean a command was added without its runner, which must not pass as a success.
@@ -201,4 +196,35 @@ int anatomy::cli::main(int argc, char** argv) {
     fmt::print(stderr, "anatomy: {}\n", e.what());
     return 1;
   }
+}
+
+}  // namespace
+
+int anatomy::cli::main(int argc, char** argv) {
+  // Line by line into a log or a pipe too (`anatomy train ... | tee log`), not in 4 kB blocks.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  CLI::App app{"anatomy: a Transformer built from scratch, to learn how it works"};
+  app.name("anatomy");
+  app.set_version_flag("--version", "anatomy " ANATOMY_VERSION);
+  app.require_subcommand(1);
+  const Commands commands = add_commands(app);
+  CommonOptions common;
+  add_common_options(commands, common);
+  if (argc >= 2 && std::string_view(argv[1]) == "help") return print_help(app, argc, argv);
+  if (argc == 1) {  // no command: what there is to run, as `anatomy help` shows it
+    fmt::print(stderr, "{}", app.help());
+    return 1;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const bool asked = dynamic_cast<const CLI::CallForHelp*>(&e) ||
+                       dynamic_cast<const CLI::CallForAllHelp*>(&e) ||
+                       dynamic_cast<const CLI::CallForVersion*>(&e);
+    const std::string mistake = asked ? "" : explain_mistake(app, argc, argv);
+    if (mistake.empty()) return app.exit(e);
+    fmt::print(stderr, "{}\n", mistake);
+    return e.get_exit_code();
+  }
+  return run_parsed(commands, common);
 }
