@@ -82,94 +82,125 @@ void run_encoder(models::TransformerEncoder& m, const Tensor& input, const Tenso
   add_list(out, "attentions", m.attentions());
 }
 
-int run(RunOptions o) {
+// What the model is built from: a BERT folder's model, or a config and its weights.
+struct Source {
+  std::optional<checkpoints::BertFolder> folder;
+  models::TransformerConfig config;
+  nn::StateDict state;
+};
+
+// Reads --model-dir, or --config and --weights; fills in --model's default for a folder.
+Source load_source(RunOptions& o) {
   using namespace models;
   using namespace checkpoints;
   if (o.model_dir.empty() && (o.config.empty() || o.weights.empty()))
     throw Error(
         "run: give --model-dir DIR (a Hugging Face BERT folder), or --config and --weights");
-  std::optional<BertFolder> folder;
-  TransformerConfig config;
-  nn::StateDict state;
+  Source source;
   if (!o.model_dir.empty()) {
     if (o.model.empty()) o.model = "encoder";
     if (o.model != "encoder")
       throw Error(fmt::format(
           "run: --model-dir reads a Hugging Face BERT folder into --model encoder (got '{}')",
           o.model));
-    folder = load_bert_folder(o.model_dir);
-    config = folder->config;
-    fmt::print("{}: {} layers, {} heads, hidden size {}\n", o.model_dir, config.num_hidden_layers,
-               config.num_attention_heads, config.hidden_size);
+    source.folder = load_bert_folder(o.model_dir);
+    source.config = source.folder->config;
+    fmt::print("{}: {} layers, {} heads, hidden size {}\n", o.model_dir,
+               source.config.num_hidden_layers, source.config.num_attention_heads,
+               source.config.hidden_size);
   } else {
     if (o.model.empty()) throw Error("run: --model is required with --config and --weights");
-    config = TransformerConfig::from_json_file(o.config);
-    state = load_safetensors(o.weights).tensors;
-    checkpoints::check_finite(state, o.weights);
-    if (is_bert_checkpoint(state)) state = import_bert(o, config, state);
+    source.config = TransformerConfig::from_json_file(o.config);
+    source.state = load_safetensors(o.weights).tensors;
+    checkpoints::check_finite(source.state, o.weights);
+    if (is_bert_checkpoint(source.state))
+      source.state = import_bert(o, source.config, source.state);
   }
+  return source;
+}
+
+// --token-type-ids as [1, T], one per input id; undefined when not given.
+Tensor token_types(const RunOptions& o, const std::vector<int64_t>& ids) {
+  if (o.token_type_ids.empty()) return Tensor();
+  if (o.model != "encoder")
+    throw Error(fmt::format("run: --token-type-ids is for --model encoder (got '{}')", o.model));
+  const auto t = parse_ids("--token-type-ids", o.token_type_ids);
+  if (t.size() != ids.size())
+    throw Error(fmt::format("run: --token-type-ids has {} ids but --input-ids has {}", t.size(),
+                            ids.size()));
+  return from_vector(t, {1, static_cast<int64_t>(t.size())});
+}
+
+// The encoder and the classifier: a BERT folder's model, or one built to load the weights.
+void run_encoder_models(const RunOptions& o, Source& source, const Tensor& input,
+                        const Tensor& types, std::map<std::string, Tensor>& out) {
+  using namespace models;
+  if (source.folder) {
+    run_encoder(*source.folder->model, input, types, out);
+  } else if (o.model == "encoder") {
+    TransformerEncoder m(source.config);
+    checkpoints::load_state(m, source.state, source.config);
+    run_encoder(m, input, types, out);
+  } else {
+    TransformerForSequenceClassification m(source.config);
+    checkpoints::load_state(m, source.state, source.config);
+    m.eval();
+    set_output_attentions(m, true);  // the attentions are outputs here
+    out["logits"] = m.forward(input);
+    out["last_hidden_state"] = m.encoder->forward(input);
+    add_list(out, "attentions", m.encoder->attentions());
+  }
+}
+
+void run_causal_lm(const Source& source, const Tensor& input, std::map<std::string, Tensor>& out) {
+  models::TransformerForCausalLM m(source.config);
+  checkpoints::load_state(m, source.state, source.config);
+  m.eval();
+  models::set_output_attentions(m, true);  // the attentions are outputs here
+  Tensor hidden = m.decoder->forward(input);
+  out["last_hidden_state"] = hidden;
+  out["logits"] = m.lm_head->forward(hidden);
+  add_list(out, "attentions", m.decoder->self_attentions());
+}
+
+void run_seq2seq(const RunOptions& o, const Source& source, const Tensor& input,
+                 std::map<std::string, Tensor>& out) {
+  if (o.decoder_input_ids.empty())
+    throw Error("run: --model seq2seq needs --decoder-input-ids (the target ids so far)");
+  const auto dec = parse_ids("--decoder-input-ids", o.decoder_input_ids);
+  models::Seq2SeqTransformer m(source.config);
+  checkpoints::load_state(m, source.state, source.config);
+  m.eval();
+  models::set_output_attentions(m, true);  // the attentions are outputs here
+  auto [memory, mask] = m.encode(input);
+  Tensor hidden =
+      m.decoder->forward(from_vector(dec, {1, static_cast<int64_t>(dec.size())}), memory, mask);
+  out["encoder_last_hidden_state"] = memory;
+  out["last_hidden_state"] = hidden;
+  out["logits"] = m.generator->forward(hidden);
+  add_list(out, "attentions", m.encoder->attentions());
+  add_list(out, "decoder_attentions", m.decoder->self_attentions());
+  add_list(out, "cross_attentions", m.decoder->cross_attentions());
+}
+
+int run(RunOptions o) {
+  Source source = load_source(o);
   const auto ids = parse_ids("--input-ids", o.input_ids);
   const Tensor input = from_vector(ids, {1, static_cast<int64_t>(ids.size())});
   std::map<std::string, Tensor> out;
   NoGradGuard no_grad;
-  Tensor types;
-  if (!o.token_type_ids.empty()) {
-    if (o.model != "encoder")
-      throw Error(fmt::format("run: --token-type-ids is for --model encoder (got '{}')", o.model));
-    const auto t = parse_ids("--token-type-ids", o.token_type_ids);
-    if (t.size() != ids.size())
-      throw Error(fmt::format("run: --token-type-ids has {} ids but --input-ids has {}", t.size(),
-                              ids.size()));
-    types = from_vector(t, {1, static_cast<int64_t>(t.size())});
-  }
+  const Tensor types = token_types(o, ids);
   // Each model below is built only to load the file's weights (strictly): no random draws.
   nn::init::SkipInitGuard skip;
-  if (o.model == "encoder" || o.model == "classifier") {
-    if (folder) {
-      run_encoder(*folder->model, input, types, out);
-    } else if (o.model == "encoder") {
-      TransformerEncoder m(config);
-      load_state(m, state, config);
-      run_encoder(m, input, types, out);
-    } else {
-      TransformerForSequenceClassification m(config);
-      load_state(m, state, config);
-      m.eval();
-      set_output_attentions(m, true);  // the attentions are outputs here
-      out["logits"] = m.forward(input);
-      out["last_hidden_state"] = m.encoder->forward(input);
-      add_list(out, "attentions", m.encoder->attentions());
-    }
-  } else if (o.model == "causal-lm") {
-    TransformerForCausalLM m(config);
-    load_state(m, state, config);
-    m.eval();
-    set_output_attentions(m, true);  // the attentions are outputs here
-    Tensor hidden = m.decoder->forward(input);
-    out["last_hidden_state"] = hidden;
-    out["logits"] = m.lm_head->forward(hidden);
-    add_list(out, "attentions", m.decoder->self_attentions());
-  } else if (o.model == "seq2seq") {
-    if (o.decoder_input_ids.empty())
-      throw Error("run: --model seq2seq needs --decoder-input-ids (the target ids so far)");
-    const auto dec = parse_ids("--decoder-input-ids", o.decoder_input_ids);
-    Seq2SeqTransformer m(config);
-    load_state(m, state, config);
-    m.eval();
-    set_output_attentions(m, true);  // the attentions are outputs here
-    auto [memory, mask] = m.encode(input);
-    Tensor hidden =
-        m.decoder->forward(from_vector(dec, {1, static_cast<int64_t>(dec.size())}), memory, mask);
-    out["encoder_last_hidden_state"] = memory;
-    out["last_hidden_state"] = hidden;
-    out["logits"] = m.generator->forward(hidden);
-    add_list(out, "attentions", m.encoder->attentions());
-    add_list(out, "decoder_attentions", m.decoder->self_attentions());
-    add_list(out, "cross_attentions", m.decoder->cross_attentions());
-  } else {
+  if (o.model == "encoder" || o.model == "classifier")
+    run_encoder_models(o, source, input, types, out);
+  else if (o.model == "causal-lm")
+    run_causal_lm(source, input, out);
+  else if (o.model == "seq2seq")
+    run_seq2seq(o, source, input, out);
+  else
     throw Error(fmt::format("run: unknown --model '{}' (encoder, classifier, causal-lm or seq2seq)",
                             o.model));
-  }
   save_safetensors(o.output, out, {{"model", o.model}});
   for (const auto& [name, t] : out) fmt::print("{:28} {}\n", name, to_string(t.shape()));
   fmt::print("wrote {}\n", o.output);
