@@ -1,5 +1,6 @@
 #include "checkpoints/bert_checkpoint.hpp"
 
+#include "checkpoints/layout_mismatch.hpp"
 #include "checkpoints/state_dict_layout.hpp"
 
 #include <fmt/format.h>
@@ -215,22 +216,12 @@ BertImport from_bert_checkpoint(const nn::StateDict& state, const TransformerCon
 }
 
 std::string bert_mismatch(const TransformerConfig& c) {
-  const auto differs = [](const std::string& field, const std::string& value,
-                          const std::string& bert) {
-    return fmt::format("{} is {} (BERT: {})", field, value, bert);
-  };
-  if (c.pre_layer_norm) return differs("pre_layer_norm", "true", "false, post-LN");
-  if (!c.embedding_layer_norm) return differs("embedding_layer_norm", "false", "true");
-  if (c.final_layer_norm) return differs("final_layer_norm", "true", "false");
-  if (c.norm_type != "layer_norm") return differs("norm_type", c.norm_type, "layer_norm");
-  if (c.ffn_type != "feed_forward") return differs("ffn_type", c.ffn_type, "feed_forward");
-  if (c.position_embedding_type != "absolute")
-    return differs("position_embedding_type", c.position_embedding_type, "absolute");
-  if (c.attention_type != "fused" && c.attention_type != "book")
-    return differs("attention_type", c.attention_type, "fused or book");
-  if (c.hidden_act != "gelu" && c.hidden_act != "gelu_new" && c.hidden_act != "relu")
-    return differs("hidden_act", c.hidden_act, "gelu, gelu_new or relu");
-  return "";
+  if (c.pre_layer_norm)
+    return describe_mismatch("pre_layer_norm", "true", "BERT", "false, post-LN");
+  if (!c.embedding_layer_norm)
+    return describe_mismatch("embedding_layer_norm", "false", "BERT", "true");
+  if (c.final_layer_norm) return describe_mismatch("final_layer_norm", "true", "BERT", "false");
+  return swapped_part_mismatch(c, "BERT");
 }
 
 nlohmann::json bert_config(const TransformerConfig& c, const std::string& architecture,

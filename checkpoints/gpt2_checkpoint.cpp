@@ -1,5 +1,7 @@
 #include "checkpoints/gpt2_checkpoint.hpp"
 
+#include "checkpoints/layout_mismatch.hpp"
+
 #include <fmt/format.h>
 
 namespace anatomy::checkpoints {
@@ -24,23 +26,13 @@ void layer_norm(nn::StateDict& out, const std::string& to, const nn::StateDict& 
 }  // namespace
 
 std::string gpt2_mismatch(const models::TransformerConfig& c) {
-  const auto differs = [](const std::string& field, const std::string& value,
-                          const std::string& gpt2) {
-    return fmt::format("{} is {} (GPT-2: {})", field, value, gpt2);
-  };
-  if (!c.pre_layer_norm) return differs("pre_layer_norm", "false", "true");
-  if (!c.final_layer_norm) return differs("final_layer_norm", "false", "true");
-  if (c.embedding_layer_norm) return differs("embedding_layer_norm", "true", "false");
-  if (c.norm_type != "layer_norm") return differs("norm_type", c.norm_type, "layer_norm");
-  if (c.ffn_type != "feed_forward") return differs("ffn_type", c.ffn_type, "feed_forward");
-  if (c.position_embedding_type != "absolute")
-    return differs("position_embedding_type", c.position_embedding_type, "absolute");
-  if (c.attention_type != "fused" && c.attention_type != "book")
-    return differs("attention_type", c.attention_type, "fused or book");
-  if (c.hidden_act != "gelu" && c.hidden_act != "gelu_new" && c.hidden_act != "relu")
-    return differs("hidden_act", c.hidden_act, "gelu, gelu_new or relu");
+  if (!c.pre_layer_norm) return describe_mismatch("pre_layer_norm", "false", "GPT-2", "true");
+  if (!c.final_layer_norm) return describe_mismatch("final_layer_norm", "false", "GPT-2", "true");
+  if (c.embedding_layer_norm)
+    return describe_mismatch("embedding_layer_norm", "true", "GPT-2", "false");
+  if (auto swapped = swapped_part_mismatch(c, "GPT-2"); !swapped.empty()) return swapped;
   if (c.type_vocab_size != 0)
-    return differs("type_vocab_size", std::to_string(c.type_vocab_size), "0");
+    return describe_mismatch("type_vocab_size", std::to_string(c.type_vocab_size), "GPT-2", "0");
   return "";
 }
 

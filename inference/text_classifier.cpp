@@ -4,24 +4,12 @@
 
 #include <cmath>
 
-#include "checkpoints/checkpoints.hpp"
 #include "data/batching.hpp"
-#include "run_folders/run_dir.hpp"
 
 namespace anatomy::training {
 
 TextClassifier TextClassifier::load(const std::string& dir) {
-  RunDir run{dir};
-  run.read_run("classifier");
-  TextClassifier c;
-  c.tokenizer = text::load_tokenizer(run.file("tokenizer"));
-  {
-    nn::init::SkipInitGuard skip;  // every parameter is loaded below
-    c.model = std::make_shared<models::TransformerForSequenceClassification>(run.read_config());
-  }
-  checkpoints::load_weights(*c.model, run.weights(), run.read_config());
-  c.model->eval();
-  return c;
+  return {load_pipeline<models::TransformerForSequenceClassification>(dir, "classifier")};
 }
 
 std::vector<int64_t> TextClassifier::encode(const std::string& text) const {

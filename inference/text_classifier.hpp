@@ -6,15 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "models/models.hpp"
-#include "tokenizers/tokenizers.hpp"
+#include "inference/pipeline.hpp"
 
 namespace anatomy::training {
 
-struct TextClassifier {
-  std::shared_ptr<text::Tokenizer> tokenizer;
-  std::shared_ptr<models::TransformerForSequenceClassification> model;
-
+struct TextClassifier : Pipeline<models::TransformerForSequenceClassification> {
   static TextClassifier load(const std::string& dir);
   // Ids with the [BOS] token first (its hidden state is what the head reads: the [CLS] slot).
   std::vector<int64_t> encode(const std::string& text) const;

@@ -2,23 +2,10 @@
 
 #include <fmt/format.h>
 
-#include "checkpoints/checkpoints.hpp"
-#include "run_folders/run_dir.hpp"
-
 namespace anatomy::training {
 
 TextGenerator TextGenerator::load(const std::string& dir) {
-  RunDir run{dir};
-  run.read_run("lm");
-  TextGenerator g;
-  g.tokenizer = text::load_tokenizer(run.file("tokenizer"));
-  {
-    nn::init::SkipInitGuard skip;  // every parameter is loaded below
-    g.model = std::make_shared<models::TransformerForCausalLM>(run.read_config());
-  }
-  checkpoints::load_weights(*g.model, run.weights(), run.read_config());
-  g.model->eval();
-  return g;
+  return {load_pipeline<models::TransformerForCausalLM>(dir, "lm")};
 }
 
 std::string TextGenerator::generate(const std::string& prompt, int64_t max_new_tokens,

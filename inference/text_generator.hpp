@@ -7,15 +7,11 @@
 #include <string>
 
 #include "generation/generation.hpp"
-#include "models/models.hpp"
-#include "tokenizers/tokenizers.hpp"
+#include "inference/pipeline.hpp"
 
 namespace anatomy::training {
 
-struct TextGenerator {
-  std::shared_ptr<text::Tokenizer> tokenizer;
-  std::shared_ptr<models::TransformerForCausalLM> model;
-
+struct TextGenerator : Pipeline<models::TransformerForCausalLM> {
   static TextGenerator load(const std::string& dir);
   // The prompt followed by up to max_new_tokens sampled tokens (from the global generator).
   std::string generate(const std::string& prompt, int64_t max_new_tokens,
