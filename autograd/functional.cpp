@@ -262,12 +262,10 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
         fmt::format("embedding: 'weight' must be 2-D (got shape {})", weight.shape().str()));
   const int64_t V = weight.size(0), D = weight.size(1);
   const auto ids = indices.to_int_vector();
-  for (int64_t id : ids)
-    if (id < 0 || id >= V)
-      throw Error(
-          fmt::format("embedding: index {} is out of range for the table of {} rows "
-                      "(weight {})",
-                      id, V, weight.shape().str()));
+  check_ids(ids, V, [&](int64_t id) {
+    return fmt::format("embedding: index {} is out of range for the table of {} rows (weight {})",
+                       id, V, weight.shape().str());
+  });
   Shape shape = indices.shape();
   shape.push_back(D);
   Tensor w = weight.contiguous();

@@ -72,12 +72,10 @@ Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
   dim = wrap_dim("index_select", dim, a.dim());
   const int64_t size = a.dim() == 0 ? 1 : a.size(dim);
   const auto idx = index.to_int_vector();
-  for (int64_t i : idx)
-    if (i < 0 || i >= size)
-      throw Error(
-          fmt::format("index_select: index {} is out of range for dimension {} with "
-                      "size {}",
-                      i, dim, size));
+  check_ids(idx, size, [&](int64_t i) {
+    return fmt::format("index_select: index {} is out of range for dimension {} with size {}", i,
+                       dim, size);
+  });
   Shape shape = a.shape();
   if (a.dim() > 0) shape[dim] = static_cast<int64_t>(idx.size());
   Tensor x = a.contiguous();

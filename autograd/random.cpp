@@ -71,21 +71,17 @@ void manual_seed(uint64_t seed) { process_generator().seed_(seed); }
 GeneratorGuard::GeneratorGuard(Generator& g) : previous_(std::exchange(guarded, &g)) {}
 GeneratorGuard::~GeneratorGuard() { guarded = previous_; }
 
-Tensor randn(Shape shape) {
+// A tensor of `shape` whose values are (g.*draw)() of the default generator g, in order.
+static Tensor drawn(Shape shape, float (Generator::*draw)()) {
   Tensor t = empty(std::move(shape));
   float* p = t.data();
   auto& g = default_generator();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = g.normal();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = (g.*draw)();
   return t;
 }
 
-Tensor rand(Shape shape) {
-  Tensor t = empty(std::move(shape));
-  float* p = t.data();
-  auto& g = default_generator();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = g.uniform();
-  return t;
-}
+Tensor randn(Shape shape) { return drawn(std::move(shape), &Generator::normal); }
+Tensor rand(Shape shape) { return drawn(std::move(shape), &Generator::uniform); }
 
 Tensor randint(int64_t low, int64_t high, Shape shape) {
   if (high <= low)

@@ -199,5 +199,11 @@ int64_t wrap_dim(const char* op, int64_t dim, int64_t ndim);
 Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b);
 // Throws unless t is a defined float32 tensor (int64 tensors hold ids, not values).
 void check_float(const char* op, const Tensor& t);
+// Throws Error(describe(id)) for the first of `ids` outside [0, size).
+template <typename Describe>
+void check_ids(const std::vector<int64_t>& ids, int64_t size, Describe describe) {
+  for (int64_t id : ids)
+    if (id < 0 || id >= size) throw Error(describe(id));
+}
 
 }  // namespace anatomy

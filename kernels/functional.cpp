@@ -89,52 +89,55 @@ void log_softmax_row(const float* x, float* y, int64_t C) {
   simd::map(x, y, C, [&](batch v) { return v - lse; });
 }
 
-// The op (autograd/functional.cpp) has checked `a` and wrapped `dim`, and records the node.
-Tensor fast_softmax(const Tensor& a, int64_t dim) {
-  return along_dim(a, dim, [](const float* x, float* y, int64_t N, int64_t C) {
+// dx = y ⊙ (g - Σ g ⊙ y) over one row, given softmax's output y.
+void softmax_backward_row(const float* g, const float* y, float* dx, int64_t C) {
+  const batch dot(simd::dot(g, y, C));
+  simd::map2(g, 1, y, 1, dx, C, [&](batch gv, batch yv) { return yv * (gv - dot); });
+}
+
+// dx = g - e^y Σ g over one row, given log_softmax's output y.
+void log_softmax_backward_row(const float* g, const float* y, float* dx, int64_t C) {
+  const batch s(simd::sum(g, C));
+  simd::map2(g, 1, y, 1, dx, C, [&](batch gv, batch yv) { return gv - xsimd::exp(yv) * s; });
+}
+
+// `row(x, y, C)` on every row along `dim`, split as for_exp_rows.
+template <typename Row>
+Tensor each_exp_row(const Tensor& a, int64_t dim, Row row) {
+  return along_dim(a, dim, [&](const float* x, float* y, int64_t N, int64_t C) {
     for_exp_rows(N, C, [&](int64_t n0, int64_t n1) {
-      for (int64_t n = n0; n < n1; ++n) softmax_row(x + n * C, y + n * C, C);
+      for (int64_t n = n0; n < n1; ++n) row(x + n * C, y + n * C, C);
     });
   });
 }
 
-// dx = y ⊙ (g - Σ g ⊙ y) per row, given softmax's output y.
-Tensor fast_softmax_backward(const Tensor& g, const Tensor& y, int64_t dim) {
+// `row(g, y, dx, C)` on every row along `dim` of the gradient g and the op's output y, split as
+// for_exp_rows where the row takes an exp of every value, else as for_rows.
+template <typename Row>
+Tensor each_gradient_row(const Tensor& g, const Tensor& y, int64_t dim, bool takes_exp, Row row) {
   return along_dim2(g, y, dim,
-                    [](const float* gp, const float* yp, float* dx, int64_t N, int64_t C) {
-                      for_rows(N, C, [&](int64_t n0, int64_t n1) {
-                        for (int64_t n = n0; n < n1; ++n) {
-                          const float* gr = gp + n * C;
-                          const float* yr = yp + n * C;
-                          const batch dot(simd::dot(gr, yr, C));
-                          simd::map2(gr, 1, yr, 1, dx + n * C, C,
-                                     [&](batch gv, batch yv) { return yv * (gv - dot); });
-                        }
-                      });
+                    [&](const float* gp, const float* yp, float* dx, int64_t N, int64_t C) {
+                      const auto rows = [&](int64_t n0, int64_t n1) {
+                        for (int64_t n = n0; n < n1; ++n)
+                          row(gp + n * C, yp + n * C, dx + n * C, C);
+                      };
+                      takes_exp ? for_exp_rows(N, C, rows) : for_rows(N, C, rows);
                     });
+}
+
+// The op (autograd/functional.cpp) has checked `a` and wrapped `dim`, and records the node.
+Tensor fast_softmax(const Tensor& a, int64_t dim) { return each_exp_row(a, dim, softmax_row); }
+
+Tensor fast_softmax_backward(const Tensor& g, const Tensor& y, int64_t dim) {
+  return each_gradient_row(g, y, dim, false, softmax_backward_row);
 }
 
 Tensor fast_log_softmax(const Tensor& a, int64_t dim) {
-  return along_dim(a, dim, [](const float* x, float* y, int64_t N, int64_t C) {
-    for_exp_rows(N, C, [&](int64_t n0, int64_t n1) {
-      for (int64_t n = n0; n < n1; ++n) log_softmax_row(x + n * C, y + n * C, C);
-    });
-  });
+  return each_exp_row(a, dim, log_softmax_row);
 }
 
-// dx = g - e^y Σ g per row, given log_softmax's output y.
 Tensor fast_log_softmax_backward(const Tensor& g, const Tensor& y, int64_t dim) {
-  return along_dim2(g, y, dim,
-                    [](const float* gp, const float* yp, float* dx, int64_t N, int64_t C) {
-                      for_exp_rows(N, C, [&](int64_t n0, int64_t n1) {
-                        for (int64_t n = n0; n < n1; ++n) {
-                          const float* gr = gp + n * C;
-                          const batch s(simd::sum(gr, C));
-                          simd::map2(gr, 1, yp + n * C, 1, dx + n * C, C,
-                                     [&](batch gv, batch yv) { return gv - xsimd::exp(yv) * s; });
-                        }
-                      });
-                    });
+  return each_gradient_row(g, y, dim, true, log_softmax_backward_row);
 }
 
 // Rows of up to simd::kRowVectors vectors of features (simd::row_fits) are normalized in
