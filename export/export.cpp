@@ -38,7 +38,7 @@ void add_rows(nn::StateDict& out, const std::string& name,
 }
 
 // Refuses, before anything is read or written, a run that the exported package cannot continue:
-// another kind of run, one without a recipe, parts that model.py has no twin of, a destination
+// another kind of run, one without a recipe, parts the export does not cover, a destination
 // in use, no training state. Returns the training state's path.
 std::string check_exportable(const RunDir& run, const nlohmann::json& meta,
                              const models::TransformerConfig& config, const std::string& to) {
@@ -57,8 +57,9 @@ std::string check_exportable(const RunDir& run, const nlohmann::json& meta,
         std::tuple{"position_embedding_type", config.position_embedding_type,
                    "absolute or sinusoidal"}})
     if (std::string(supported).find(value) == std::string::npos)
-      throw Error(fmt::format("export: {} '{}' has no twin in the exported model.py (it has {})",
-                              field, value, supported));
+      throw Error(fmt::format(
+          "export: {} '{}' is not one the export covers (it covers {}; docs/limitations.md)", field,
+          value, supported));
   if (fs::exists(to) && !fs::is_empty(to))
     throw Error(fmt::format("export: {} exists and is not empty; choose another --to", to));
   const std::string training_state = run.file("last/training.safetensors");

@@ -308,7 +308,7 @@ TEST_CASE("export --to-hf: a run no transformers class computes is refused by na
 
 // export --to refuses, by name and before it writes anything, what the exported model.py and
 // train.py cannot continue: a run of another kind, a run.json without the recipe train.py
-// follows, a part model.py has no twin of, and a training state that is missing, lacks the
+// follows, a part the export does not cover, and a training state that is missing, lacks the
 // optimizer's or the run's step, or holds optimizer buffers the model has no parameter for. Each
 // broken run is a copy of one tiny language model, broken in one place.
 TEST_CASE("export: a run it cannot continue in PyTorch is refused by name, and nothing written") {
@@ -381,8 +381,10 @@ TEST_CASE("export: a run it cannot continue in PyTorch is refused by name, and n
     // Named copies: clang before C++20's rule does not let a lambda capture structured bindings.
     const std::string key = field, set = value;
     edit_json(part + "/config.json", [&](nlohmann::json& j) { j[key] = set; });
-    refused(part, fmt::format("export: {} '{}' has no twin in the exported model.py (it has {})",
-                              field, value, has));
+    refused(part,
+            fmt::format(
+                "export: {} '{}' is not one the export covers (it covers {}; docs/limitations.md)",
+                field, value, has));
   }
 
   const std::string no_state = copy();
