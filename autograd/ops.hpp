@@ -40,16 +40,17 @@ Tensor minimum(const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor masked_fill(const Tensor& a, const Tensor& mask, float value);
 // Comparisons give masks of 0 and 1 (float32; this library has no bool dtype) with no gradient.
+// Each against another tensor (broadcast) or against a number, as torch.eq(input, other).
 Tensor eq(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, float b);
 Tensor ne(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, float b);
 Tensor lt(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, float b);
 Tensor le(const Tensor& a, const Tensor& b);
 Tensor gt(const Tensor& a, const Tensor& b);
-Tensor ge(const Tensor& a, const Tensor& b);
-Tensor eq(const Tensor& a, float b);
-Tensor ne(const Tensor& a, float b);
-Tensor lt(const Tensor& a, float b);
 Tensor gt(const Tensor& a, float b);
+Tensor ge(const Tensor& a, const Tensor& b);
 // Sums a gradient of a broadcast result back down to `shape` (undoes broadcasting).
 Tensor sum_to(const Tensor& grad, const Shape& shape);
 
