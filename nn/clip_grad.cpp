@@ -19,16 +19,20 @@ T max_keeping_nan(T m, T a) {
 }
 
 // The norm of each tensor, a float32 value as torch._foreach_norm gives: √(Σ x²), or max |x|
-// for the infinity norm (NaN if any x is NaN). Fast kernel: kernels/clip_grad.cpp.
+// for the infinity norm (NaN if any x is NaN). Σ x² is summed in double: a float running sum
+// over a million values drifts further than torch's (and the fast kernel's) vector of partial
+// sums. Fast kernel: kernels/clip_grad.cpp.
 std::vector<float> foreach_norm(const std::vector<Tensor>& tensors, bool inf) {
   std::vector<float> norms;
   for (const Tensor& t : tensors) {
     const Tensor dense = t.contiguous();
     const float* x = dense.data();
-    float v = 0.0f;  // max |x|, or Σ x²
-    for (int64_t i = 0; i < dense.numel(); ++i)
-      v = inf ? max_keeping_nan(v, std::fabs(x[i])) : v + x[i] * x[i];
-    norms.push_back(inf ? v : std::sqrt(v));
+    double v = 0.0;  // max |x|, or Σ x²
+    for (int64_t i = 0; i < dense.numel(); ++i) {
+      const double xi = x[i];
+      v = inf ? max_keeping_nan(v, std::fabs(xi)) : v + xi * xi;
+    }
+    norms.push_back(static_cast<float>(inf ? v : std::sqrt(v)));
   }
   return norms;
 }

@@ -287,6 +287,9 @@ TEST_CASE("GeneratorGuard: this thread draws from the guard's generator, others 
 }
 
 TEST_CASE("Trainer with batch, batch_loss and replicate: two threads train as one does") {
+  // Two threads split the batch on the fast kernels ("data_parallel.parts"); on the reference
+  // path the batch is one part, whatever the threads.
+  FastKernels fast;
   const auto config = tiny_gpt(0.0);
   // Eight steps of one fixed-seed run; returns the weights and the logged train loss curve.
   auto train = [&](int threads, bool parallel) {
