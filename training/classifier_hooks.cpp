@@ -54,4 +54,15 @@ void set_classifier_hooks(Trainer& trainer, const TextClassifier& classifier,
   };
 }
 
+TrainerOptions classifier_trainer_options(const TrainOptions& o, int64_t epochs,
+                                          const std::string& title) {
+  return {.epochs = epochs,
+          .time_budget = o.time_budget,
+          .clip = o.clip,
+          .log_every = o.log_every,
+          .run_dir = o.out,
+          .title = title,
+          .detect_anomaly = o.detect_anomaly};
+}
+
 }  // namespace anatomy::training

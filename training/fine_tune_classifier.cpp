@@ -182,13 +182,7 @@ int fine_tune_classifier(const TrainOptions& o) {
                       [](int64_t n, const Tensor& p) { return n + p.numel(); }));
   fmt::print("  {}\n", config.architecture(true, false));
   Trainer trainer(*classifier.model, opt, nullptr,
-                  {.epochs = epochs,
-                   .time_budget = o.time_budget,
-                   .clip = o.clip,
-                   .log_every = o.log_every,
-                   .run_dir = o.out,
-                   .title = "classify: loss",
-                   .detect_anomaly = o.detect_anomaly});
+                  classifier_trainer_options(o, epochs, "classify: loss"));
   trainer.run_info = meta;
   const LabelledTexts train_set{d.train.texts, d.train_ids}, valid_set{d.valid.texts, d.valid_ids};
   set_classifier_hooks(trainer, classifier, train_set, valid_set, o.seed, kBatchTexts);

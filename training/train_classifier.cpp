@@ -74,15 +74,9 @@ int train_classifier(const TrainOptions& o) {
       train_texts.size(), valid_texts.size(), model.num_parameters());
   fmt::print("  {}\n", config.architecture(true, false));
 
-  Trainer trainer(model, opt, nullptr,
-                  {.epochs = epochs,
-                   .time_budget = o.time_budget,
-                   .clip = o.clip,
-                   .log_every = o.log_every,
-                   .run_dir = o.out,
-                   .resume = o.resume,
-                   .title = "majority: loss",
-                   .detect_anomaly = o.detect_anomaly});
+  TrainerOptions options = classifier_trainer_options(o, epochs, "majority: loss");
+  options.resume = o.resume;
+  Trainer trainer(model, opt, nullptr, options);
   trainer.run_info = meta;
   const LabelledTexts train{train_texts, train_labels}, valid{valid_texts, valid_labels};
   set_classifier_hooks(trainer, classifier, train, valid, seed, kBatchTexts);

@@ -333,8 +333,11 @@ TrainResult Trainer::fit() {
   loop.first_step = step_;
   // Anomaly checks see the ops of their own thread only, so detect_anomaly trains on one.
   if (replicate && !o_.detect_anomaly) loop.parallel.emplace(model_, replicate);
-  if (loop.parallel && get_num_threads() > 1 && !o_.quiet)
-    fmt::print("data parallel: each batch's rows split between {} threads\n", get_num_threads());
+  // On the reference kernels a batch stays one part (nn::DataParallel::parts), whatever the
+  // threads.
+  const int64_t parts = loop.parallel ? loop.parallel->parts(get_num_threads()) : 1;
+  if (parts > 1 && !o_.quiet)
+    fmt::print("data parallel: each batch's rows split between {} threads\n", parts);
   for (; epoch_ < loop.epochs && !loop.stop; ++epoch_, batch_ = 0) train_epoch(loop);
   if (!o_.quiet && loop.result.out_of_time)
     fmt::print("time budget of {} reached\n", clock(o_.time_budget));
