@@ -2,7 +2,7 @@
 #include <cmath>
 #include <regex>
 
-#include "training/loss_curve.hpp"
+#include "run_folders/loss_curve.hpp"
 #include "training_fixtures.hpp"
 
 using namespace anatomy;
